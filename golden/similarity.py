@@ -1,0 +1,87 @@
+"""Exact integer cosine similarity (spec 4.1), the model of :class:`rtl.similarity.SimilarityComparator`.
+
+For sub-vectors x and y of V signed integers, with dot = sum(x*y), nx = sum(x*x), ny = sum(y*y)::
+
+    similar(x, y)  <=>  nx > 0 and ny > 0 and dot > 0 and dot**2 * 2**(2F) > theta_q**2 * nx * ny
+
+which is cos(x, y) > theta_q / 2**F, exactly, with no division or square root. Of two similar
+candidates y1, y2 of one x, y1 is better exactly when dot1**2 * ny2 > dot2**2 * ny1.
+
+All arithmetic is on Python integers (``dtype=object``) where int64 could overflow, so the model is
+exact for any ``elem_bits``, ``dim`` and ``theta_bits`` that :class:`rtl.params.FocusParams` allows.
+"""
+
+import numpy as np
+
+__all__ = ["similar", "dot", "sqnorm", "better", "check_vectors", "check_theta_q"]
+
+
+def check_vectors(x, name="x", elem_bits=None):
+    """Return ``x`` as an int64 array; raise ``ValueError`` for non-integer or out-of-range data."""
+    a = np.asarray(x)
+    if a.dtype == bool or not np.issubdtype(a.dtype, np.integer):
+        raise ValueError(f"{name} must be an integer array (signed sub-vector elements), "
+                         f"not dtype {a.dtype}")
+    if a.ndim < 1:
+        raise ValueError(f"{name} must have at least one dimension (the V elements), "
+                         f"not shape {a.shape}")
+    a = a.astype(np.int64)
+    if elem_bits is not None and a.size:
+        low, high = -(1 << (elem_bits - 1)), (1 << (elem_bits - 1)) - 1
+        if a.min() < low or a.max() > high:
+            raise ValueError(f"{name} has elements outside the signed {elem_bits}-bit range "
+                             f"[{low}, {high}]: min {a.min()}, max {a.max()}")
+    return a
+
+
+def check_theta_q(theta_q, theta_bits):
+    if isinstance(theta_q, bool) or not isinstance(theta_q, (int, np.integer)):
+        raise ValueError(f"theta_q must be an integer, not {theta_q!r}")
+    if not 0 <= int(theta_q) < (1 << theta_bits):
+        raise ValueError(f"theta_q = {theta_q} is out of range: it must be in "
+                         f"[0, {(1 << theta_bits) - 1}] for theta_bits = {theta_bits}")
+    return int(theta_q)
+
+
+def dot(x, y):
+    """Exact sum(x*y) over the last axis, as int64 (exact for |elements| <= 2**15, V <= 2**32)."""
+    return np.einsum("...i,...i->...", np.asarray(x, np.int64), np.asarray(y, np.int64))
+
+
+def sqnorm(x):
+    """Exact sum(x*x) over the last axis, as int64."""
+    return dot(x, x)
+
+
+def _as_object(a):
+    return np.asarray(a, dtype=np.int64).astype(object)
+
+
+def similar(x, y, theta_q, theta_bits=8):
+    """cos(x, y) > theta_q / 2**theta_bits, exactly, over the last axis (V); broadcasts leading dims.
+
+    Returns a bool array of the broadcast leading shape (a 0-d array for single vectors). Raises
+    ``ValueError`` for non-integer vectors, mismatched V, or theta_q outside [0, 2**F).
+    """
+    x = check_vectors(x, "x")
+    y = check_vectors(y, "y")
+    if x.shape[-1] != y.shape[-1]:
+        raise ValueError(f"x and y must have the same V (last axis): {x.shape[-1]} != "
+                         f"{y.shape[-1]}")
+    tq = check_theta_q(theta_q, theta_bits)
+    d, nx, ny = dot(x, y), sqnorm(x), sqnorm(y)
+    d, nx, ny = np.broadcast_arrays(d, nx, ny)
+    lhs = _as_object(d) ** 2 * (1 << (2 * theta_bits))
+    rhs = _as_object(nx) * _as_object(ny) * (tq * tq)
+    out = (nx > 0) & (ny > 0) & (d > 0) & np.asarray(lhs > rhs, dtype=bool)
+    return np.asarray(out, dtype=bool)
+
+
+def better(dot1, ny1, dot2, ny2):
+    """True where candidate 1 (dot1, ny1) has a strictly larger cosine than candidate 2.
+
+    Both candidates must already be similar (dot > 0, ny > 0): the test is
+    dot1**2 * ny2 > dot2**2 * ny1, exact.
+    """
+    d1, n1, d2, n2 = (_as_object(v) for v in (dot1, ny1, dot2, ny2))
+    return np.asarray(d1 ** 2 * n2 > d2 ** 2 * n1, dtype=bool)

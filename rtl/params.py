@@ -1,0 +1,237 @@
+"""The one parameter object of the Focus unit (spec section 1).
+
+:class:`FocusParams` is shared by the RTL, the golden model, the simulation drivers, the boards and
+the tests. Every derived width is a property here and is computed nowhere else.
+"""
+
+from dataclasses import asdict, dataclass, fields, replace
+
+__all__ = ["FocusParams", "ceil_log2"]
+
+
+def ceil_log2(n):
+    """Smallest ``w`` with ``2**w >= n`` (0 for n <= 1)."""
+    return max(0, (int(n) - 1).bit_length())
+
+
+# field -> (low, high) for the integer fields; every bound is inclusive.
+_INT_RANGES = {
+    "tokens":      (1, 65536),
+    "lanes":       (1, 64),
+    "score_bits":  (1, 32),
+    "word_bits":   (8, 64),
+    "dim":         (1, 256),
+    "elem_bits":   (2, 16),
+    "theta_bits":  (1, 16),
+    "layers":      (1, 256),
+    "window":      (4, 4096),
+    "tile":        (1, 65536),
+    "comparators": (1, 7),
+}
+
+_CHOICES = {
+    "sorter": ("bubble", "radix"),
+    "gating": ("enable", "icg"),
+}
+
+
+@dataclass(frozen=True)
+class FocusParams:
+    """Build-time parameters of the Focus unit.
+
+    Parameters
+    ----------
+    tokens : int
+        M_max, image tokens per SEC job; the depth of the importance buffer. 1 to 65536.
+    lanes : int
+        a, scores per beat into SEC and the length of the bubble chain. 1 to 64.
+    score_bits : int
+        Width of an unsigned importance score. 1 to 32 (16 carries fp16 bit patterns).
+    sorter : str
+        ``"bubble"`` (the paper's pipelined a-way bubble sorter) or ``"radix"``.
+    word_bits : int
+        Width of an offset-code word. 8 to 64.
+    dim : int
+        V, signed elements per SIC sub-vector. 1 to 256.
+    elem_bits : int
+        Width of a signed sub-vector element. 2 to 16.
+    theta_bits : int
+        F, fraction bits of the similarity threshold theta = theta_q / 2**F. 1 to 16.
+    layers : int
+        Entries in the per-layer threshold table. 1 to 256.
+    window : int
+        SIC look-back in tokens (the layouter's capacity). 4 to 4096.
+    tile : int
+        SIC tile: tokens per tile. 1 to 65536.
+    comparators : int
+        Similarity comparators working in parallel in SIC. 1 to 7.
+    gating : str
+        ``"enable"`` (clock enables) or ``"icg"`` (clock-gate cell instances).
+
+    Bad values raise ``ValueError`` (``TypeError`` for a value of the wrong type); the message names
+    the field, the value and the allowed range.
+    """
+
+    tokens: int = 1024
+    lanes: int = 4
+    score_bits: int = 16
+    sorter: str = "bubble"
+    word_bits: int = 32
+    dim: int = 32
+    elem_bits: int = 8
+    theta_bits: int = 8
+    layers: int = 32
+    window: int = 256
+    tile: int = 1024
+    comparators: int = 7
+    gating: str = "enable"
+
+    def __post_init__(self):
+        for name, (low, high) in _INT_RANGES.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"FocusParams.{name} must be an integer, not {value!r}")
+            if not low <= value <= high:
+                raise ValueError(
+                    f"FocusParams.{name} = {value!r} is out of range: it must be in "
+                    f"[{low}, {high}]")
+        for name, choices in _CHOICES.items():
+            value = getattr(self, name)
+            if not isinstance(value, str):
+                raise TypeError(f"FocusParams.{name} must be a string, not {value!r}")
+            if value not in choices:
+                allowed = " or ".join(repr(c) for c in choices)
+                raise ValueError(f"FocusParams.{name} = {value!r} is not allowed: it must be "
+                                 f"{allowed}")
+
+    # ---- presets --------------------------------------------------------------------------------
+
+    @classmethod
+    def paper(cls):
+        """The paper's shape: M = 1024, a = 32, V = 32, one comparator, window 256, tile 1024."""
+        return cls(tokens=1024, lanes=32, dim=32, comparators=1, window=256, tile=1024)
+
+    @classmethod
+    def board(cls):
+        """Small enough for an iCE40 UP5K: 256 tokens, 4 lanes, V = 8, 2 comparators."""
+        return cls(tokens=256, lanes=4, dim=8, layers=8, window=64, tile=256, comparators=2,
+                   word_bits=16)
+
+    @classmethod
+    def preset(cls, name):
+        """``"default"``, ``"paper"`` or ``"board"``."""
+        presets = {"default": cls, "paper": cls.paper, "board": cls.board}
+        if name not in presets:
+            raise ValueError(f"Unknown preset {name!r}: it must be one of {', '.join(presets)}")
+        return presets[name]()
+
+    def replace(self, **changes):
+        """A copy with some fields changed (validated like the constructor)."""
+        return replace(self, **changes)
+
+    def with_overrides(self, assignments):
+        """A copy with ``"field=value"`` strings applied, as given to ``--set`` on the command line.
+
+        Integers are parsed for integer fields; unknown fields and unparsable values raise
+        ``ValueError``.
+        """
+        changes = {}
+        names = {f.name for f in fields(self)}
+        for item in assignments:
+            if "=" not in item:
+                raise ValueError(f"Override {item!r} is not of the form field=value")
+            name, text = (part.strip() for part in item.split("=", 1))
+            if name not in names:
+                raise ValueError(f"Unknown FocusParams field {name!r}: fields are "
+                                 f"{', '.join(sorted(names))}")
+            if name in _INT_RANGES:
+                try:
+                    changes[name] = int(text, 0)
+                except ValueError:
+                    raise ValueError(f"FocusParams.{name} = {text!r} is not an integer") from None
+            else:
+                changes[name] = text
+        return self.replace(**changes)
+
+    def to_dict(self):
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d):
+        return cls(**d)
+
+    # ---- derived widths: computed here and nowhere else -----------------------------------------
+
+    @property
+    def tag(self):
+        """A short unique name for build directories, test ids and module names."""
+        return (f"M{self.tokens}_a{self.lanes}_s{self.score_bits}_{self.sorter}_w{self.word_bits}"
+                f"_V{self.dim}_e{self.elem_bits}_F{self.theta_bits}_L{self.layers}"
+                f"_W{self.window}_T{self.tile}_c{self.comparators}_{self.gating}")
+
+    @property
+    def index_bits(self):
+        """Bits of a token index 0 .. tokens-1 (at least 1)."""
+        return max(1, ceil_log2(self.tokens))
+
+    @property
+    def count_bits(self):
+        """Bits of a token count 0 .. tokens (bit_length(tokens)); also the job's M field."""
+        return self.tokens.bit_length()
+
+    @property
+    def order_bits(self):
+        """Bits of the Exp-Golomb order in the offset-code header (spec 3.3): 3."""
+        return 3
+
+    @property
+    def nbits_bits(self):
+        """Bits of ``nbits``, the offset-code length, for the worst case of any job."""
+        # Worst case: every token kept, each gap 0 with order 7 (8 bits), plus the header; or all
+        # gaps at order 0 with the largest gap. Bounded above by header + tokens * (2*index+8).
+        worst = self.order_bits + self.count_bits + self.tokens * (2 * self.index_bits + 8)
+        return worst.bit_length()
+
+    @property
+    def theta_max(self):
+        """Largest theta_q: 2**F - 1."""
+        return (1 << self.theta_bits) - 1
+
+    @property
+    def elem_max(self):
+        """Largest magnitude of a sub-vector element: 2**(elem_bits-1) (for the most negative)."""
+        return 1 << (self.elem_bits - 1)
+
+    @property
+    def norm_bits(self):
+        """Unsigned bits of a squared norm sum(x*x): exact for any V elements."""
+        return (self.dim * self.elem_max * self.elem_max).bit_length()
+
+    @property
+    def dot_bits(self):
+        """Signed bits of a dot product sum(x*y): exact for any V elements."""
+        return (self.dim * self.elem_max * self.elem_max).bit_length() + 1
+
+    @property
+    def lhs_bits(self):
+        """Unsigned bits of dot**2 * 2**(2F), the left side of the similarity test."""
+        return 2 * (self.dot_bits - 1) + 2 * self.theta_bits
+
+    @property
+    def rhs_bits(self):
+        """Unsigned bits of theta_q**2 * nx * ny, the right side of the similarity test."""
+        return 2 * self.theta_bits + 2 * self.norm_bits
+
+    @property
+    def layer_bits(self):
+        return max(1, ceil_log2(self.layers))
+
+    @property
+    def window_bits(self):
+        """Bits of a look-back distance 0 .. window-1."""
+        return max(1, ceil_log2(self.window))
+
+    @property
+    def position_bits(self):
+        """Bits of a SIC token position (32: positions are global, not tile-local)."""
+        return 32

