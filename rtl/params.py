@@ -11,7 +11,8 @@ __all__ = ["FocusParams", "ceil_log2"]
 
 def ceil_log2(n):
     """Smallest ``w`` with ``2**w >= n`` (0 for n <= 1)."""
-    return max(0, (int(n) - 1).bit_length())
+    n = int(n)
+    return (n - 1).bit_length() if n > 1 else 0
 
 
 # field -> (low, high) for the integer fields; every bound is inclusive.

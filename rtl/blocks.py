@@ -1,0 +1,19 @@
+"""The registry of emittable, synthesizable blocks: the one list that ``focus-rtl emit``,
+``focus-rtl synth``, the cocotb runner and the tests walk. Add a block here when you add its file.
+"""
+
+from .similarity_comparator import SimilarityComparator
+
+__all__ = ["BLOCKS", "build_block"]
+
+#: block name -> factory(params, icg_cell) -> wiring.Component
+BLOCKS = {
+    "similarity_comparator": lambda p, icg_cell: SimilarityComparator(p, icg_cell=icg_cell),
+}
+
+
+def build_block(name, params, *, icg_cell="focus_icg"):
+    """Construct block ``name`` for ``params``; ``icg_cell=None`` models ICGs as clock enables."""
+    if name not in BLOCKS:
+        raise ValueError(f"Unknown block {name!r}: blocks are {', '.join(sorted(BLOCKS))}")
+    return BLOCKS[name](params, icg_cell)

@@ -1,0 +1,134 @@
+# amaranth: UnusedElaboratable=no
+"""FocusParams: defaults, presets, derived widths, and every rejection message."""
+
+import re
+from dataclasses import fields
+
+import pytest
+
+from rtl.params import FocusParams, ceil_log2
+
+INT_FIELDS = {
+    "tokens": (1, 65536), "lanes": (1, 64), "score_bits": (1, 32), "word_bits": (8, 64),
+    "dim": (1, 256), "elem_bits": (2, 16), "theta_bits": (1, 16), "layers": (1, 256),
+    "window": (4, 4096), "tile": (1, 65536), "comparators": (1, 7),
+}
+CHOICE_FIELDS = {"sorter": ("bubble", "radix"), "gating": ("enable", "icg")}
+
+
+def test_defaults_match_spec_table():
+    p = FocusParams()
+    assert (p.tokens, p.lanes, p.score_bits, p.sorter, p.word_bits) == (1024, 4, 16, "bubble", 32)
+    assert (p.dim, p.elem_bits, p.theta_bits, p.layers) == (32, 8, 8, 32)
+    assert (p.window, p.tile, p.comparators, p.gating) == (256, 1024, 7, "enable")
+
+
+def test_every_field_is_validated():
+    assert {f.name for f in fields(FocusParams)} == set(INT_FIELDS) | set(CHOICE_FIELDS)
+
+
+@pytest.mark.parametrize("name", sorted(INT_FIELDS))
+def test_int_field_bounds(name):
+    low, high = INT_FIELDS[name]
+    assert getattr(FocusParams(**{name: low}), name) == low
+    assert getattr(FocusParams(**{name: high}), name) == high
+    for bad in (low - 1, high + 1):
+        msg = (rf"^FocusParams\.{name} = {bad} is out of range: it must be in "
+               rf"\[{low}, {high}\]$")
+        with pytest.raises(ValueError, match=msg):
+            FocusParams(**{name: bad})
+
+
+@pytest.mark.parametrize("name", sorted(INT_FIELDS))
+@pytest.mark.parametrize("bad", ["4", 4.0, True, None])
+def test_int_field_type(name, bad):
+    with pytest.raises(TypeError, match=rf"^FocusParams\.{name} must be an integer, not "
+                                        rf"{re.escape(repr(bad))}$"):
+        FocusParams(**{name: bad})
+
+
+@pytest.mark.parametrize("name", sorted(CHOICE_FIELDS))
+def test_choice_fields(name):
+    for ok in CHOICE_FIELDS[name]:
+        assert getattr(FocusParams(**{name: ok}), name) == ok
+    a, b = CHOICE_FIELDS[name]
+    with pytest.raises(ValueError, match=rf"^FocusParams\.{name} = 'nope' is not allowed: it "
+                                         rf"must be '{a}' or '{b}'$"):
+        FocusParams(**{name: "nope"})
+    with pytest.raises(TypeError, match=rf"^FocusParams\.{name} must be a string, not 3$"):
+        FocusParams(**{name: 3})
+
+
+def test_frozen():
+    p = FocusParams()
+    with pytest.raises(AttributeError):
+        p.tokens = 5
+
+
+def test_presets():
+    paper = FocusParams.paper()
+    assert (paper.tokens, paper.lanes, paper.dim, paper.comparators) == (1024, 32, 32, 1)
+    assert (paper.window, paper.tile) == (256, 1024)
+    board = FocusParams.board()
+    assert board.tokens <= 256 and board.comparators <= 2
+    assert FocusParams.preset("default") == FocusParams()
+    assert FocusParams.preset("paper") == paper
+    with pytest.raises(ValueError, match=r"^Unknown preset 'huge': it must be one of "
+                                         r"default, paper, board$"):
+        FocusParams.preset("huge")
+
+
+def test_overrides():
+    p = FocusParams().with_overrides(["lanes=8", "sorter=radix", "tokens=0x100"])
+    assert (p.lanes, p.sorter, p.tokens) == (8, "radix", 256)
+    with pytest.raises(ValueError, match=r"^Unknown FocusParams field 'lane': fields are "):
+        FocusParams().with_overrides(["lane=8"])
+    with pytest.raises(ValueError, match=r"^FocusParams\.lanes = 'eight' is not an integer$"):
+        FocusParams().with_overrides(["lanes=eight"])
+    with pytest.raises(ValueError, match=r"^Override 'lanes' is not of the form field=value$"):
+        FocusParams().with_overrides(["lanes"])
+    with pytest.raises(ValueError, match=r"^FocusParams\.lanes = 0 is out of range"):
+        FocusParams().with_overrides(["lanes=0"])
+
+
+def test_dict_round_trip():
+    p = FocusParams.board()
+    assert FocusParams.from_dict(p.to_dict()) == p
+
+
+def test_tag_is_unique_per_field():
+    base = FocusParams()
+    tags = {base.tag}
+    for name, (low, high) in INT_FIELDS.items():
+        other = low if getattr(base, name) != low else high
+        tags.add(base.replace(**{name: other}).tag)
+    for name, (a, b) in CHOICE_FIELDS.items():
+        tags.add(base.replace(**{name: b if getattr(base, name) == a else a}).tag)
+    assert len(tags) == 1 + len(INT_FIELDS) + len(CHOICE_FIELDS)
+
+
+@pytest.mark.parametrize("n,expect", [(0, 0), (1, 0), (2, 1), (3, 2), (4, 2), (5, 3), (1024, 10),
+                                      (1025, 11)])
+def test_ceil_log2(n, expect):
+    assert ceil_log2(n) == expect
+
+
+@pytest.mark.parametrize("dim,elem_bits", [(1, 2), (5, 8), (32, 8), (256, 16)])
+def test_similarity_widths_are_exact(dim, elem_bits):
+    """The widths hold the extreme values, checked with Python integers."""
+    p = FocusParams(dim=dim, elem_bits=elem_bits)
+    most_negative = -(1 << (elem_bits - 1))
+    largest_norm = dim * most_negative * most_negative
+    assert largest_norm < (1 << p.norm_bits)
+    assert largest_norm < (1 << (p.dot_bits - 1))          # signed dot holds +largest
+    most_positive = (1 << (elem_bits - 1)) - 1
+    assert -dim * most_negative * most_positive >= -(1 << (p.dot_bits - 1))
+    assert largest_norm ** 2 * (1 << (2 * p.theta_bits)) < (1 << p.lhs_bits)
+    assert p.theta_max ** 2 * largest_norm ** 2 < (1 << p.rhs_bits)
+
+
+@pytest.mark.parametrize("tokens,index_bits,count_bits", [(1, 1, 1), (2, 1, 2), (1024, 10, 11),
+                                                          (12736, 14, 14)])
+def test_token_widths(tokens, index_bits, count_bits):
+    p = FocusParams(tokens=tokens)
+    assert (p.index_bits, p.count_bits) == (index_bits, count_bits)
