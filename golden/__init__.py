@@ -2,8 +2,28 @@
 
 ``golden`` and ``sim`` expose the same functions with the same signatures: ``golden`` computes in
 NumPy, ``sim`` runs the RTL, so any input can be run through both and compared with ``==``.
+
+- :mod:`golden.formats`: scores from fp16, int8 quantization, thresholds (spec 2, 4.3).
+- :mod:`golden.sec`: importance, top-k and the whole SEC (spec 3.1, 3.2).
+- :mod:`golden.offsets`: the Exp-Golomb offset code (spec 3.3).
+- :mod:`golden.similarity`: the exact integer cosine test (spec 4.1).
+- :mod:`golden.block_match`: the block matcher and the whole SIC (spec 4.2).
+- :mod:`golden.cycles`: the analytic cycle model of every block.
+- :mod:`golden.reference`: the float64 model of the paper's algorithm.
+- :mod:`golden.photo`: real data: tokens and attention from a photograph panned into frames.
 """
 
+from . import cycles, photo, reference
+from .block_match import block_match, sic
+from .formats import depth_thresholds, quantize, scores_from_fp16, theta_q
+from .offsets import decode_offsets, encode_offsets
+from .sec import importance, sec, topk_mask
 from .similarity import similar
 
-__all__ = ["similar"]
+__all__ = [
+    "scores_from_fp16", "quantize", "theta_q", "depth_thresholds",
+    "importance", "topk_mask", "sec",
+    "encode_offsets", "decode_offsets",
+    "similar", "block_match", "sic",
+    "cycles", "reference", "photo",
+]

@@ -1,0 +1,173 @@
+"""The analytic cycle model of the Focus unit's blocks (first version).
+
+Every ``*_cycles`` function gives the cycles of one job of a block with no stalls: from the job's
+first input transfer to its last output transfer, inclusive (``stats["cycles"]`` of ``sim``, spec
+section 6). The ``*_target`` functions give the spec's upper bounds (rounded down to an integer,
+since a cycle count is at most X exactly when it is at most floor(X)), and ``topk_paper`` the
+paper's cost estimate. The benchmarks report measured cycles against all three.
+
+The pipeline latencies below are named so that later issues can refine them against the RTL.
+"""
+
+from numbers import Integral
+
+__all__ = [
+    "SIMILAR_LATENCY", "IMPORTANCE_LATENCY", "TOPK_LATENCY", "ENCODE_LATENCY", "DECODE_LATENCY",
+    "BLOCK_MATCH_LATENCY", "TARGET_SLACK",
+    "similar_cycles", "importance_cycles", "topk_cycles", "topk_target", "topk_paper",
+    "encode_cycles", "decode_cycles", "block_match_cycles", "block_match_target",
+]
+
+# Similarity comparator: 3 register stages (products, sums, squared compare); one pair per cycle.
+SIMILAR_LATENCY = 3
+# Importance analyzer: the vector is complete at most 3 cycles after the last beat (spec 3.1).
+IMPORTANCE_LATENCY = 3
+# Top-k selector: pipeline fill and drain between the last score read and the first mask beat.
+TOPK_LATENCY = 4
+# Offset encoder: gap counter, Exp-Golomb length, bit packer and output register stages.
+ENCODE_LATENCY = 4
+# Offset decoder: word unpacker, prefix counter, value extraction and mask write stages.
+DECODE_LATENCY = 4
+# Block matcher: window read, comparator pipeline (3), best-candidate select and map stages.
+BLOCK_MATCH_LATENCY = 8
+# The constant term of the spec's targets ("... + 64 cycles").
+TARGET_SLACK = 64
+
+
+def _int(value, name, low=0):
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise ValueError(f"{name} must be an integer, not {value!r}")
+    if value < low:
+        raise ValueError(f"{name} = {value} is out of range: it must be >= {low}")
+    return int(value)
+
+
+def _cdiv(a, b):
+    return -(-a // b)
+
+
+def similar_cycles(n_pairs):
+    """Cycles of the similarity comparator for ``n_pairs`` comparisons.
+
+    ``n_pairs + SIMILAR_LATENCY`` (one pair per cycle into a 3-stage pipeline); 0 for n = 0.
+    """
+    n = _int(n_pairs, "n_pairs")
+    return n + SIMILAR_LATENCY if n else 0
+
+
+def importance_cycles(R, M, lanes, mode="spatial"):
+    """Cycles of the importance analyzer for an [R, M] job with ``a = lanes``.
+
+    ``beats + IMPORTANCE_LATENCY + ceil(M/a)``, where the input is one beat per cycle:
+    ``beats = R * ceil(M/a)`` (spatial) or ``M * ceil(R/a)`` (temporal), and the importance vector
+    leaves as ceil(M/a) beats of a scores.
+    """
+    R, M, a = _int(R, "R", 1), _int(M, "M", 1), _int(lanes, "lanes", 1)
+    if mode == "spatial":
+        beats = R * _cdiv(M, a)
+    elif mode == "temporal":
+        beats = M * _cdiv(R, a)
+    else:
+        raise ValueError(f"mode = {mode!r} is not allowed: it must be 'spatial' or 'temporal'")
+    return beats + IMPORTANCE_LATENCY + _cdiv(M, a)
+
+
+def _check_sorter(sorter):
+    if sorter not in ("bubble", "radix"):
+        raise ValueError(f"sorter = {sorter!r} is not allowed: it must be 'bubble' or 'radix'")
+
+
+def topk_cycles(M, keep, lanes, score_bits=16, sorter="bubble"):
+    """Cycles of the top-k selector, from the first importance score in to the last mask beat out.
+
+    With ``a = lanes`` and ``k = min(keep, M)``:
+
+    - bubble: ``ceil(k/a) * (M + a) + ceil(M/a) + TOPK_LATENCY``: each pass streams the M scores
+      through the a-cell chain and drains it (a cycles), then the mask leaves in ceil(M/a) beats.
+    - radix: ``(ceil(score_bits/4) + 1) * ceil(M/a) + TOPK_LATENCY``: ceil(score_bits/4)
+      histogram passes and one mask pass, each reading a scores per cycle; independent of k.
+    """
+    M, a = _int(M, "M", 1), _int(lanes, "lanes", 1)
+    k, sb = min(_int(keep, "keep"), M), _int(score_bits, "score_bits", 1)
+    _check_sorter(sorter)
+    if sorter == "bubble":
+        return _cdiv(k, a) * (M + a) + _cdiv(M, a) + TOPK_LATENCY
+    return (_cdiv(sb, 4) + 1) * _cdiv(M, a) + TOPK_LATENCY
+
+
+def topk_target(M, keep, lanes, score_bits=16, sorter="bubble"):
+    """The spec's bound on the top-k selector's cycles (spec 3.2), k = min(keep, M).
+
+    - bubble: ``floor(1.05 * ceil(k/a) * M) + 64``;
+    - radix: ``(ceil(score_bits/4) + 1) * ceil(M/a) + 64``.
+    """
+    M, a = _int(M, "M", 1), _int(lanes, "lanes", 1)
+    k, sb = min(_int(keep, "keep"), M), _int(score_bits, "score_bits", 1)
+    _check_sorter(sorter)
+    if sorter == "bubble":
+        return (105 * _cdiv(k, a) * M) // 100 + TARGET_SLACK
+    return (_cdiv(sb, 4) + 1) * _cdiv(M, a) + TARGET_SLACK
+
+
+def topk_paper(M, keep, lanes):
+    """The paper's sorter cost, ``ceil(M * k / a)`` with k = min(keep, M)."""
+    M, a = _int(M, "M", 1), _int(lanes, "lanes", 1)
+    k = min(_int(keep, "keep"), M)
+    return _cdiv(M * k, a)
+
+
+def encode_cycles(M, n_kept, nbits, lanes, word_bits=32):
+    """Cycles of the offset encoder.
+
+    ``max(ceil(M/a), n_kept) + ceil(nbits/word_bits) + ENCODE_LATENCY``: the mask is read a bits
+    per cycle, but at most one code is formed per cycle; then the words leave one per cycle.
+    """
+    M, n = _int(M, "M", 1), _int(n_kept, "n_kept")
+    nbits, a, w = _int(nbits, "nbits", 1), _int(lanes, "lanes", 1), _int(word_bits, "word_bits", 1)
+    if n > M:
+        raise ValueError(f"n_kept = {n} > M = {M}")
+    return max(_cdiv(M, a), n) + _cdiv(nbits, w) + ENCODE_LATENCY
+
+
+def decode_cycles(nbits, n_kept, M, lanes, word_bits=32):
+    """Cycles of the offset decoder.
+
+    ``ceil(nbits/word_bits) + n_kept + ceil(M/a) + DECODE_LATENCY``: the words arrive one per
+    cycle, one code is decoded per cycle, and the mask leaves a bits per beat.
+    """
+    M, n = _int(M, "M", 1), _int(n_kept, "n_kept")
+    nbits, a, w = _int(nbits, "nbits", 1), _int(lanes, "lanes", 1), _int(word_bits, "word_bits", 1)
+    if n > M:
+        raise ValueError(f"n_kept = {n} > M = {M}")
+    return _cdiv(nbits, w) + n + _cdiv(M, a) + DECODE_LATENCY
+
+
+def _comparators(comparators):
+    c = _int(comparators, "comparators", 1)
+    if c > 7:
+        raise ValueError(f"comparators = {c} is out of range: it must be in [1, 7]")
+    return c
+
+
+def block_match_cycles(S, comparators=7):
+    """Cycles of the block matcher for a tile of S tokens.
+
+    ``S * ceil(7/comparators) + BLOCK_MATCH_LATENCY``: the 7 candidates of a token are compared
+    ``comparators`` at a time; 0 for S = 0.
+    """
+    S, c = _int(S, "S"), _comparators(comparators)
+    return S * _cdiv(7, c) + BLOCK_MATCH_LATENCY if S else 0
+
+
+def block_match_target(S, comparators=7):
+    """The spec's bound on the block matcher's cycles for a tile of S tokens (spec 4.2).
+
+    - 7 comparators: ``floor(1.1 * S) + 64``;
+    - fewer: ``(ceil(7/comparators) + 1) * S + 64``. For one comparator that is the paper's
+      8 cycles per token; between 2 and 6 the spec is silent and this extends it the same way
+      (one cycle per round of comparisons, plus one).
+    """
+    S, c = _int(S, "S"), _comparators(comparators)
+    if c == 7:
+        return (11 * S) // 10 + TARGET_SLACK
+    return (_cdiv(7, c) + 1) * S + TARGET_SLACK

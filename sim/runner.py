@@ -1,0 +1,149 @@
+"""Run a cocotb test module on the emitted Verilog of a block (style R8).
+
+Each case has its own persistent build directory, so cases run in parallel under pytest-xdist and a
+failed case keeps its netlist and logs::
+
+    build/cocotb/<block>/<simulator>/<params.tag>/<case>/
+        <block>.v       the Verilog from rtl.emit.emit_block (with the behavioural ICG for "icg")
+        build.log       compiler output
+        test.log        simulator and cocotb output
+        results.xml     cocotb's JUnit results
+
+Rebuilds are incremental: the Verilog file is rewritten only when its text changed, so Icarus
+(which compares timestamps) and Verilator (which skips identical inputs) recompile only then.
+A lock file serialises concurrent runs of the same case (two xdist workers calling ``sim.similar``
+with the same parameters).
+
+Verilator notes: the cocotb runner passes ``--public-flat-rw``, so Verilator 5.48 gives cocotb 2.1
+VPI access to Amaranth's ``<port>__valid``/``__ready``/``__payload`` names. (verilator#6140 only
+hides ``__`` signals made public by a ``.vlt`` control file.) Amaranth's Verilog trips Verilator's
+``WIDTHEXPAND`` lint warnings, which are fatal by default, so the build adds ``-Wno-fatal``; the
+warnings stay in ``build.log``.
+"""
+
+import fcntl
+import json
+from contextlib import contextmanager
+from xml.etree import ElementTree
+
+from rtl import toolchain
+from rtl.emit import emit_block
+
+__all__ = ["SIMULATORS", "CocotbFailure", "case_dir", "run_cocotb"]
+
+#: The cocotb simulators the project supports.
+SIMULATORS = ("icarus", "verilator")
+
+_BUILD_ARGS = {"icarus": [], "verilator": ["-Wno-fatal"]}
+
+
+class CocotbFailure(AssertionError):
+    """A cocotb build or run failed, or no cocotb test ran; the message names the log file."""
+
+
+def case_dir(block, params, simulator, case):
+    """The build directory of one case (not created)."""
+    return toolchain.BUILD_ROOT / "cocotb" / block / simulator / params.tag / case
+
+
+@contextmanager
+def _locked(path):
+    with open(path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _check_results(results, log, what, testcase):
+    if not results.is_file():
+        raise CocotbFailure(f"{what}: the simulation ended without results ({results} is "
+                            f"missing); log: {log}")
+    cases = ElementTree.parse(results).getroot().iter("testcase")
+    ran, failed = [], []
+    for tc in cases:
+        if tc.find("skipped") is not None:
+            continue
+        ran.append(tc.get("name"))
+        if tc.find("failure") is not None or tc.find("error") is not None:
+            failed.append(tc.get("name"))
+    if failed:
+        raise CocotbFailure(f"{what}: {len(failed)} of {len(ran)} cocotb tests failed "
+                            f"({', '.join(failed)}); log: {log}")
+    if not ran:
+        raise CocotbFailure(f"{what}: no cocotb test ran (testcase={testcase!r}); log: {log}")
+
+
+def run_cocotb(block, params, *, test_module, simulator, case, extra_env=None, testcase=None):
+    """Build block ``block`` for ``params`` and run cocotb ``test_module`` on it.
+
+    Parameters
+    ----------
+    block : str
+        A block of :data:`rtl.blocks.BLOCKS`; it is also the HDL top-level name.
+    params : FocusParams
+        Passed to the test module as JSON in the environment variable ``FOCUS_PARAMS``.
+    test_module : str
+        Python module with the cocotb tests, e.g. ``"sim.tb_similarity_comparator"``.
+    simulator : str
+        ``"icarus"`` or ``"verilator"``.
+    case : str
+        Name of the case's build directory (see the module doc).
+    extra_env : dict or None
+        More environment variables for the test module.
+    testcase : str or None
+        Run only the cocotb tests with this name (or comma-separated names; parametrized
+        variants included); all tests when None.
+
+    Returns
+    -------
+    pathlib.Path
+        The case's build directory.
+
+    Raises
+    ------
+    CocotbFailure
+        When the build fails, the simulation ends without results, any cocotb test failed, or no
+        test ran. The message names the log file. Pytest is not needed: the results file is
+        checked here.
+    """
+    if simulator not in SIMULATORS:
+        raise ValueError(f"Unknown simulator {simulator!r}: it must be one of "
+                         f"{', '.join(SIMULATORS)}")
+    from cocotb_tools.runner import get_runner
+
+    toolchain.apply()
+    directory = case_dir(block, params, simulator, case)
+    directory.mkdir(parents=True, exist_ok=True)
+    what = f"{block} on {simulator}, case {case} ({params.tag})"
+    build_log, test_log = directory / "build.log", directory / "test.log"
+    results = directory / "results.xml"
+
+    with _locked(directory / ".lock"):
+        source = directory / f"{block}.v"
+        text = emit_block(block, params)
+        if not source.is_file() or source.read_text() != text:
+            source.write_text(text)
+
+        runner = get_runner(simulator)
+        try:
+            runner.build(sources=[source], hdl_toplevel=block, build_dir=directory,
+                         build_args=_BUILD_ARGS[simulator], timescale=("1ns", "1ps"),
+                         log_file=build_log)
+        except (RuntimeError, SystemExit) as error:
+            raise CocotbFailure(f"{what}: the build failed ({error}); log: {build_log}") from None
+
+        env = {"FOCUS_PARAMS": json.dumps(params.to_dict())}
+        env.update(extra_env or {})
+        results.unlink(missing_ok=True)
+        try:
+            runner.test(test_module=test_module, hdl_toplevel=block, build_dir=directory,
+                        test_dir=directory, results_xml=str(results), log_file=test_log,
+                        extra_env=env, testcase=testcase)
+        except (RuntimeError, SystemExit):
+            # The simulator exited non-zero, or (under pytest) the cocotb runner exits on failed
+            # tests itself: either way the results file, or its absence, says what happened.
+            pass
+        _check_results(results, test_log, what, testcase)
+    return directory
