@@ -191,8 +191,7 @@ class StreamMonitor:
         """Raise ``AssertionError`` listing the first violations, if any were recorded."""
         if self.errors:
             shown = "; ".join(self.errors[:5])
-            raise AssertionError(f"{len(self.errors)} stream rule violation(s) on {self.port}: "
-                                 f"{shown}")
+            raise AssertionError(f"{len(self.errors)} stream rule violation(s): {shown}")
 
 
 def transfer_cycles(first, last, period_ns=PERIOD_NS):

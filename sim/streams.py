@@ -32,6 +32,8 @@ from amaranth.lib import data
 from amaranth.lib.stream import Signature as StreamSignature
 from amaranth.sim import Simulator
 
+from rtl.toolchain import BUILD_ROOT
+
 __all__ = ["Stalls", "pack", "unpack", "stream_put", "stream_get", "stream_monitor",
            "run_streams", "CLOCK_PERIOD"]
 
@@ -191,7 +193,6 @@ def _stream_ports(component):
 
 
 def _vcd_path(name):
-    from rtl.toolchain import BUILD_ROOT
     if name is None:
         name = os.environ.get("PYTEST_CURRENT_TEST", "run_streams").split(" ")[0]
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_")

