@@ -1,0 +1,532 @@
+"""The offset encoder's and decoder's RTL behind :mod:`golden.offsets`' signatures (spec 3.3, 6).
+
+:func:`encode_offsets` runs :class:`rtl.offset_encoder.OffsetEncoder` and :func:`decode_offsets`
+runs :class:`rtl.offset_decoder.OffsetDecoder`, in the Amaranth simulator or as emitted Verilog
+under cocotb (Icarus or Verilator), and return what golden returns for the same arguments. Bad
+arguments raise golden's own ``ValueError``; a malformed code, which the RTL decoder flags with
+its ``error`` output, raises ``ValueError`` naming the RTL's :class:`DecodeError` cause.
+
+The lower level, used by the tests, the cocotb testbench and the benchmark:
+
+- :func:`encoder_job` / :func:`decoder_job` turn one job into stream payloads;
+- :func:`run_jobs` runs many jobs back to back through one Amaranth simulation (each job starts
+  when the previous one is idle), with seeded input idles and output back-pressure on every port
+  and a stream-rule monitor on every port;
+- :func:`encoder_result` / :func:`decoder_result` read a job's outputs back.
+
+Cycle counts (``stats["cycles"]``, spec 6): from the job's first input transfer (its config beat)
+to its last output transfer, inclusive. ``stats["end"]`` is the cycle, counted the same way, in
+which ``busy`` was first seen low after the job's inputs were all sent.
+"""
+
+import itertools
+import json
+import os
+from numbers import Integral
+
+import numpy as np
+
+from golden.offsets import (_check_tokens, _check_words, check_mask, check_order,
+                            check_word_bits)
+from rtl.offset_decoder import DecodeError, OffsetDecoder
+from rtl.offset_encoder import EncodeError, OffsetEncoder
+from rtl.params import FocusParams
+
+from .streams import Stalls, pack, stream_monitor, unpack
+
+__all__ = ["SIMULATORS", "encode_offsets", "decode_offsets", "fit_params", "mask_beats",
+           "beats_to_mask", "encoder_job", "decoder_job", "encoder_result", "decoder_result",
+           "run_jobs", "run_encoder_jobs", "run_decoder_jobs", "decode_error_message",
+           "ENCODER_PORTS", "DECODER_PORTS", "random_mask", "regression_masks", "fuzz_codes",
+           "job_budget"]
+
+SIMULATORS = ("amaranth", "icarus", "verilator")
+
+#: (input ports, output ports) of each block, in the order :func:`run_jobs` drives them.
+ENCODER_PORTS = (("cfg_stream", "i_stream"), ("o_stream",))
+DECODER_PORTS = (("cfg_stream", "i_stream"), ("o_stream", "idx_stream"))
+
+_job_numbers = itertools.count()
+
+_DECODE_MESSAGES = {
+    DecodeError.CONFIG: "the job's M is 0 or larger than the decoder's tokens",
+    DecodeError.HEADER: "nbits is shorter than the header (3 + bit_length(M) bits)",
+    DecodeError.SHORT: "the words hold fewer than nbits bits",
+    DecodeError.COUNT: "the header's count n is larger than M",
+    DecodeError.ZEROS: "a code has bit_length(tokens) or more leading zeros, so its index "
+                       "would be >= M",
+    DecodeError.TRUNCATED: "a code runs past nbits",
+    DecodeError.INDEX: "a code gives an index >= M",
+    DecodeError.TRAILING: "trailing bits: the codes end before nbits",
+}
+
+
+def decode_error_message(cause):
+    """The ``ValueError`` message for a decoder ``cause`` (a :class:`DecodeError` or its value)."""
+    cause = DecodeError(cause)
+    return f"malformed offset code: {_DECODE_MESSAGES[cause]} (RTL decoder cause {cause.name})"
+
+
+def _check_simulator(simulator):
+    if simulator not in SIMULATORS:
+        raise ValueError(f"Unknown simulator {simulator!r}: it must be one of "
+                         f"{', '.join(SIMULATORS)}")
+
+
+def fit_params(M, word_bits=32):
+    """The parameters used when none are given: ``tokens`` the next power of two >= max(M, 8)
+    (so nearby sizes share a netlist), ``word_bits``, and the default ``lanes``."""
+    return FocusParams(tokens=1 << max(3, (int(M) - 1).bit_length()), word_bits=word_bits)
+
+
+def _check_params(params, M, word_bits):
+    if not isinstance(params, FocusParams):
+        raise TypeError(f"params must be a FocusParams, not {params!r}")
+    if params.word_bits != word_bits:
+        raise ValueError(f"params.word_bits = {params.word_bits} does not match word_bits = "
+                         f"{word_bits}")
+    if M > params.tokens:
+        raise ValueError(f"M = {M} > tokens = {params.tokens}: the job has more tokens than the "
+                         f"unit's buffer (FocusParams.tokens)")
+
+
+# ---- payloads --------------------------------------------------------------------------------
+
+def mask_beats(mask, lanes):
+    """A bool mask as ``mask_beat_layout`` payloads: bit i of beat b is token b*lanes + i."""
+    mask = np.asarray(mask, bool)
+    count = -(-mask.size // lanes)
+    padded = np.zeros(count * lanes, bool)
+    padded[:mask.size] = mask
+    weights = 1 << np.arange(lanes, dtype=object)
+    return [{"keep": int((padded[b * lanes:(b + 1) * lanes] * weights).sum()),
+             "last": int(b == count - 1)} for b in range(count)]
+
+
+def beats_to_mask(beats, lanes):
+    """The bool array of the ``keep`` bits of ``beats`` (``lanes`` per beat), padding included."""
+    bits = [(beat["keep"] >> k) & 1 for beat in beats for k in range(lanes)]
+    return np.array(bits, bool)
+
+
+def encoder_job(mask, order, lanes):
+    """``{port: payloads}`` of one encoder job (``order`` None is adaptive)."""
+    mask = np.asarray(mask, bool)
+    cfg = {"tokens": int(mask.size), "order": 0 if order is None else int(order),
+           "adaptive": int(order is None)}
+    return {"cfg_stream": [cfg], "i_stream": mask_beats(mask, lanes)}
+
+
+def decoder_job(words, nbits, tokens):
+    """``{port: payloads}`` of one decoder job; ``last`` is set on the final word."""
+    words = [int(w) for w in words]
+    return {"cfg_stream": [{"tokens": int(tokens), "nbits": int(nbits)}],
+            "i_stream": [{"word": w, "nbits": 0, "last": int(k == len(words) - 1)}
+                         for k, w in enumerate(words)]}
+
+
+def encoder_result(result):
+    """``(words uint64 array, nbits)`` from an encoder job's :func:`run_jobs` result, checking the
+    framing (``last`` on the final word only, the same ``nbits`` on every word)."""
+    out = result["o_stream"]
+    if result["error"]:
+        raise AssertionError(f"the encoder flagged {EncodeError(result['cause']).name} on a "
+                             f"well-formed job")
+    if not out or not out[-1]["last"] or any(w["last"] for w in out[:-1]):
+        raise AssertionError(f"bad word framing: last flags {[w['last'] for w in out]}")
+    nbits = {w["nbits"] for w in out}
+    if len(nbits) != 1:
+        raise AssertionError(f"nbits differs between the words of one job: {sorted(nbits)}")
+    return np.array([w["word"] for w in out], np.uint64), nbits.pop()
+
+
+def decoder_result(result, M, lanes):
+    """``(mask, indices)`` from a decoder job's :func:`run_jobs` result, or raise ``ValueError``
+    when the decoder flagged the job. Checks the framing of both outputs on success, and that
+    nothing was ever written outside the mask."""
+    beats, idx = result["o_stream"], result["idx_stream"]
+    count = -(-M // lanes)
+    written = beats_to_mask(beats, lanes)
+    indices = [x["index"] for x in idx]
+    if len(beats) > count or written[M:].any() or any(j >= M for j in indices):
+        raise AssertionError(f"the decoder wrote outside the mask: {len(beats)} beats for M = {M} "
+                             f"({count} allowed), indices {indices}")
+    if any(b["last"] for b in beats[:-1]) or any(x["last"] for x in idx[:-1]):
+        raise AssertionError("a last flag before the final beat")
+    if result["error"]:
+        raise ValueError(decode_error_message(result["cause"]))
+    if len(beats) != count or not beats[-1]["last"]:
+        raise AssertionError(f"{len(beats)} mask beats for M = {M} (expected {count}, the final "
+                             f"one flagged last)")
+    mask = written[:M]
+    if indices != np.flatnonzero(mask).tolist() or (idx and not idx[-1]["last"]):
+        raise AssertionError(f"the index stream {indices} does not match the mask "
+                             f"{np.flatnonzero(mask).tolist()}")
+    return mask, np.array(indices, np.int64)
+
+
+# ---- regression and fuzz inputs --------------------------------------------------------------
+
+def _sizes(params, rng):
+    """A job size M in 1 .. tokens, biased to the edges (1, a beat, a beat +- 1, tokens)."""
+    lanes, top = params.lanes, params.tokens
+    edges = [1, 2, lanes - 1, lanes, lanes + 1, 2 * lanes, top - 1, top]
+    if rng.random() < 0.35:
+        return int(min(top, max(1, edges[rng.integers(len(edges))])))
+    return int(rng.integers(1, top + 1))
+
+
+def random_mask(M, rng):
+    """A keep mask of M tokens: empty, full, uniform at a random density, one token, clustered
+    runs, or a few tokens far apart (long gaps: codes longer than a word)."""
+    kind = rng.choice(6, p=[0.08, 0.08, 0.44, 0.08, 0.16, 0.16])
+    if kind == 0:
+        return np.zeros(M, bool)
+    if kind == 1:
+        return np.ones(M, bool)
+    if kind == 2:
+        return rng.random(M) < rng.random()
+    if kind == 3:
+        mask = np.zeros(M, bool)
+        mask[rng.integers(M)] = True
+        return mask
+    if kind == 4:                       # runs of kept and dropped tokens, as on real images
+        mask, at, keep = np.zeros(M, bool), 0, bool(rng.integers(2))
+        while at < M:
+            run = int(rng.geometric(1.0 / rng.choice([2, 4, 8, 16])))
+            mask[at:at + run] = keep
+            at, keep = at + run, not keep
+        return mask
+    return rng.random(M) < min(1.0, rng.choice([1, 2, 3]) / M)
+
+
+def regression_masks(params, count, seed=0):
+    """``count`` encoder jobs ``(mask, order)``: first the edges (M = 1 and M = tokens; no token,
+    every token, only the last one (the longest gap and code), the first and the last; at orders
+    0, adaptive and 7), then random masks with M over 1 .. tokens (edges favoured), densities
+    0 to 1 (empty, full, uniform, single, clustered, sparse with long gaps) and the orders None
+    (adaptive), 0 .. 7 in turn."""
+    rng = np.random.default_rng(seed)
+    orders = [None, *range(8)]
+    top = params.tokens
+    edges = []
+    for order in (0, None, 7):
+        only_last = np.zeros(top, bool)
+        only_last[-1] = True            # the longest gap, tokens - 1: the longest codes
+        ends = np.zeros(top, bool)
+        ends[[0, -1]] = True
+        edges += [(only_last, order), (ends, order), (np.ones(top, bool), order),
+                  (np.zeros(top, bool), order), (np.ones(1, bool), order),
+                  (np.zeros(1, bool), order)]
+    jobs = [(random_mask(_sizes(params, rng), rng), orders[k % len(orders)])
+            for k in range(max(0, count - len(edges)))]
+    return edges[:count] + jobs
+
+
+def _encode(mask, order, word_bits):
+    from golden.offsets import encode_offsets as golden_encode
+    words, nbits = golden_encode(mask, order, word_bits)
+    return [int(w) for w in words], nbits
+
+
+def fuzz_codes(params, count, seed=0):
+    """``count`` decoder jobs ``(words, nbits, M)``, 1 <= M <= tokens: valid codes and codes
+    mutated in every way the decoder must catch: flipped bits, nbits moved by a few bits or by a
+    word (past the words: too short), words dropped or appended (appended words are ignored by
+    golden), the header's count raised, a long run of zeros written over a code, M changed, and
+    wholly random words. Whether each is valid is for golden to say."""
+    rng = np.random.default_rng(seed)
+    wb = params.word_bits
+    limit = (1 << params.nbits_bits) - 1
+    jobs = []
+    while len(jobs) < count:
+        M = _sizes(params, rng)
+        mask = random_mask(M, rng)
+        words, nbits = _encode(mask, [None, *range(8)][rng.integers(9)], wb)
+        bits = [(w >> (wb - 1 - t)) & 1 for w in words for t in range(wb)]
+        kind = int(rng.integers(10))
+        if kind == 1:                   # flip 1 to 3 bits of the string
+            for at in rng.integers(0, nbits, int(rng.integers(1, 4))):
+                bits[at] ^= 1
+        elif kind == 2:                 # nbits a few bits off
+            nbits = max(0, nbits + int(rng.choice([-3, -2, -1, 1, 2, 3])))
+        elif kind == 3:                 # nbits a word or more off
+            nbits = max(0, nbits + int(rng.choice([-1, 1, 2])) * wb)
+        elif kind == 4:                 # drop the final word, or add one to three
+            if len(bits) > wb and rng.random() < 0.5:
+                bits = bits[:-wb]
+            else:
+                bits += rng.integers(0, 2, wb * int(rng.integers(1, 4))).tolist()
+        elif kind == 5:                 # count field raised (maybe above M)
+            width = M.bit_length()
+            count_field = min((1 << width) - 1, int(mask.sum()) + int(rng.integers(1, 4)))
+            bits[3:3 + width] = [(count_field >> (width - 1 - t)) & 1 for t in range(width)]
+        elif kind == 6:                 # a run of zeros over the codes
+            start = 3 + M.bit_length()
+            if nbits > start:
+                at = int(rng.integers(start, nbits))
+                run = int(rng.integers(1, 40))
+                for t in range(at, min(len(bits), at + run)):
+                    bits[t] = 0
+        elif kind == 7:                 # the job's M changed
+            M = int(min(params.tokens, max(1, M + int(rng.choice([-2, -1, 1, 2])))))
+        elif kind == 8:                 # random words, random length
+            n_words = int(rng.integers(1, 6))
+            bits = rng.integers(0, 2, n_words * wb).tolist()
+            nbits = int(rng.integers(0, n_words * wb + 1))
+        if kind == 9:                   # truncate the string at a random point
+            nbits = int(rng.integers(0, nbits + 1))
+        bits += [0] * (-len(bits) % wb)
+        words = [int("".join(map(str, bits[k:k + wb])), 2) for k in range(0, len(bits), wb)]
+        if words and nbits <= limit:
+            jobs.append((words, int(nbits), M))
+    return jobs
+
+
+# ---- the Amaranth job runner -----------------------------------------------------------------
+
+def job_budget(jobs, inputs, p):
+    """A generous cycle limit for ``jobs`` under stall probability ``p``: both blocks take
+    O(beats + M) cycles per job (M from the config beat's ``tokens``)."""
+    work = sum(300 + 4 * sum(len(job[port]) for port in inputs)
+               + 8 * min(job["cfg_stream"][0]["tokens"], 1 << 16) for job in jobs)
+    return 2000 + int(work / (1.0 - p) ** 2)
+
+
+def run_jobs(component, ports, jobs, *, stalls=0.0, seed=0, max_cycles=None):
+    """Run ``jobs`` one after the other through ``component`` in the Amaranth simulator.
+
+    Parameters
+    ----------
+    component : wiring.Component
+        With stream ports and a ``busy`` output; ``error`` and ``cause`` are recorded per job.
+    ports : (inputs, outputs)
+        Port names, e.g. :data:`ENCODER_PORTS`.
+    jobs : list of dict
+        ``{input port: [payload, ...]}`` per job; the input ports are fed in order (the config
+        beat first), each with its own stalls.
+    stalls : float, or dict of port name -> float
+        Probability of an input idle / output back-pressure cycle, seeded per port from ``seed``.
+    max_cycles : int or None
+        A hang is an ``AssertionError``. None: a generous bound from the beat counts.
+
+    Returns
+    -------
+    list of dict
+        Per job: ``{output port: [payload, ...], "error", "cause", "cycles", "end", "start"}``
+        (``start`` is the absolute cycle of the config beat; ``cycles`` and ``end`` as in the
+        module doc).
+    """
+    from amaranth.sim import Simulator
+
+    inputs, outputs = ports
+    if not isinstance(stalls, dict):
+        stalls = {port: stalls for port in (*inputs, *outputs)}
+    sources = {port: Stalls.of(stalls.get(port, 0.0), seed=f"{seed}:{port}")
+               for port in (*inputs, *outputs)}
+    if max_cycles is None:
+        max_cycles = job_budget(jobs, inputs, max(s.p for s in sources.values()))
+
+    results = [{port: [] for port in outputs} for _ in jobs]
+    state = {"job": 0, "sent": False, "sent_at": None, "start": None, "last": None}
+
+    sim = Simulator(component)
+    sim.add_clock(1e-8)
+    for port in (*inputs, *outputs):
+        sim.add_testbench(stream_monitor(getattr(component, port), port), background=True)
+
+    async def source(ctx):
+        cycle = 0                       # the cycle that the next ``await ctx.tick()`` ends
+        for k, job in enumerate(jobs):
+            while state["job"] != k:
+                await ctx.tick()
+                cycle += 1
+            for port in inputs:
+                stream = getattr(component, port)
+                shape = stream.payload.shape()
+                for payload in job[port]:
+                    while sources[port]():
+                        await ctx.tick()
+                        cycle += 1
+                    ctx.set(stream.payload, pack(shape, payload))
+                    ctx.set(stream.valid, 1)
+                    ready = False
+                    while not ready:
+                        _, _, ready = await ctx.tick().sample(stream.ready)
+                        cycle += 1
+                    if state["start"] is None:
+                        state["start"] = cycle - 1
+                    state["sent_at"] = cycle - 1
+                    ctx.set(stream.valid, 0)
+            state["sent"] = True
+
+    def sink(port):
+        async def testbench(ctx):
+            stream = getattr(component, port)
+            cycle = 0
+            while True:
+                ctx.set(stream.ready, not sources[port]())
+                _, _, valid, ready, payload = await ctx.tick().sample(
+                    stream.valid, stream.ready, stream.payload)
+                if valid and ready and state["job"] < len(jobs):
+                    results[state["job"]][port].append(unpack(payload))
+                    state["last"] = cycle
+                cycle += 1
+        return testbench
+
+    async def control(ctx):
+        cycle = 0
+        for k in range(len(jobs)):
+            while True:
+                _, _, busy, error, cause = await ctx.tick().sample(
+                    component.busy, component.error, component.cause)
+                if state["sent"] and cycle > state["sent_at"] and not busy:
+                    break
+                cycle += 1
+            start, last = state["start"], state["last"]
+            results[k].update(
+                error=int(error), cause=int(cause.value if hasattr(cause, "value") else cause),
+                start=start, end=cycle - start + 1,
+                cycles=0 if last is None else last - start + 1)
+            state.update(job=k + 1, sent=False, start=None, last=None)
+            cycle += 1
+
+    async def watchdog(ctx):
+        for _ in range(max_cycles):
+            await ctx.tick()
+        done = sum(1 for r in results if "end" in r)
+        raise AssertionError(f"{type(component).__name__} timed out after {max_cycles} cycles "
+                             f"({done} of {len(jobs)} jobs done)")
+
+    sim.add_testbench(source)
+    for port in outputs:
+        sim.add_testbench(sink(port), background=True)
+    sim.add_testbench(control)
+    sim.add_testbench(watchdog, background=True)
+    sim.run()
+    return results
+
+
+def run_encoder_jobs(params, jobs, *, simulator="amaranth", stalls=0.0, seed=0):
+    """Encoder jobs ``[(mask, order), ...]`` through the RTL; returns :func:`run_jobs` results."""
+    payloads = [encoder_job(mask, order, params.lanes) for mask, order in jobs]
+    if simulator == "amaranth":
+        return run_jobs(OffsetEncoder(params), ENCODER_PORTS, payloads, stalls=stalls, seed=seed)
+    return _run_cocotb("offset_encoder", params, payloads, simulator, stalls, seed)
+
+
+def run_decoder_jobs(params, jobs, *, simulator="amaranth", stalls=0.0, seed=0):
+    """Decoder jobs ``[(words, nbits, M), ...]`` through the RTL; returns :func:`run_jobs`
+    results."""
+    payloads = [decoder_job(words, nbits, M) for words, nbits, M in jobs]
+    if simulator == "amaranth":
+        return run_jobs(OffsetDecoder(params), DECODER_PORTS, payloads, stalls=stalls, seed=seed)
+    return _run_cocotb("offset_decoder", params, payloads, simulator, stalls, seed)
+
+
+def _run_cocotb(block, params, payloads, simulator, stalls, seed):
+    from .runner import case_dir, run_cocotb
+
+    directory = case_dir(block, params, simulator, "main")
+    directory.mkdir(parents=True, exist_ok=True)
+    stem = directory / f"job-{os.getpid()}-{next(_job_numbers)}"
+    job_in, job_out = stem.with_suffix(".in.json"), stem.with_suffix(".out.json")
+    job_in.write_text(json.dumps({"jobs": payloads, "stalls": stalls, "seed": seed}))
+    job_out.unlink(missing_ok=True)
+    run_cocotb(block, params, test_module="sim.tb_offsets", simulator=simulator, case="main",
+               testcase="job", extra_env={"FOCUS_JOB": str(job_in), "FOCUS_JOB_OUT": str(job_out)})
+    results = json.loads(job_out.read_text())
+    job_in.unlink()
+    job_out.unlink()
+    return results
+
+
+# ---- the spec 6 API --------------------------------------------------------------------------
+
+def encode_offsets(mask, order=None, word_bits=32, *, params=None, simulator="amaranth",
+                   stalls=0.0, stats=None, seed=0):
+    """Encode a keep mask with the RTL encoder: the same ``(words, nbits)`` as
+    :func:`golden.offsets.encode_offsets` for the same arguments.
+
+    Parameters
+    ----------
+    mask : array_like of bool, shape [M]
+    order : int or None
+        0..7, or None for the adaptive order.
+    word_bits : int
+        8 to 64; must equal ``params.word_bits`` when ``params`` is given.
+    params : FocusParams or None
+        None: :func:`fit_params`. M > ``params.tokens`` raises ``ValueError``.
+    simulator : str
+        ``"amaranth"``, ``"icarus"`` or ``"verilator"``.
+    stalls : float
+        Probability of an input idle and of an output back-pressure cycle (seeded by ``seed``).
+    stats : dict or None
+        Filled with ``cycles`` (config beat to last word, inclusive), ``order`` (the e used) and
+        ``kept`` (n).
+
+    Returns
+    -------
+    (numpy.ndarray of uint64, int)
+    """
+    mask = check_mask(mask)
+    order = check_order(order)
+    word_bits = check_word_bits(word_bits)
+    _check_simulator(simulator)
+    if params is None:
+        params = fit_params(mask.size, word_bits)
+    _check_params(params, mask.size, word_bits)
+    (result,) = run_encoder_jobs(params, [(mask, order)], simulator=simulator, stalls=stalls,
+                                 seed=seed)
+    words, nbits = encoder_result(result)
+    if stats is not None:
+        stats.update(cycles=result["cycles"], order=int(words[0]) >> (word_bits - 3),
+                     kept=int(np.count_nonzero(mask)))
+    return words, nbits
+
+
+def decode_offsets(words, nbits, tokens, word_bits=32, *, params=None, simulator="amaranth",
+                   stalls=0.0, stats=None, seed=0):
+    """Decode an offset code with the RTL decoder: the same mask as
+    :func:`golden.offsets.decode_offsets`, or ``ValueError`` where golden raises one.
+
+    Argument errors (types, ranges, words that do not fit ``word_bits``) raise golden's own
+    messages. A malformed code is decoded by the RTL, which flags it; the message then names the
+    RTL's cause (:func:`decode_error_message`), which can differ from golden's message when a
+    string has several faults (golden checks ``nbits`` against the words first; the RTL reports
+    whichever fault it meets first while streaming). Two inputs the RTL interface cannot carry
+    raise ``ValueError`` here: no words at all, and ``nbits`` wider than ``nbits_bits`` (longer
+    than any valid code for ``params.tokens``, so golden rejects it too).
+
+    Parameters
+    ----------
+    words, nbits, tokens, word_bits : as :func:`golden.offsets.decode_offsets`.
+    params, simulator, stalls, stats, seed : as :func:`encode_offsets`; ``stats["cycles"]`` runs
+        from the config beat to the last mask beat or index.
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape [tokens]
+    """
+    word_bits = check_word_bits(word_bits)
+    M = _check_tokens(tokens)
+    values = _check_words(words, word_bits)
+    if isinstance(nbits, bool) or not isinstance(nbits, Integral) or nbits < 0:
+        raise ValueError(f"nbits must be an integer >= 0, not {nbits!r}")
+    nbits = int(nbits)
+    _check_simulator(simulator)
+    if params is None:
+        params = fit_params(M, word_bits)
+    _check_params(params, M, word_bits)
+    if not values:
+        raise ValueError(f"no words: an offset code has at least one word (its header alone "
+                         f"needs {3 + M.bit_length()} bits)")
+    if nbits >= 1 << params.nbits_bits:
+        raise ValueError(f"nbits = {nbits} is longer than any valid offset code for up to "
+                         f"{params.tokens} tokens (at most {(1 << params.nbits_bits) - 1} bits)")
+    (result,) = run_decoder_jobs(params, [(values, nbits, M)], simulator=simulator,
+                                 stalls=stalls, seed=seed)
+    mask, _ = decoder_result(result, M, params.lanes)
+    if stats is not None:
+        stats.update(cycles=result["cycles"], kept=int(np.count_nonzero(mask)))
+    return mask

@@ -1,0 +1,213 @@
+# amaranth: UnusedElaboratable=no
+"""The offset decoder in the Amaranth simulator (fast tier) against golden.offsets.decode_offsets,
+including the fuzzing: thousands of random and mutated streams, each of which must end in
+golden's mask or, exactly where golden raises ValueError, in the error flag, within the stated
+cycle bound."""
+
+import numpy as np
+import pytest
+
+import golden
+import sim
+from rtl.offset_decoder import DecodeError, OffsetDecoder
+from rtl.params import FocusParams
+from sim.offsets import (DECODER_PORTS, decoder_job, decoder_result, fuzz_codes,
+                         regression_masks, run_decoder_jobs, run_jobs)
+from sim.streams import Stalls
+
+SMALL = FocusParams(tokens=64, lanes=4, word_bits=8)
+SHAPES = [SMALL, FocusParams(tokens=64, lanes=4, word_bits=16),
+          FocusParams(tokens=64, lanes=1, word_bits=32),
+          FocusParams(tokens=100, lanes=3, word_bits=8),
+          FocusParams(tokens=256, lanes=8, word_bits=16)]
+
+
+def tag(p):
+    return p.tag
+
+
+def golden_or_none(words, nbits, M, word_bits):
+    try:
+        return golden.decode_offsets(words, nbits, M, word_bits)
+    except ValueError:
+        return None
+
+
+def valid_codes(p, count, seed):
+    jobs = []
+    for mask, order in regression_masks(p, count, seed=seed):
+        words, nbits = golden.encode_offsets(mask, order, p.word_bits)
+        jobs.append(([int(w) for w in words], nbits, mask.size))
+    return jobs
+
+
+def check_jobs(p, jobs, results, bound=True):
+    """Each job ends in golden's mask (and the same indices) or, where golden raises, in the
+    error flag; without stalls, within ``words + indices written + ceil(M/lanes) + 8`` cycles of
+    its config beat. Returns the number of rejected jobs."""
+    rejected = 0
+    for k, ((words, nbits, M), result) in enumerate(zip(jobs, results)):
+        want = golden_or_none(words, nbits, M, p.word_bits)
+        what = f"job {k}: words {words}, nbits {nbits}, M {M}"
+        if want is None:
+            with pytest.raises(ValueError, match=r"^malformed offset code"):
+                decoder_result(result, M, p.lanes)     # also checks nothing was written past M
+            rejected += 1
+        else:
+            assert not result["error"], f"{what}: flagged {DecodeError(result['cause']).name}"
+            mask, indices = decoder_result(result, M, p.lanes)
+            assert np.array_equal(mask, want), f"{what}: RTL {mask}, golden {want}"
+            assert indices.tolist() == np.flatnonzero(want).tolist()
+        if bound:
+            limit = len(words) + len(result["idx_stream"]) + -(-M // p.lanes) + 8
+            assert result["end"] <= limit, f"{what}: idle after {result['end']} > {limit}"
+    return rejected
+
+
+@pytest.mark.parametrize("p", SHAPES, ids=tag)
+def test_valid_codes_match_golden(p):
+    """Golden's codes of edge and random masks, every order; the cycles lie between
+    max(words, n, ceil(M/lanes)) + 5 and words + n + ceil(M/lanes) + 5."""
+    jobs = valid_codes(p, 80, seed=p.tokens + p.word_bits)
+    results = run_decoder_jobs(p, jobs)
+    assert check_jobs(p, jobs, results) == 0
+    for (words, nbits, M), result in zip(jobs, results):
+        n, beats = len(result["idx_stream"]), -(-M // p.lanes)
+        low, high = max(len(words), n, beats) + 5, len(words) + n + beats + 5
+        assert low <= result["cycles"] <= high, (M, n, len(words), result["cycles"])
+
+
+@pytest.mark.parametrize("p", [SMALL, FocusParams(tokens=100, lanes=3, word_bits=16)], ids=tag)
+def test_fuzz(p):
+    """1500 random and mutated streams per shape (about a third valid), no stalls."""
+    jobs = fuzz_codes(p, 1500, seed=11 + p.word_bits)
+    rejected = check_jobs(p, jobs, run_decoder_jobs(p, jobs))
+    assert 300 < rejected < 1300, f"{rejected} of {len(jobs)} rejected: the mix is off"
+
+
+@pytest.mark.parametrize("backpressure", [0.0, 0.3], ids=["nobp", "bp"])
+@pytest.mark.parametrize("idle", [0.0, 0.3], ids=["noidle", "idle"])
+def test_under_stalls(idle, backpressure):
+    """Valid and fuzzed streams under input idles and output back-pressure on both outputs."""
+    jobs = valid_codes(SMALL, 40, seed=3) + fuzz_codes(SMALL, 80, seed=4)
+    stalls = {"cfg_stream": idle, "i_stream": idle, "o_stream": backpressure,
+              "idx_stream": backpressure}
+    check_jobs(SMALL, jobs, run_decoder_jobs(SMALL, jobs, stalls=stalls, seed=9), bound=False)
+
+
+def test_long_backpressure_on_each_output():
+    jobs = valid_codes(SMALL, 12, seed=5)
+    payloads = [decoder_job(*job) for job in jobs]
+    for port in ("o_stream", "idx_stream"):
+        results = run_jobs(OffsetDecoder(SMALL), DECODER_PORTS, payloads,
+                           stalls={port: Stalls(windows=[(25, 120)])})
+        check_jobs(SMALL, jobs, results, bound=False)
+
+
+def _code(bits, word_bits=8):
+    """Words and nbits of a bit string (padded with zeros)."""
+    padded = bits + "0" * (-len(bits) % word_bits)
+    return [int(padded[k:k + word_bits], 2) for k in range(0, len(padded), word_bits)], len(bits)
+
+
+# e = 0, M = 5 (count field 3 bits): header "000" + count.
+CAUSES = {
+    "CONFIG_zero": (*_code("000001" + "1"), 0),
+    "CONFIG_big": (*_code("000001" + "1"), 65),
+    "HEADER": (_code("000001")[0], 5, 5),
+    "SHORT": (_code("000001" + "1")[0], 17, 5),
+    "COUNT": (*_code("000110"), 5),
+    "ZEROS": (*_code("000001" + "0" * 7 + "1" + "0" * 7), 5),
+    "TRUNCATED": (*_code("000001" + "001"), 5),
+    "INDEX": (*_code("000001" + "00110"), 5),          # gap 5: index 5 >= M = 5
+    "TRAILING": (*_code("000001" + "1" + "0"), 5),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CAUSES))
+def test_each_error_cause_and_recovery(case):
+    """Each kind of malformed stream: golden raises, the RTL flags it with that cause, writes
+    nothing past M, is idle soon after, and decodes the next job correctly."""
+    words, nbits, M = CAUSES[case]
+    cause = DecodeError[case.split("_")[0]]
+    if 1 <= M <= SMALL.tokens:
+        with pytest.raises(ValueError):
+            golden.decode_offsets(words, nbits, M, 8)
+    good = golden.encode_offsets(np.array([0, 1, 1, 0, 1], bool), 0, 8)
+    jobs = [(words, nbits, M), ([int(w) for w in good[0]], good[1], 5)]
+    results = run_decoder_jobs(SMALL, jobs)
+    assert results[0]["error"] == 1 and DecodeError(results[0]["cause"]) is cause
+    with pytest.raises(ValueError, match=rf"cause {cause.name}\)$"):
+        decoder_result(results[0], max(M, 1), SMALL.lanes)
+    assert results[0]["end"] <= len(words) + 8
+    mask, _ = decoder_result(results[1], 5, SMALL.lanes)
+    assert mask.tolist() == [False, True, True, False, True]
+
+
+def test_extra_words_and_padding_are_ignored():
+    mask = np.array([1, 0, 0, 0, 1, 1, 0, 1, 0], bool)
+    words, nbits = golden.encode_offsets(mask, 1, 8)
+    noisy = [int(w) for w in words]
+    noisy[-1] |= (1 << (8 * len(noisy) - nbits)) - 1          # ones in the padding
+    noisy += [0xFF, 0x00, 0xA5]
+    assert golden.decode_offsets(noisy, nbits, 9, 8).tolist() == mask.tolist()
+    assert sim.decode_offsets(noisy, nbits, 9, 8).tolist() == mask.tolist()
+
+
+def test_error_drops_the_rest_of_the_job():
+    """An error in the first word of a long job: the remaining words are taken and discarded
+    without decoding, and nothing more is written."""
+    words = _code("000001" + "00110")[0] + [0xFF] * 20
+    results = run_decoder_jobs(SMALL, [(words, 11, 5)])
+    assert results[0]["error"] == 1 and results[0]["idx_stream"] == []
+    assert results[0]["o_stream"] == []
+    assert results[0]["end"] <= len(words) + 3
+
+
+# ---- the sim API -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args, match", [
+    (([1], 4, 5, 7), r"^word_bits = 7 is out of range"),
+    (([1], 4, 0), r"^tokens \(the job's M\) = 0 is out of range"),
+    (([1], 4, 2.0), r"^tokens \(the job's M\) must be an integer"),
+    (([[1]], 4, 5), r"^words must be 1-D"),
+    (([256], 4, 5, 8), r"^words\[0\] = 256 does not fit in word_bits = 8"),
+    (([1.5], 4, 5), r"^words must be integers"),
+    (([1], -1, 5), r"^nbits must be an integer >= 0"),
+])
+def test_sim_raises_golden_errors(args, match):
+    with pytest.raises(ValueError, match=match):
+        golden.decode_offsets(*args)
+    with pytest.raises(ValueError, match=match):
+        sim.decode_offsets(*args)
+
+
+def test_sim_malformed_code_raises():
+    words, nbits = _code("000110")
+    with pytest.raises(ValueError, match=r"^count n = 6 > M = 5"):
+        golden.decode_offsets(words, nbits, 5, 8)
+    with pytest.raises(ValueError, match=r"^malformed offset code: the header's count n is "
+                                         r"larger than M \(RTL decoder cause COUNT\)$"):
+        sim.decode_offsets(words, nbits, 5, 8)
+
+
+def test_sim_rejects_what_the_interface_cannot_carry():
+    p = FocusParams(tokens=16, word_bits=8)
+    with pytest.raises(ValueError, match=r"^M = 17 > tokens = 16"):
+        sim.decode_offsets([0], 8, 17, 8, params=p)
+    with pytest.raises(ValueError, match=r"^no words"):
+        sim.decode_offsets([], 0, 5, 8)
+    with pytest.raises(ValueError, match=r"^nbits = 1024 is longer than any valid offset code"):
+        sim.decode_offsets([0] * 128, 1024, 16, 8, params=p)
+    with pytest.raises(ValueError):
+        golden.decode_offsets([0] * 128, 1024, 16, 8)
+
+
+def test_sim_round_trip_with_stats():
+    rng = np.random.default_rng(8)
+    mask = rng.random(300) < 0.2
+    words, nbits = golden.encode_offsets(mask, None, 32)
+    stats = {}
+    got = sim.decode_offsets(words, nbits, 300, 32, stalls=0.2, stats=stats, seed=2)
+    assert got.tolist() == mask.tolist()
+    assert stats["kept"] == int(mask.sum()) and stats["cycles"] > 0

@@ -1,0 +1,178 @@
+# amaranth: UnusedElaboratable=no
+"""The offset encoder in the Amaranth simulator (fast tier) against golden.encode_offsets."""
+
+import numpy as np
+import pytest
+
+import golden
+import sim
+from golden.offsets import adaptive_order
+from rtl.offset_encoder import EncodeError, OffsetEncoder
+from rtl.params import FocusParams
+from sim.offsets import (ENCODER_PORTS, encoder_job, encoder_result, mask_beats,
+                         regression_masks, run_encoder_jobs, run_jobs)
+from sim.streams import Stalls
+
+SMALL = FocusParams(tokens=64, lanes=4, word_bits=8)
+SHAPES = [SMALL, FocusParams(tokens=64, lanes=4, word_bits=16),
+          FocusParams(tokens=64, lanes=1, word_bits=32),
+          FocusParams(tokens=100, lanes=3, word_bits=8),       # lanes and tokens not powers of 2
+          FocusParams(tokens=256, lanes=8, word_bits=16)]      # codes up to 17 bits > a word
+
+#: The H.264 ue(v) table (ITU-T H.264 clause 9.1, Table 9-2): codeNum -> bit string.
+UE_TABLE = {0: "1", 1: "010", 2: "011", 3: "00100", 4: "00101", 5: "00110", 6: "00111",
+            7: "0001000", 8: "0001001"}
+
+
+def tag(p):
+    return p.tag
+
+
+def check_against_golden(p, jobs, results):
+    for k, ((mask, order), result) in enumerate(zip(jobs, results)):
+        words, nbits = encoder_result(result)
+        want, want_nbits = golden.encode_offsets(mask, order, p.word_bits)
+        assert nbits == want_nbits and np.array_equal(words, want), (
+            f"job {k}: M {mask.size}, order {order}, kept {np.flatnonzero(mask).tolist()}: "
+            f"RTL {words.tolist()} / {nbits}, golden {want.tolist()} / {want_nbits}")
+
+
+def cycle_terms(mask, lanes, words):
+    """(ingest, emission) cycles of the documented model: a beat with p kept tokens takes
+    max(1, p) cycles; emission takes max(n + 1, words) cycles (header + one code per cycle, at
+    most one word per cycle)."""
+    count = -(-mask.size // lanes)
+    pops = [int(mask[b * lanes:(b + 1) * lanes].sum()) for b in range(count)]
+    return sum(max(1, x) for x in pops), max(int(mask.sum()) + 1, words)
+
+
+@pytest.mark.parametrize("p", SHAPES, ids=tag)
+def test_random_masks_match_golden(p):
+    """Edges and random masks (M 1..tokens, densities 0..1, every order and adaptive), back to
+    back, no stalls; the cycles follow the documented ingest + emission model to within 6..8."""
+    jobs = regression_masks(p, 90, seed=p.tokens + p.word_bits)
+    results = run_encoder_jobs(p, jobs)
+    check_against_golden(p, jobs, results)
+    for (mask, order), result in zip(jobs, results):
+        ingest, emission = cycle_terms(mask, p.lanes, len(result["o_stream"]))
+        assert ingest + emission + 6 <= result["cycles"] <= ingest + emission + 8, (
+            f"M {mask.size}, n {int(mask.sum())}: {result['cycles']} cycles, model "
+            f"{ingest} + {emission} + 6..8")
+
+
+@pytest.mark.parametrize("backpressure", [0.0, 0.3], ids=["nobp", "bp"])
+@pytest.mark.parametrize("idle", [0.0, 0.3], ids=["noidle", "idle"])
+def test_under_stalls(idle, backpressure):
+    """Input idles and output back-pressure (and both), with stream monitors on every port."""
+    jobs = regression_masks(SMALL, 60, seed=7)
+    stalls = {"cfg_stream": idle, "i_stream": idle, "o_stream": backpressure}
+    check_against_golden(SMALL, jobs, run_encoder_jobs(SMALL, jobs, stalls=stalls, seed=5))
+
+
+def test_long_backpressure():
+    """ready low for 150 cycles from cycle 30: the packer holds; nothing lost or duplicated."""
+    jobs = [(np.ones(64, bool), 7), (np.ones(64, bool), None), (np.arange(64) % 3 == 0, 0)]
+    payloads = [encoder_job(mask, order, SMALL.lanes) for mask, order in jobs]
+    results = run_jobs(OffsetEncoder(SMALL), ENCODER_PORTS, payloads,
+                       stalls={"o_stream": Stalls(windows=[(30, 150)])})
+    check_against_golden(SMALL, jobs, results)
+
+
+def test_h264_ue_table_on_rtl_output():
+    """Order 0 is H.264's ue(v): a mask with one kept token after codeNum dropped ones encodes
+    to the header and then exactly the table's bits, read from the RTL's words."""
+    for word_bits in (8, 32):
+        p = FocusParams(tokens=16, word_bits=word_bits)
+        for code_num, code in UE_TABLE.items():
+            mask = np.zeros(code_num + 1, bool)
+            mask[code_num] = True
+            words, nbits = sim.encode_offsets(mask, 0, word_bits, params=p)
+            bits = "".join(format(int(w), f"0{word_bits}b") for w in words)
+            header = 3 + mask.size.bit_length()
+            assert bits[:header] == "000" + format(1, f"0{header - 3}b")
+            assert bits[header:nbits] == code, f"codeNum {code_num}: {bits[header:nbits]}"
+            assert set(bits[nbits:]) <= {"0"}, "padding must be zeros"
+
+
+def test_adaptive_order_and_stats():
+    rng = np.random.default_rng(3)
+    for density in (0.05, 0.3, 0.6, 0.95):
+        mask = rng.random(200) < density
+        stats = {}
+        words, nbits = sim.encode_offsets(mask, None, 16, stats=stats)
+        assert stats["order"] == adaptive_order(mask)
+        assert stats["kept"] == int(mask.sum())
+        assert stats["cycles"] > 0
+        want = golden.encode_offsets(mask, None, 16)
+        assert np.array_equal(words, want[0]) and nbits == want[1]
+
+
+def test_one_code_per_cycle_once_the_order_is_known():
+    """All 256 tokens kept at order 0: 1-bit codes, 256 codes in about 256 + a few cycles of
+    emission (beats of 4 kept tokens take 4 cycles each to ingest)."""
+    p = FocusParams(tokens=256, lanes=4, word_bits=32)
+    mask = np.ones(256, bool)
+    (result,) = run_encoder_jobs(p, [(mask, 0)])
+    ingest, emission = cycle_terms(mask, p.lanes, len(result["o_stream"]))
+    assert emission == 257
+    assert result["cycles"] <= ingest + 257 + 8
+
+
+def _error_job(p, cfg, beats):
+    return {"cfg_stream": [cfg], "i_stream": beats}
+
+
+@pytest.mark.parametrize("case", ["m_zero", "m_too_big", "last_early", "last_missing",
+                                  "padding"])
+def test_malformed_jobs_raise_error_and_recover(case):
+    """Bad settings or a malformed mask stream: error and cause, no word, the rest of the job's
+    beats dropped, idle soon after; the next job is encoded correctly."""
+    p = FocusParams(tokens=16, lanes=4, word_bits=8)
+    good = np.array([1, 0, 0, 1, 1, 0, 0, 0, 0, 0, 1], bool)
+    beats = mask_beats(good, p.lanes)                       # 3 beats, last on the third
+    cfg = {"tokens": good.size, "order": 1, "adaptive": 0}
+    bad, cause = {
+        "m_zero": (_error_job(p, {**cfg, "tokens": 0}, beats), EncodeError.CONFIG),
+        "m_too_big": (_error_job(p, {**cfg, "tokens": 17}, beats), EncodeError.CONFIG),
+        "last_early": (_error_job(p, cfg, [beats[0], {**beats[1], "last": 1}]),
+                       EncodeError.LAST),
+        "last_missing": (_error_job(p, cfg, [*beats[:2], {**beats[2], "last": 0},
+                                             {"keep": 15, "last": 1}]), EncodeError.LAST),
+        "padding": (_error_job(p, cfg, [*beats[:2], {**beats[2], "keep": beats[2]["keep"] | 8}]),
+                    EncodeError.PADDING),
+    }[case]
+    results = run_jobs(OffsetEncoder(p), ENCODER_PORTS, [bad, encoder_job(good, 1, p.lanes)])
+    assert results[0]["error"] == 1 and results[0]["cause"] == cause.value
+    assert results[0]["o_stream"] == []
+    assert results[0]["end"] <= len(bad["i_stream"]) + 3
+    assert results[1]["error"] == 0
+    words, nbits = encoder_result(results[1])
+    want = golden.encode_offsets(good, 1, 8)
+    assert np.array_equal(words, want[0]) and nbits == want[1]
+
+
+# ---- the sim API: the same ValueErrors as golden ---------------------------------------------
+
+@pytest.mark.parametrize("args, match", [
+    ((np.zeros((2, 3), bool),), r"^mask must be 1-D"),
+    ((np.zeros(0, bool),), r"^mask is empty"),
+    ((np.array([0, 2, 1]),), r"^mask must hold only 0 and 1"),
+    ((np.zeros(4, np.float32),), r"^mask must be a bool array"),
+    ((np.ones(4, bool), 8), r"^order must be None \(adaptive\) or an integer in \[0, 7\]"),
+    ((np.ones(4, bool), None, 7), r"^word_bits = 7 is out of range"),
+])
+def test_sim_raises_golden_errors(args, match):
+    with pytest.raises(ValueError, match=match):
+        golden.encode_offsets(*args)
+    with pytest.raises(ValueError, match=match):
+        sim.encode_offsets(*args)
+
+
+def test_sim_rejects_jobs_the_params_cannot_hold():
+    p = FocusParams(tokens=16, word_bits=8)
+    with pytest.raises(ValueError, match=r"^M = 17 > tokens = 16"):
+        sim.encode_offsets(np.ones(17, bool), 0, 8, params=p)
+    with pytest.raises(ValueError, match=r"^params.word_bits = 8 does not match word_bits = 16"):
+        sim.encode_offsets(np.ones(4, bool), 0, 16, params=p)
+    with pytest.raises(ValueError, match=r"^Unknown simulator 'xsim'"):
+        sim.encode_offsets(np.ones(4, bool), simulator="xsim")
