@@ -1,0 +1,285 @@
+"""The ``focus-rtl`` command line (spec section 7): ``emit`` and ``synth``.
+
+Exit status: 0 on success; 1 on a real error (a tool is missing or cannot run, Yosys rejects a
+design, or, with ``synth --strict``, any flow that did not end ``ok``); 2 on bad arguments
+(unknown or badly valued ``--set`` field, unknown preset, block or target), with one line
+``focus-rtl: error: ...`` on stderr.
+"""
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from . import toolchain
+from .blocks import BLOCKS
+from .params import FocusParams
+from .synth import ToolError
+
+__all__ = ["main"]
+
+PRESETS = ("default", "paper", "board")
+
+_EMIT_EPILOG = """\
+Output: <block>.v for each block (module name = block name) and params.json (the FocusParams
+fields, the derived widths, the preset and the overrides). The same arguments give the same bytes.
+
+Clock gates: with --set gating=icg every gated stage instantiates an ICG cell with ports CLK, EN
+and GCLK. By default the cell is focus_icg and its behavioural latch-and-AND model is appended to
+each file, so that each file simulates and lints on its own. --icg-cell NAME instantiates the
+library cell NAME instead and leaves the behavioural model out: compile the library's cell model
+with the emitted files (or map it in synthesis). A cell with other pin names needs a small wrapper
+module called NAME.
+
+examples:
+  focus-rtl emit                                  # build/verilog/default/
+  focus-rtl emit --preset board --block similarity_comparator -o out/
+  focus-rtl emit --set gating=icg --icg-cell ICGX1
+"""
+
+_SYNTH_EPILOG = """\
+Targets (per block, each in its own work directory under build/synth-work/<tag>/<block>/<target>):
+  generic  the block alone: Yosys synth, abc -g cmos2, stat -tech cmos: generic cells and the
+           transistor estimate (a lower bound, marked '+', when latches of the behavioural ICG
+           remain).
+  ice40    the block in a timing harness, synth_ice40, nextpnr-ice40 --up5k --package sg48.
+  ecp5     the block in a timing harness, synth_ecp5, nextpnr-ecp5 --85k --package CABGA381.
+
+The timing harness drives every input bit of the block from a shift chain fed by one pin and
+XOR-reduces every registered output bit into one pin, so every path is register to register.
+The LUT/FF/carry/BRAM/DSP columns are the block's own cells (Yosys per-module statistics, without
+the harness); the harness's overhead is reported beside them; the Fmax and the device
+utilization come from nextpnr and include the harness.
+
+--dsp auto (default) maps multipliers to DSP blocks and, when they do not fit the device, redoes
+the run with LUT multipliers (the report says so). A design that does not fit or fails place and
+route (or on which the WebAssembly Yosys runs out of memory) is reported with the tool's error
+line and the run goes on; the exit status is 0 unless a tool is missing or Yosys reports an
+ERROR, or --strict is given and some flow did not end 'ok'.
+
+Output: report.json, report.md and a summary on stdout; with --sweep FIELD=V1,V2,...
+sweep.json, sweep.md and sweep.png (LUTs and Fmax against FIELD), by default in
+build/synth/<preset>/sweep-<FIELD>.
+
+examples:
+  focus-rtl synth --preset board
+  focus-rtl synth --set dim=4 --target generic,ice40
+  focus-rtl synth --preset board --sweep dim=2,4,8 --target ice40,ecp5
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """Bad arguments: one line ``focus-rtl: error: ...`` and exit status 2."""
+
+    def error(self, message):
+        self.exit(2, f"focus-rtl: error: {message}\n")
+
+
+class _BadArgs(Exception):
+    pass
+
+
+def _list(values):
+    """Flatten repeated and comma-separated option values."""
+    return [item.strip() for value in values or [] for item in value.split(",") if item.strip()]
+
+
+def _show(path):
+    """``path`` relative to the working directory when inside it."""
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _params(args):
+    try:
+        return FocusParams.preset(args.preset).with_overrides(args.set or [])
+    except (ValueError, TypeError) as exc:
+        raise _BadArgs(str(exc)) from None
+
+
+def _blocks(args):
+    blocks = _list(args.block) or list(BLOCKS)
+    for block in blocks:
+        if block not in BLOCKS:
+            raise _BadArgs(f"unknown block {block!r}: blocks are {', '.join(sorted(BLOCKS))}")
+    return list(dict.fromkeys(blocks))
+
+
+def _common(parser, what):
+    parser.add_argument("--preset", default="default", metavar="NAME",
+                        help=f"parameter preset: {', '.join(PRESETS)} (default: default)")
+    parser.add_argument("--set", action="append", metavar="FIELD=VALUE",
+                        help="override a FocusParams field (repeatable), e.g. --set dim=8")
+    parser.add_argument("--block", action="append", metavar="NAME",
+                        help=f"only these blocks (repeatable or comma-separated; default all: "
+                             f"{', '.join(BLOCKS)})")
+    parser.add_argument("-o", "--output", metavar="DIR",
+                        help=f"output directory (default: build/{what}/<preset>)")
+
+
+def _parser():
+    parser = _Parser(prog="focus-rtl",
+                     description="Verilog and synthesis reports of the Focus unit's blocks.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    emit = sub.add_parser("emit", help="write the Verilog of each block and params.json",
+                          description="Write the Verilog of each block and params.json.",
+                          epilog=_EMIT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _common(emit, "verilog")
+    emit.add_argument("--icg-cell", metavar="NAME",
+                      help="with gating=icg: instantiate library cell NAME (ports CLK, EN, GCLK) "
+                           "and leave out the behavioural focus_icg model")
+
+    synth = sub.add_parser("synth", help="area and timing reports (Yosys, nextpnr)",
+                           description="Area and timing reports of each block: Yosys generic "
+                                       "cells and transistors, iCE40 and ECP5 LUT/FF/BRAM/DSP "
+                                       "and nextpnr Fmax.",
+                           epilog=_SYNTH_EPILOG,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    _common(synth, "synth")
+    synth.add_argument("--target", action="append", metavar="LIST",
+                       help="targets, comma-separated: generic, ice40, ecp5 (default: all)")
+    synth.add_argument("--sweep", metavar="FIELD=V1,V2,...",
+                       help="run the flows once per value of FIELD and plot LUTs and Fmax")
+    synth.add_argument("--dsp", choices=("auto", "on", "off"), default="auto",
+                       help="DSP inference on the FPGAs (default: auto, see below)")
+    synth.add_argument("--freq", action="append", metavar="TARGET=MHZ",
+                       help="nextpnr timing target (default: ice40=48, ecp5=100); the achieved "
+                            "Fmax is reported either way")
+    synth.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
+                       help="flows run in parallel (default: the number of CPUs)")
+    synth.add_argument("--timeout", type=float, default=3600.0, metavar="SECONDS",
+                       help="time allowed per tool run (default: 3600)")
+    synth.add_argument("--strict", action="store_true",
+                       help="exit 1 when a flow does not end 'ok' (does not fit, place and route "
+                            "failed, timeout, tool crashed)")
+    synth.add_argument("--work-dir", metavar="DIR",
+                       help="root of the tool work directories (default: build/synth-work; not "
+                            "under /tmp, which the YoWASP tools cannot see)")
+    return parser
+
+
+def _emit(args):
+    from .emit import check_icg_cell, emit_files
+
+    params, blocks = _params(args), _blocks(args)
+    if args.icg_cell is not None:
+        try:
+            check_icg_cell(args.icg_cell)
+        except ValueError as exc:
+            raise _BadArgs(str(exc)) from None
+    out = Path(args.output) if args.output else toolchain.BUILD_ROOT / "verilog" / args.preset
+    for path in emit_files(params, out, blocks, preset=args.preset, overrides=args.set or [],
+                           icg_cell=args.icg_cell):
+        print(f"wrote {_show(path)}")
+    return 0
+
+
+def _targets(args):
+    from .synth import TARGETS
+
+    targets = _list(args.target) or list(TARGETS)
+    for target in targets:
+        if target not in TARGETS:
+            raise _BadArgs(f"unknown target {target!r}: targets are {', '.join(TARGETS)}")
+    return list(dict.fromkeys(targets))
+
+
+def _freq(args):
+    from .synth import DEVICES
+
+    freq = {}
+    for item in _list(args.freq):
+        target, _, value = item.partition("=")
+        if target not in DEVICES:
+            raise _BadArgs(f"--freq {item!r}: the target must be one of {', '.join(DEVICES)}")
+        try:
+            freq[target] = float(value)
+        except ValueError:
+            raise _BadArgs(f"--freq {item!r}: {value!r} is not a number of MHz") from None
+        if not freq[target] > 0:
+            raise _BadArgs(f"--freq {item!r}: the frequency must be positive")
+    return freq
+
+
+def _sweep(args, params):
+    field, _, text = args.sweep.partition("=")
+    values = [v.strip() for v in text.split(",") if v.strip()]
+    if not field or not values:
+        raise _BadArgs(f"--sweep {args.sweep!r} is not of the form FIELD=V1,V2,...")
+    for value in values:
+        try:
+            params.with_overrides([f"{field}={value}"])
+        except (ValueError, TypeError) as exc:
+            raise _BadArgs(f"--sweep: {exc}") from None
+    return field.strip(), values
+
+
+def _synth(args):
+    from . import synth
+
+    params, blocks, targets, freq = _params(args), _blocks(args), _targets(args), _freq(args)
+    if args.jobs < 1:
+        raise _BadArgs(f"--jobs {args.jobs}: must be at least 1")
+    if args.work_dir and str(Path(args.work_dir).resolve()).startswith("/tmp/"):
+        raise _BadArgs(f"--work-dir {args.work_dir}: the YoWASP tools cannot see /tmp")
+    sweep = _sweep(args, params) if args.sweep else None
+    meta = {"preset": args.preset, "overrides": list(args.set or [])}
+    options = dict(jobs=args.jobs, work_root=args.work_dir, dsp=args.dsp, freq=freq,
+                   timeout=args.timeout, meta=meta,
+                   progress=lambda line: print(line, flush=True))
+    base = toolchain.BUILD_ROOT / "synth" / args.preset
+    if sweep:
+        field, values = sweep
+        out = Path(args.output) if args.output else base / f"sweep-{field}"
+        report = synth.run_sweep(params, field, values, blocks, targets, **options)
+        runs = [r for run in report["runs"] for per in run["results"].values()
+                for r in per.values()]
+        markdown = synth.sweep_markdown(report)
+        names = ("sweep.json", "sweep.md")
+    else:
+        out = Path(args.output) if args.output else base
+        report = synth.run_synth(params, blocks, targets, **options)
+        runs = [r for per in report["results"].values() for r in per.values()]
+        markdown = synth.report_markdown(report)
+        names = ("report.json", "report.md")
+    out.mkdir(parents=True, exist_ok=True)
+    written = [synth.write_json(report, out / names[0]), out / names[1]]
+    (out / names[1]).write_text(markdown)
+    if sweep:
+        written.append(synth.plot_sweep(report, out / "sweep.png"))
+    print()
+    print(markdown)
+    for path in written:
+        print(f"wrote {_show(path)}")
+    hard = [r for r in runs if r["status"] in synth.HARD_FAILURES]
+    soft = [r for r in runs if r["status"] != "ok"]
+    if hard or (args.strict and soft):
+        bad = hard or soft
+        print(f"focus-rtl: error: {len(bad)} flow(s) failed: {bad[0]['status']}: "
+              f"{bad[0]['error']}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv=None):
+    """Run ``focus-rtl``; returns the exit status."""
+    toolchain.apply()
+    args = _parser().parse_args(argv)
+    try:
+        return {"emit": _emit, "synth": _synth}[args.command](args)
+    except _BadArgs as exc:
+        print(f"focus-rtl: error: {exc}", file=sys.stderr)
+        return 2
+    except ToolError as exc:
+        print(f"focus-rtl: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

