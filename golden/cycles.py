@@ -12,7 +12,8 @@ The pipeline latencies below are named so that later issues can refine them agai
 from numbers import Integral
 
 __all__ = [
-    "SIMILAR_LATENCY", "IMPORTANCE_LATENCY", "TOPK_LATENCY", "ENCODE_LATENCY", "DECODE_LATENCY",
+    "SIMILAR_LATENCY", "IMPORTANCE_LATENCY", "TOPK_LATENCY", "BUBBLE_SORT_LATENCY",
+    "RADIX_DIGIT_GAP", "RADIX_MASK_LATENCY", "ENCODE_LATENCY", "DECODE_LATENCY",
     "BLOCK_MATCH_LATENCY", "TARGET_SLACK",
     "similar_cycles", "importance_cycles", "topk_cycles", "topk_target", "topk_paper",
     "encode_cycles", "decode_cycles", "block_match_cycles", "block_match_target",
@@ -20,16 +21,26 @@ __all__ = [
 
 # Similarity comparator: 3 register stages (products, sums, squared compare); one pair per cycle.
 SIMILAR_LATENCY = 3
-# Importance analyzer: the vector is complete at most 3 cycles after the last beat (spec 3.1).
-IMPORTANCE_LATENCY = 3
-# Top-k selector: pipeline fill and drain between the last score read and the first mask beat.
-TOPK_LATENCY = 4
+# Importance analyzer: the vector is complete 2 cycles after the last beat (spec 3.1 allows 3); its
+# readout's first read is issued then, and the first beat leaves the cycle after.
+IMPORTANCE_LATENCY = 2
+# Top-k selector: a vector beat is written, its word read back the next cycle, and a mask beat
+# leaves through the output register: 3 cycles from a beat in to the first mask beat it allows.
+TOPK_LATENCY = 3
+# Bubble sorter, once per job with k > 0: the serializer's word register, the chain's input
+# register and the threshold register, between the words and the mask pass.
+BUBBLE_SORT_LATENCY = 3
+# Radix selector: idle cycles after each histogram pass (the last word's two pipeline stages, then
+# the digit chosen in two steps), and the mask pass's extra stage (the tie prefix count).
+RADIX_DIGIT_GAP = 3
+RADIX_MASK_LATENCY = 1
 # Offset encoder: gap counter, Exp-Golomb length, bit packer and output register stages.
-ENCODE_LATENCY = 4
+ENCODE_LATENCY = 7
 # Offset decoder: word unpacker, prefix counter, value extraction and mask write stages.
-DECODE_LATENCY = 4
-# Block matcher: window read, comparator pipeline (3), best-candidate select and map stages.
-BLOCK_MATCH_LATENCY = 8
+DECODE_LATENCY = 5
+# Block matcher (rtl.block_matcher.matcher_latency): input register, window read, read register,
+# comparators (3), best-candidate selection (4 for any comparator count), map lookup, output reg.
+BLOCK_MATCH_LATENCY = 12
 # The constant term of the spec's targets ("... + 64 cycles").
 TARGET_SLACK = 64
 
@@ -60,7 +71,8 @@ def importance_cycles(R, M, lanes, mode="spatial"):
 
     ``beats + IMPORTANCE_LATENCY + ceil(M/a)``, where the input is one beat per cycle:
     ``beats = R * ceil(M/a)`` (spatial) or ``M * ceil(R/a)`` (temporal), and the importance vector
-    leaves as ceil(M/a) beats of a scores.
+    leaves as ceil(M/a) beats of a scores (the analyzer's ``readout``; inside SEC the selector
+    reads the buffer instead).
     """
     R, M, a = _int(R, "R", 1), _int(M, "M", 1), _int(lanes, "lanes", 1)
     if mode == "spatial":
@@ -80,19 +92,26 @@ def _check_sorter(sorter):
 def topk_cycles(M, keep, lanes, score_bits=16, sorter="bubble"):
     """Cycles of the top-k selector, from the first importance score in to the last mask beat out.
 
-    With ``a = lanes`` and ``k = min(keep, M)``:
+    The vector arrives on the selector's input, one beat per cycle, and the first pass follows
+    the words as they are written (loading costs no pass of its own). With ``a = lanes``,
+    ``k = min(keep, M)``, ``P = ceil(k/a)`` and ``D = ceil(score_bits/4)``:
 
-    - bubble: ``ceil(k/a) * (M + a) + ceil(M/a) + TOPK_LATENCY``: each pass streams the M scores
-      through the a-cell chain and drains it (a cycles), then the mask leaves in ceil(M/a) beats.
-    - radix: ``(ceil(score_bits/4) + 1) * ceil(M/a) + TOPK_LATENCY``: ceil(score_bits/4)
-      histogram passes and one mask pass, each reading a scores per cycle; independent of k.
+    - bubble: ``P * M + (BUBBLE_SORT_LATENCY if P else 0) + ceil(M/a) + TOPK_LATENCY``: the passes
+      run back to back, one score per cycle through the a-cell chain (no drain), then the mask
+      leaves in ceil(M/a) beats. k = 0 runs no pass.
+    - radix: ``(D + 1) * ceil(M/a) + RADIX_DIGIT_GAP * D + TOPK_LATENCY + RADIX_MASK_LATENCY``:
+      D histogram passes and one mask pass, each reading a scores per cycle; independent of k.
     """
     M, a = _int(M, "M", 1), _int(lanes, "lanes", 1)
     k, sb = min(_int(keep, "keep"), M), _int(score_bits, "score_bits", 1)
     _check_sorter(sorter)
     if sorter == "bubble":
-        return _cdiv(k, a) * (M + a) + _cdiv(M, a) + TOPK_LATENCY
-    return (_cdiv(sb, 4) + 1) * _cdiv(M, a) + TOPK_LATENCY
+        passes = _cdiv(k, a)
+        return (passes * M + (BUBBLE_SORT_LATENCY if passes else 0) + _cdiv(M, a)
+                + TOPK_LATENCY)
+    digits = _cdiv(sb, 4)
+    return ((digits + 1) * _cdiv(M, a) + RADIX_DIGIT_GAP * digits + TOPK_LATENCY
+            + RADIX_MASK_LATENCY)
 
 
 def topk_target(M, keep, lanes, score_bits=16, sorter="bubble"):

@@ -32,10 +32,12 @@ def comparator_input_layout(p):
 
 
 def comparator_output_layout(p):
-    """The decision, and dot(x, y) for choosing the best of several candidates (0 when skipped)."""
+    """The decision, and dot(x, y) and dot**2 for choosing the best of several candidates (0 when
+    skipped)."""
     return data.StructLayout({
         "similar": 1,
         "dot": signed(p.dot_bits),
+        "dot_sq": unsigned(2 * (p.dot_bits - 1)),
     })
 
 
@@ -72,6 +74,9 @@ class SimilarityComparator(wiring.Component):
     icg_cell : str or None
         Module name of the clock-gate cell for ``gating="icg"``. ``None`` models the ICG as a clock
         enable (for the Amaranth simulator, which cannot run a Verilog instance).
+    gate : bool
+        False clocks the datapath registers whenever the pipeline moves, zero or not: the ungated
+        baseline for power comparisons (same results).
 
     Members
     -------
@@ -85,9 +90,10 @@ class SimilarityComparator(wiring.Component):
         Zeroes both counters (for the start of a job).
     """
 
-    def __init__(self, params=None, *, icg_cell=ICG_CELL):
+    def __init__(self, params=None, *, icg_cell=ICG_CELL, gate=True):
         self._params = params = params if params is not None else FocusParams()
         self._icg_cell = icg_cell
+        self._gate = gate
         super().__init__({
             "i_stream": In(stream.Signature(comparator_input_layout(params))),
             "o_stream": Out(stream.Signature(comparator_output_layout(params))),
@@ -107,7 +113,8 @@ class SimilarityComparator(wiring.Component):
         F = p.theta_bits
 
         def gate(name, enable, statements):
-            add_gated(m, name, enable, statements, gating=p.gating, icg_cell=self._icg_cell)
+            add_gated(m, name, enable if self._gate else advance, statements, gating=p.gating,
+                      icg_cell=self._icg_cell)
 
         # Control: valid and non-zero flags per stage, never gated.
         valid = [Signal(name=f"valid{n}") for n in (1, 2, 3)]
@@ -148,9 +155,11 @@ class SimilarityComparator(wiring.Component):
 
         # Stage 3: the comparison; the output register.
         dot3 = Signal(signed(p.dot_bits), reset_less=True)
+        dot_sq3 = Signal(unsigned(2 * (p.dot_bits - 1)), reset_less=True)
         similar3 = Signal(reset_less=True)
         gate("stage3", advance & valid[1] & nonzero[1], [
             dot3.eq(dot2),
+            dot_sq3.eq(dot_sq2),
             similar3.eq((dot2 > 0) & ((dot_sq2 << (2 * F)) > rhs2)),
         ])
 
@@ -158,6 +167,7 @@ class SimilarityComparator(wiring.Component):
             o.valid.eq(valid[2]),
             o.payload.similar.eq(nonzero[2] & similar3),
             o.payload.dot.eq(Mux(nonzero[2], dot3, 0)),
+            o.payload.dot_sq.eq(Mux(nonzero[2], dot_sq3, 0)),
         ]
 
         # Per-comparison activity counters.

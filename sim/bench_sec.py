@@ -1,0 +1,324 @@
+"""Benchmark of SEC's analyzer and top-k selector: measured cycles against the model and the spec's
+targets, and FPGA area and Fmax (not a test: nothing here is asserted).
+
+Run ``.venv/bin/python -m sim.bench_sec`` (``--help`` for options). For the ``default`` (a = 4)
+and ``paper`` (a = 32) presets, both with tokens = 1024:
+
+- the analyzer, R = 64 rows, both dataflows, M in {64, 256, 1024}: measured cycles (first score
+  beat in to last vector beat out, in the Amaranth simulator, no stalls), the model
+  ``golden.cycles.importance_cycles``, the spec's bound (one beat per cycle and the vector
+  complete 3 cycles after the last beat, then ceil(M/a) readout beats), and the cycles from the
+  last beat to ``done``;
+- the selector, both sorters, M in {64, 256, 1024} and keep 10 %, 40 %, 90 % of M (and the
+  bubble sorter at M = 1024 with k = 0, 1, 3a, 4a, where its target is tight): measured
+  cycles (first vector beat in to last mask beat out), ``golden.cycles.topk_cycles``, the spec's
+  targets, the paper's cost M*k/a and the ratio radix / paper. For the bubble sorter a lower
+  bound explains the cases where the target cannot be met: P = ceil(k/a) passes of M scores at
+  one score per cycle, and the ceil(M/a) mask beats, which can only leave once the last pass has
+  set the threshold, take at least P*M + ceil(M/a) cycles;
+- with ``rtl.synth``: the iCE40 UP5K and ECP5-85F LUT/FF/BRAM counts of each block (the block
+  alone, without the timing harness) and the placed design's Fmax.
+
+Writes ``cycles.md``, ``synth.md``, ``bench.json`` and ``cycles.png`` to ``--out``
+(default ``build/bench/sec``) and prints the tables, with progress lines on stderr.
+"""
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import golden
+from golden.cycles import (importance_cycles, topk_cycles, topk_paper, topk_target)
+from rtl import toolchain
+from rtl.params import FocusParams
+from sim.sec import importance, topk_mask
+
+PRESETS = ("default", "paper")
+SIZES = (64, 256, 1024)
+KEEPS = (10, 40, 90)
+ROWS = 64
+SYNTH_BLOCKS = (("importance_analyzer", "bubble"), ("topk_selector", "bubble"),
+                ("topk_selector", "radix"))
+SYNTH_TARGETS = ("ice40", "ecp5")
+
+
+def progress(text):
+    print(text, file=sys.stderr, flush=True)
+
+
+def cdiv(a, b):
+    return -(-a // b)
+
+
+def bubble_bound(M, k, a):
+    """At least P*M cycles of passes, then ceil(M/a) mask beats (module doc)."""
+    return cdiv(min(k, M), a) * M + cdiv(M, a)
+
+
+def measure_analyzer(preset, p, rng):
+    rows = []
+    for M in SIZES:
+        scores = rng.integers(0, 1 << 16, (ROWS, M))
+        for mode in ("spatial", "temporal"):
+            start = time.monotonic()
+            stats = {}
+            got = importance(scores, mode, params=p, stats=stats)
+            beats = ROWS * cdiv(M, p.lanes) if mode == "spatial" else M * cdiv(ROWS, p.lanes)
+            row = {
+                "preset": preset, "lanes": p.lanes, "M": M, "R": ROWS, "mode": mode,
+                "beats": beats, "measured": stats["cycles"],
+                "model": importance_cycles(ROWS, M, p.lanes, mode),
+                "target": beats + 3 + cdiv(M, p.lanes), "done_latency": stats["done_latency"],
+                "correct": bool((got == golden.importance(scores)).all()),
+            }
+            rows.append(row)
+            progress(f"  analyzer {preset} M={M} {mode}: {row['measured']} cycles "
+                     f"({time.monotonic() - start:.1f} s)")
+    return rows
+
+
+def measure_selector(preset, p, rng):
+    rows = []
+    a = p.lanes
+    for M in SIZES:
+        s = rng.integers(0, 1 << 16, M)
+        for pct in KEEPS:
+            k = round(M * pct / 100)
+            row = {"preset": preset, "lanes": a, "M": M, "keep_pct": pct, "k": k,
+                   "paper": topk_paper(M, k, a)}
+            for sorter in ("bubble", "radix"):
+                start = time.monotonic()
+                stats = {}
+                q = p.replace(sorter=sorter)
+                got = topk_mask(s, k, params=q, stats=stats)
+                row[sorter] = {
+                    "measured": stats["cycles"],
+                    "model": topk_cycles(M, k, a, p.score_bits, sorter),
+                    "target": topk_target(M, k, a, p.score_bits, sorter),
+                    "correct": bool((got == golden.topk_mask(s, k)).all()),
+                }
+                progress(f"  {sorter} {preset} M={M} k={k}: {stats['cycles']} cycles "
+                         f"({time.monotonic() - start:.1f} s)")
+            row["bubble"]["bound"] = bubble_bound(M, k, a)
+            rows.append(row)
+    return rows
+
+
+def measure_edges(preset, p, rng):
+    """M = 1024 with k = 0, 1, 3a and 4a: where the bubble target can and cannot be met."""
+    a = p.lanes
+    M = SIZES[-1]
+    s = rng.integers(0, 1 << 16, M)
+    rows = []
+    for k in sorted({0, 1, 3 * a, 4 * a}):
+        stats = {}
+        got = topk_mask(s, k, params=p, stats=stats)
+        rows.append({"preset": preset, "lanes": a, "M": M, "keep_pct": None, "k": k,
+                     "paper": topk_paper(M, k, a),
+                     "bubble": {"measured": stats["cycles"],
+                                "model": topk_cycles(M, k, a, p.score_bits, "bubble"),
+                                "target": topk_target(M, k, a, p.score_bits, "bubble"),
+                                "bound": bubble_bound(M, k, a),
+                                "correct": bool((got == golden.topk_mask(s, k)).all())}})
+        progress(f"  bubble {preset} M={M} k={k}: {stats['cycles']} cycles")
+    return rows
+
+
+def _met(measured, target, bound=None):
+    if measured <= target:
+        return "yes"
+    if bound is not None and bound > target:
+        return "no: bound > target"
+    return "**no**"
+
+
+def cycles_markdown(analyzer, selector):
+    lines = [
+        "## Importance analyzer (R = 64 rows, no stalls, vector read out)",
+        "",
+        "Target: one beat per cycle, the vector complete 3 cycles after the last beat, then "
+        "ceil(M/a) readout beats: beats + 3 + ceil(M/a).",
+        "",
+        "| preset | a | M | mode | beats | measured | model | target | met | last beat to done "
+        "| = golden |",
+        "|---|---:|---:|---|---:|---:|---:|---:|---|---:|---|",
+    ]
+    for r in analyzer:
+        lines.append(f"| {r['preset']} | {r['lanes']} | {r['M']} | {r['mode']} | {r['beats']} "
+                     f"| {r['measured']} | {r['model']} | {r['target']} "
+                     f"| {_met(r['measured'], r['target'])} | {r['done_latency']} "
+                     f"| {'yes' if r['correct'] else '**NO**'} |")
+    lines += [
+        "",
+        "## Top-k selector (vector on i_stream, no stalls)",
+        "",
+        "Targets: bubble floor(1.05 * ceil(k/a) * M) + 64; radix (ceil(16/4) + 1) * ceil(M/a) "
+        "+ 64. "
+        "Bound: ceil(k/a) * M + ceil(M/a) (the passes, then the mask beats, which need the "
+        "last pass's threshold). Paper: M*k/a.",
+        "",
+        "| preset | a | M | keep | k | bubble | model | target | bound | met | radix | model "
+        "| target | met | paper M*k/a | radix / paper | = golden |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|---:|---:|---|",
+    ]
+    for r in (r for r in selector if r["keep_pct"] is not None):
+        b, x = r["bubble"], r["radix"]
+        ok = "yes" if b["correct"] and x["correct"] else "**NO**"
+        lines.append(
+            f"| {r['preset']} | {r['lanes']} | {r['M']} | {r['keep_pct']} % | {r['k']} "
+            f"| {b['measured']} | {b['model']} | {b['target']} | {b['bound']} "
+            f"| {_met(b['measured'], b['target'], b['bound'])} "
+            f"| {x['measured']} | {x['model']} | {x['target']} "
+            f"| {_met(x['measured'], x['target'])} "
+            f"| {r['paper']} | {x['measured'] / r['paper']:.3f} | {ok} |")
+    lines += [
+        "",
+        "### The bubble sorter where its target is tight (M = 1024, small k)",
+        "",
+        "The mask needs ceil(M/a) beats after the last pass, so the target cannot be met when "
+        "ceil(M/a) exceeds 0.05 * ceil(k/a) * M + 64 (the bound column is above the target).",
+        "",
+        "| preset | a | M | k | passes | bubble | model | target | bound | met | = golden |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+    ]
+    for r in (r for r in selector if r["keep_pct"] is None):
+        b = r["bubble"]
+        lines.append(
+            f"| {r['preset']} | {r['lanes']} | {r['M']} | {r['k']} | {cdiv(r['k'], r['lanes'])} "
+            f"| {b['measured']} | {b['model']} | {b['target']} | {b['bound']} "
+            f"| {_met(b['measured'], b['target'], b['bound'])} "
+            f"| {'yes' if b['correct'] else '**NO**'} |")
+    return "\n".join(lines) + "\n"
+
+
+def run_synth(presets, work_root):
+    from rtl.synth import synth_block
+
+    results = []
+    for preset in presets:
+        for block, sorter in SYNTH_BLOCKS:
+            p = FocusParams.preset(preset).replace(sorter=sorter)
+            for target in SYNTH_TARGETS:
+                start = time.monotonic()
+                r = synth_block(block, target, p, work_root=work_root)
+                row = {"preset": preset, "block": block, "sorter": sorter, "target": target,
+                       "status": r["status"], "error": r.get("error"),
+                       "block_counts": r.get("block"), "fmax_mhz": r.get("fmax_mhz"),
+                       "device": r.get("device_name")}
+                results.append(row)
+                counts = r.get("block") or {}
+                progress(f"  synth {preset} {block} ({sorter}) {target}: {r['status']}, "
+                         f"{counts.get('lut')} LUT, {counts.get('ff')} FF, "
+                         f"{counts.get('bram')} BRAM, Fmax {r.get('fmax_mhz')} MHz "
+                         f"({time.monotonic() - start:.1f} s)")
+    return results
+
+
+def synth_markdown(results):
+    lines = [
+        "## FPGA area and Fmax",
+        "",
+        "LUT/FF/BRAM: the block alone (Yosys, module boundary kept). Fmax: nextpnr on the placed "
+        "design inside rtl.synth's timing harness. iCE40 UP5K (SB_RAM40_4K: 30 available), "
+        "ECP5 LFE5U-85F (DP16KD: 208 available).",
+        "",
+        "| preset | block | sorter | target | status | LUT | FF | BRAM | Fmax (MHz) |",
+        "|---|---|---|---|---|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        c = r["block_counts"] or {}
+        sorter = r["sorter"] if r["block"] == "topk_selector" else "-"
+        status = r["status"] if r["status"] == "ok" else f"{r['status']}: {r['error']}"
+        fmax = f"{r['fmax_mhz']:.1f}" if r["fmax_mhz"] else "-"
+        lines.append(f"| {r['preset']} | {r['block']} | {sorter} | {r['target']} | {status} "
+                     f"| {c.get('lut', '-')} | {c.get('ff', '-')} | {c.get('bram', '-')} "
+                     f"| {fmax} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(selector, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    presets = sorted({r["preset"] for r in selector}, key=list(PRESETS).index)
+    fig, axes = plt.subplots(1, len(presets), figsize=(6.5 * len(presets), 5), squeeze=False)
+    colors = {10: "tab:blue", 40: "tab:orange", 90: "tab:green"}
+    for ax, preset in zip(axes[0], presets):
+        rows = [r for r in selector if r["preset"] == preset and r["keep_pct"] is not None]
+        a = rows[0]["lanes"]
+        for pct in KEEPS:
+            sel = [r for r in rows if r["keep_pct"] == pct]
+            Ms = [r["M"] for r in sel]
+            c = colors[pct]
+            ax.plot(Ms, [r["bubble"]["measured"] for r in sel], "o-", color=c,
+                    label=f"bubble, keep {pct} %")
+            ax.plot(Ms, [r["bubble"]["target"] for r in sel], "--", color=c, alpha=0.6)
+            ax.plot(Ms, [r["paper"] for r in sel], ":", color=c, alpha=0.8)
+        sel = [r for r in rows if r["keep_pct"] == KEEPS[0]]
+        ax.plot([r["M"] for r in sel], [r["radix"]["measured"] for r in sel], "s-",
+                color="black", label="radix (any keep)")
+        ax.plot([r["M"] for r in sel], [r["radix"]["target"] for r in sel], "--", color="black",
+                alpha=0.6)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xticks(SIZES, [str(M) for M in SIZES])
+        ax.set_xlabel("M (tokens)")
+        ax.set_ylabel("cycles")
+        ax.set_title(f"top-k selector, {preset} preset (a = {a})\n"
+                     "solid: measured, dashed: spec target, dotted: paper M*k/a")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m sim.bench_sec", description=__doc__.split(
+        "\n\n")[0])
+    parser.add_argument("--presets", default=",".join(PRESETS),
+                        help="comma-separated presets (default: default,paper)")
+    parser.add_argument("--out", default=str(toolchain.BUILD_ROOT / "bench" / "sec"),
+                        help="output directory (default: build/bench/sec)")
+    parser.add_argument("--no-synth", action="store_true", help="skip the FPGA runs")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+    presets = [name.strip() for name in args.presets.split(",") if name.strip()]
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    toolchain.apply()
+    rng = np.random.default_rng(args.seed)
+
+    analyzer, selector = [], []
+    for preset in presets:
+        p = FocusParams.preset(preset)
+        progress(f"{preset} preset ({p.tag}): analyzer")
+        analyzer += measure_analyzer(preset, p, rng)
+        progress(f"{preset} preset: selector")
+        selector += measure_selector(preset, p, rng)
+        selector += measure_edges(preset, p, rng)
+    cycles_md = cycles_markdown(analyzer, selector)
+    (out / "cycles.md").write_text(cycles_md)
+    plot(selector, out / "cycles.png")
+    print(cycles_md)
+
+    synth = []
+    if not args.no_synth:
+        progress("synthesis (rtl.synth)")
+        synth = run_synth(presets, out / "synth-work")
+        synth_md = synth_markdown(synth)
+        (out / "synth.md").write_text(synth_md)
+        print(synth_md)
+    (out / "bench.json").write_text(json.dumps(
+        {"analyzer": analyzer, "selector": selector, "synth": synth}, indent=1))
+    progress(f"wrote {out}/cycles.md, cycles.png, bench.json"
+             + ("" if args.no_synth else ", synth.md"))
+
+
+if __name__ == "__main__":
+    main()

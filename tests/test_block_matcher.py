@@ -1,0 +1,388 @@
+# amaranth: UnusedElaboratable=no
+"""The block matcher (rtl.block_matcher) in the Amaranth simulator, against golden.block_match.
+
+Every run goes through :func:`sim.sic.run_jobs` or ``sim.block_match``/``sim.sic``: protocol
+monitors on the three stream ports, a cycle limit (a hang fails), and the output decoded and
+compared with golden job by job. Small parameters (V = 4, window 16, tile 24) test the same logic
+as the default; one real-photograph case runs at the default V = 32.
+"""
+
+import numpy as np
+import pytest
+
+import golden
+import sim
+from golden.photo import photo_tokens
+from rtl.block_matcher import matcher_rounds
+from rtl.params import FocusParams
+from sim.sic import Job, decode_beats, golden_job, regression_jobs, run_jobs
+from sim.streams import Stalls
+
+SMALL = dict(dim=4, window=16, tile=24, layers=4)
+
+
+def small(**changes):
+    return FocusParams(**{**SMALL, **changes})
+
+
+def offsets(fs, hs):
+    return [(c >> 2) * fs + ((c >> 1) & 1) * hs + (c & 1) for c in range(1, 8)]
+
+
+def expected_active(job, tile):
+    """Comparisons with a non-zero token and an existing, non-zero candidate in its tile,
+    counted directly (independently of golden's vectorised search)."""
+    nonzero = np.any(np.asarray(job.vectors) != 0, axis=1)
+    where, active = {}, 0
+    for s, p in enumerate(np.asarray(job.positions).tolist()):
+        start = s - s % tile
+        if nonzero[s]:
+            for o in offsets(job.frame_stride, job.row_stride):
+                j = where.get(p - o) if o > 0 else None
+                active += j is not None and j >= start and bool(nonzero[j])
+        where[p] = s
+    return active
+
+
+def check(p, jobs, thetas, results, errors=None):
+    """Each good job equals golden; counters add up; the error flags are as expected."""
+    errors = errors or [False] * len(jobs)
+    slots = p.comparators * matcher_rounds(p)
+    for n, (job, result, error) in enumerate(zip(jobs, results, errors)):
+        assert result.error == error, f"job {n}: error flag {result.error}, expected {error}"
+        if error:
+            continue
+        want_map, want_uniques = golden_job(p, job, thetas)
+        got_map, got_uniques = decode_beats(result.beats, p.dim, job.mean)
+        np.testing.assert_array_equal(got_map, want_map, err_msg=f"job {n}: map")
+        np.testing.assert_array_equal(got_uniques, want_uniques, err_msg=f"job {n}: uniques")
+        assert result.uniques == len(want_uniques)
+        assert result.active == expected_active(job, p.tile), f"job {n}: active"
+        assert result.active + result.gated == slots * len(job.positions), f"job {n}: gated"
+
+
+# ---- regression -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("stalls", [0.0, 0.3])
+@pytest.mark.parametrize("comparators", [1, 3, 7])
+def test_regression(comparators, stalls):
+    """Mixed jobs (geometries up to FS + HS + 1 = window - 1, pruned positions, tile boundaries
+    inside frames, prototypes with noise, exact copies, zero vectors, thresholds 0 and 2**F - 1,
+    both representatives) against golden, with and without input idles and back-pressure."""
+    p = small(comparators=comparators)
+    jobs, thetas = regression_jobs(p, 6, seed=comparators)
+    check(p, jobs, thetas, run_jobs(p, jobs, thetas=thetas, stalls=stalls, seed=comparators))
+
+
+# ---- edges ------------------------------------------------------------------------------------
+
+def grid_job(frames, rows, cols, vectors, fs=None, hs=None, keep=None, mean=False, layer=0):
+    hs = cols if hs is None else hs
+    fs = rows * cols if fs is None else fs
+    pos = np.arange(frames * rows * cols)
+    if keep is not None:
+        pos = pos[keep]
+    return Job(np.asarray(vectors)[:len(pos)], pos, fs, hs, layer, mean)
+
+
+@pytest.mark.parametrize("comparators", [2, 7])
+def test_geometry_edges(comparators):
+    """FS + HS + 1 = window - 1 (the farthest candidate), FS = 0 and HS = 0 (offset 0 never
+    matches), HS = 1 (two candidates are the same token), tiles that end inside a row and a frame
+    (tile 24 on a 5x5 grid), and a 1-token tile."""
+    p = small(comparators=comparators)
+    rng = np.random.default_rng(7)
+    base = rng.integers(-100, 100, (3, p.dim))
+    vec = base[rng.integers(0, 3, 150)] + rng.integers(-3, 4, (150, p.dim))
+    jobs = [
+        grid_job(3, 2, 7, vec, fs=14 - 0, hs=0),          # HS = 0
+        grid_job(3, 5, 5, vec, fs=0, hs=5),               # FS = 0
+        grid_job(3, 5, 5, vec, fs=13, hs=1),              # HS = 1: c = 1 and c = 2 coincide
+        grid_job(4, 2, 6, vec, fs=8, hs=6),               # FS + HS + 1 = 15 = window - 1
+        grid_job(5, 5, 5, vec),                           # FS 25 >= window: tiles cut frames
+    ]
+    jobs[4] = Job(jobs[4].vectors, jobs[4].positions, 10, 4, 0, True)
+    thetas = [golden.theta_q(0.9), 0, 255, 128]
+    check(p, jobs, thetas, run_jobs(p, jobs, thetas=thetas))
+    p1 = small(tile=1, comparators=comparators)
+    one = [grid_job(1, 3, 4, vec, fs=4, hs=4)]
+    check(p1, one, thetas, run_jobs(p1, one, thetas=thetas))
+
+
+def test_ties_go_to_the_smallest_c():
+    """Token p has the same vector as its candidates c = 1 (p - 1) and c = 2 (p - HS), which are
+    in different groups: the exact tie must pick c = 1. Then a later candidate that is strictly
+    better (an exact copy, cos 1, against c = 1 at cos < 1) must win over c = 1."""
+    p = small(comparators=3)
+    hs, fs = 4, 10
+    rng = np.random.default_rng(3)
+    count = 5 * fs
+    vec = rng.integers(-120, 120, (count, p.dim))
+    a = np.array([90, -40, 17, 60])
+    # Tie: p - 1 and p - HS both hold A (and are not candidates of each other: their distance is
+    # HS - 1 = 3, not an offset); p holds A too.
+    t = fs + 2 * hs + 3
+    vec[t - 1] = vec[t - hs] = vec[t] = a
+    # Strictly better later candidate: p2 - 1 holds A + noise, p2 - FS holds exactly A.
+    t2 = 3 * fs + 2 * hs + 2
+    vec[t2 - 1] = a + np.array([6, 5, -4, 3])
+    vec[t2 - fs] = vec[t2] = a
+    job = Job(vec, np.arange(count), fs, hs)
+    thetas = [golden.theta_q(0.85)]
+    (result,) = run_jobs(p, [job], thetas=thetas)
+    check(p, [job], thetas, [result])
+    got, _ = decode_beats(result.beats, p.dim, False)
+    assert got[t] == got[t - 1] != got[t - hs]
+    assert got[t2] == got[t2 - fs] != got[t2 - 1]
+
+
+@pytest.mark.parametrize("comparators", [1, 7])
+def test_zero_vectors_are_never_compared(comparators):
+    """All-zero job: every token is new and every comparator slot is gated; then zeros mixed
+    with copies (a zero candidate does not exist; a zero token matches nothing)."""
+    p = small(comparators=comparators)
+    zeros = Job(np.zeros((30, p.dim), np.int64), np.arange(30) * 2, 6, 2, mean=True)
+    vec = np.tile(np.array([[5, 5, 5, 5]]), (40, 1))
+    vec[::3] = 0
+    mixed = Job(vec, np.arange(40), 8, 3)
+    thetas = [0]
+    results = run_jobs(p, [zeros, mixed], thetas=thetas)
+    check(p, [zeros, mixed], thetas, results)
+    assert results[0].active == 0 and results[0].uniques == 30
+
+
+def test_thresholds_zero_and_max():
+    """theta_q = 0 (every pair with a positive dot product is similar) and 2**F - 1 (only nearly
+    parallel pairs), with F = 8 and F = 4, on the same tokens."""
+    for theta_bits in (8, 4):
+        p = small(theta_bits=theta_bits, layers=2)
+        jobs, _ = regression_jobs(p, 4, seed=11)
+        jobs = [Job(j.vectors, j.positions, j.frame_stride, j.row_stride, n % 2, j.mean)
+                for n, j in enumerate(jobs)]
+        thetas = [0, (1 << theta_bits) - 1]
+        check(p, jobs, thetas, run_jobs(p, jobs, thetas=thetas))
+
+
+def test_mean_rounding_and_full_groups():
+    """Mean representatives: halves rounded away from zero (both signs), a group as large as the
+    tile with every element at the most negative value, and 16-bit elements."""
+    p = small(comparators=7)
+    halves = np.array([[3, -3, 1, -1], [4, -4, 2, -2], [3, -3, 1, -1], [4, -4, 2, -2]] * 6)
+    extreme = np.full((2 * p.tile + 5, p.dim), -128)
+    jobs = [Job(halves, np.arange(len(halves)), 4, 1, mean=True),
+            Job(extreme, np.arange(len(extreme)) * 3, 6, 3, mean=True)]
+    results = run_jobs(p, jobs, thetas=[200])
+    check(p, jobs, [200], results)
+    _, uniques = decode_beats(results[1].beats, p.dim, True)
+    assert (uniques == -128).all() and len(uniques) == 3
+    wide = small(elem_bits=16, comparators=2)
+    rng = np.random.default_rng(5)
+    base = rng.integers(-30000, 30000, p.dim)
+    vec = base + rng.integers(-900, 900, (60, p.dim))
+    job = [Job(vec, np.arange(60), 10, 3, mean=True)]
+    check(wide, job, [200], run_jobs(wide, job, thetas=[200]))
+
+
+# ---- errors -----------------------------------------------------------------------------------
+
+def test_bad_configuration_and_positions_are_rejected_and_never_hang():
+    """FS + HS + 1 = window (and FS = 2**32 - 1), a layer past the table, a repeated position,
+    positions going back in a mean job while its first tile drains, and a bad last position: each
+    raises the error flag, drops the rest of its job, and the next job is right. A tight cycle
+    limit makes a hang fail."""
+    p = small(comparators=3, layers=3)
+    jobs, thetas = regression_jobs(p, 5, seed=21)
+    g = jobs[0]
+    bad = [
+        Job(g.vectors[:6], g.positions[:6], 8, 7),                     # 8 + 7 + 1 = 16
+        Job(g.vectors[:2], g.positions[:2], (1 << 32) - 1, 0),
+        Job(g.vectors[:3], g.positions[:3], 2, 2, layer=3),            # layers = 3
+    ]
+    pos = jobs[1].positions.copy()
+    pos[12] = pos[11]
+    bad.append(Job(jobs[1].vectors, pos, 4, 2, 1, False))
+    vec = np.tile(jobs[2].vectors[:1], (40, 1))                        # one group: a long drain
+    pos = np.arange(40)
+    pos[p.tile + 1] = 3
+    bad.append(Job(vec, pos, 4, 2, 2, True))
+    pos = jobs[3].positions.copy()
+    pos[-1] = pos[-2]
+    bad.append(Job(jobs[3].vectors, pos, 4, 2, 0, False))
+    sequence, errors = [], []
+    for n, b in enumerate(bad):
+        sequence += [b, jobs[n % len(jobs)]]
+        errors += [True, False]
+    tokens = sum(len(j.positions) for j in sequence)
+    results = run_jobs(p, sequence, thetas=thetas, stalls=0.2, seed=3,
+                       max_cycles=20 * tokens + 500)
+    check(p, sequence, thetas, results, errors)
+    # Nothing of a bad job's tokens after the error is ever output.
+    assert len(results[6].beats) <= p.tile + 1 + p.tile
+
+
+def test_error_flag_holds_until_the_next_configuration():
+    """The error flag stays high after the bad job, through idle cycles, and a good job clears
+    it. The block is idle (busy low) after the bad job."""
+    p = small()
+    good = Job(np.ones((5, p.dim), np.int64), np.arange(5), 2, 1)
+    results = run_jobs(p, [Job(good.vectors, good.positions, 9, 9), good], thetas=[100])
+    assert [r.error for r in results] == [True, False]
+    (alone,) = run_jobs(p, [Job(good.vectors, good.positions, 9, 9)], thetas=[100])
+    assert alone.error and alone.beats == []
+
+
+def test_long_consumer_stall():
+    """A consumer stall much longer than the pipeline, with both representatives in flight, then
+    random back-pressure: nothing lost or duplicated."""
+    p = small(comparators=7)
+    jobs, thetas = regression_jobs(p, 2, seed=8)
+    stalls = {"cfg_stream": 0.1, "i_stream": 0.1,
+              "o_stream": Stalls(0.3, seed=2, windows=[(30, 200), (400, 120)])}
+    check(p, jobs, thetas, run_jobs(p, jobs, thetas=thetas, stalls=stalls))
+
+
+# ---- cycles -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("comparators", range(1, 8))
+def test_cycles_match_the_model(comparators):
+    """Without stalls and with ``first``: exactly golden.cycles.block_match_cycles, within the
+    spec's target, across tile boundaries (S = 60, tile 24)."""
+    p = small(comparators=comparators)
+    rng = np.random.default_rng(comparators)
+    job = Job(rng.integers(-9, 9, (60, p.dim)), np.arange(60) * 2, 6, 2)
+    (result,) = run_jobs(p, [job], thetas=[230])
+    assert result.cycles == golden.cycles.block_match_cycles(60, comparators)
+    assert result.cycles <= golden.cycles.block_match_target(60, comparators)
+    if comparators == 1:
+        assert result.cycles <= 8 * 60
+
+
+# ---- sim API ----------------------------------------------------------------------------------
+
+def test_block_match_api_equals_golden():
+    rng = np.random.default_rng(4)
+    x = np.repeat(rng.integers(-128, 128, (12, 8), dtype=np.int8), 4, axis=0)
+    x = (x + rng.integers(-2, 3, x.shape)).clip(-128, 127).astype(np.int8)
+    pos = np.cumsum(rng.integers(1, 3, len(x)))
+    args = dict(frame_stride=9, row_stride=3, theta_q=golden.theta_q(0.9), tile=20, window=16)
+    for representative in ("first", "mean"):
+        stats = {}
+        got = sim.block_match(x, pos, representative=representative, stalls=0.2, stats=stats,
+                              **args)
+        want = golden.block_match(x, pos, representative=representative, **args)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+        assert got[1].dtype == np.int8
+        assert stats["uniques"] == len(want[1]) and stats["cycles"] > len(x)
+    stats = {}
+    mp, uniques = sim.block_match(x[:0], pos[:0], stats=stats, **args)
+    assert mp.shape == (0,) and uniques.shape == (0, 8) and stats["cycles"] == 0
+
+
+BAD_INPUTS = [
+    (dict(vectors=np.zeros((3, 4), np.float32)), "integer"),
+    (dict(vectors=np.zeros(4, np.int8)), "2-D"),
+    (dict(positions=np.array([0, 2, 2])), "strictly increasing"),
+    (dict(positions=np.array([-1, 2, 3])), ">= 0"),
+    (dict(positions=np.array([0, 1])), "shape"),
+    (dict(frame_stride=8, row_stride=7), "window"),
+    (dict(frame_stride=-1), "frame_stride"),
+    (dict(theta_q=256), "theta_q"),
+    (dict(representative="median"), "representative"),
+    (dict(tile=0), "tile"),
+]
+
+
+@pytest.mark.parametrize("bad, what", BAD_INPUTS, ids=[w for _, w in BAD_INPUTS])
+def test_block_match_api_raises_like_golden(bad, what):
+    args = dict(vectors=np.ones((3, 4), np.int8), positions=np.array([0, 1, 2]), frame_stride=4,
+                row_stride=2, theta_q=200, tile=8, window=16)
+    args.update(bad)
+    vectors, positions = args.pop("vectors"), args.pop("positions")
+    with pytest.raises(ValueError) as want:
+        golden.block_match(vectors, positions, **args)
+    with pytest.raises(ValueError, match=what) as got:
+        sim.block_match(vectors, positions, **args)
+    assert str(got.value) == str(want.value)
+
+
+def test_block_match_api_rtl_limits():
+    x, pos = np.ones((3, 4), np.int64), np.array([0, 1, 2])
+    args = dict(frame_stride=4, row_stride=2, theta_q=200, tile=8, window=16)
+    with pytest.raises(ValueError, match=r"params.dim = 8 does not match dim = 4"):
+        sim.block_match(x, pos, params=FocusParams(dim=8, tile=8, window=16), **args)
+    with pytest.raises(ValueError, match=r"elem_bits"):
+        sim.block_match(x * 300, pos, params=FocusParams(dim=4, tile=8, window=16), **args)
+    with pytest.raises(ValueError, match=r"positions must be < 2\*\*32"):
+        sim.block_match(x, pos + (1 << 32), **args)
+    with pytest.raises(ValueError, match=r"Unknown simulator"):
+        sim.block_match(x, pos, simulator="xsim", **args)
+    with pytest.raises(ValueError, match=r"FocusParams.window = 2 is out of range"):
+        sim.block_match(x, pos, **{**args, "frame_stride": 0, "row_stride": 0, "window": 2})
+
+
+def test_sic_columns_equal_golden():
+    """D = 3V: three columns, each its own job; columns match different neighbours."""
+    rng = np.random.default_rng(9)
+    base = rng.integers(-60, 60, (4, 12))
+    tokens = base[rng.integers(0, 4, 50)] + rng.integers(-4, 5, (50, 12))
+    tokens[::7, 4:8] = 0
+    pos = np.cumsum(rng.integers(1, 3, 50))
+    args = dict(frame_stride=7, row_stride=3, theta_q=golden.theta_q(0.9), tile=32, window=16,
+                dim=4)
+    for representative in ("first", "mean"):
+        stats = {}
+        maps, uniques = sim.sic(tokens, pos, representative=representative, stats=stats,
+                                params=small(tile=32), **args)
+        want_maps, want_uniques = golden.sic(tokens, pos, representative=representative, **args)
+        np.testing.assert_array_equal(maps, want_maps)
+        assert len(uniques) == 3
+        for u, w in zip(uniques, want_uniques):
+            np.testing.assert_array_equal(u, w)
+        assert len(stats["column_cycles"]) == 3 and stats["cycles"] >= sum(stats["column_cycles"])
+    assert not np.array_equal(want_maps[:, 0], want_maps[:, 1])
+
+
+@pytest.mark.parametrize("representative", ["first", "mean"])
+def test_real_photo_tokens_default_dim(representative):
+    """Tokens of the photograph panned over 2 frames of a 14x14 grid, at the default V = 32,
+    window 256, 7 comparators, threshold 0.9, tiles of 256 (a tile boundary inside frame 1)."""
+    x, pos = photo_tokens(frames=2, grid=14, dim=32)
+    p = FocusParams(tile=256, layers=1)
+    args = dict(frame_stride=196, row_stride=14, theta_q=golden.theta_q(0.9), tile=256,
+                representative=representative)
+    stats = {}
+    got = sim.block_match(x, pos, params=p, stats=stats, **args)
+    want = golden.block_match(x, pos, **args)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+    if representative == "first":
+        assert stats["cycles"] == golden.cycles.block_match_cycles(len(pos), 7)
+    assert 0 < stats["active"] < 7 * len(pos) and len(want[1]) < len(pos)
+
+
+@pytest.mark.parametrize("frames, comparators", [(3, 1), (8, 7)])
+def test_real_photo_tokens_pruned(frames, comparators):
+    """Photograph tokens (14x14 grid) with 30 % of the positions pruned, V = 8, mean."""
+    x, pos = photo_tokens(frames=frames, grid=14, dim=8, seed=frames)
+    keep = np.random.default_rng(frames).random(len(pos)) < 0.7
+    p = FocusParams(dim=8, tile=300, layers=1, comparators=comparators)
+    args = dict(frame_stride=196, row_stride=14, theta_q=golden.theta_q(0.85), tile=300,
+                representative="mean")
+    got = sim.block_match(x[keep], pos[keep], params=p, stalls=0.1, **args)
+    want = golden.block_match(x[keep], pos[keep], **args)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_ungated_comparators_give_the_same_results():
+    """gate=False (the power baseline of the benchmark) changes clocking only."""
+    p = small()
+    jobs, thetas = regression_jobs(p, 2, seed=5)
+    check(p, jobs, thetas, run_jobs(p, jobs, thetas=thetas, gate=False))
+
+
+def test_block_is_registered_and_emits_icg():
+    from rtl.emit import emit_block
+    text = emit_block("block_matcher", small(gating="icg"))
+    assert "focus_icg" in text and "module block_matcher" in text
