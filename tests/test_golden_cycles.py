@@ -47,11 +47,11 @@ def test_importance_cycles_monotonic():
 
 
 def test_topk_bubble_hand_values():
-    L = cycles.TOPK_LATENCY
-    # M = 10, a = 4, k = 5: 2 passes of 10 + 4 cycles, then 3 mask beats.
-    assert topk_cycles(10, 5, 4, sorter="bubble") == 2 * 14 + 3 + L
+    L, B = cycles.TOPK_LATENCY, cycles.BUBBLE_SORT_LATENCY
+    # M = 10, a = 4, k = 5: 2 back-to-back passes of 10 cycles, the threshold, then 3 mask beats.
+    assert topk_cycles(10, 5, 4, sorter="bubble") == 2 * 10 + B + 3 + L
     assert topk_cycles(10, 0, 4) == 3 + L            # no pass: only the mask
-    assert topk_cycles(10, 10, 4) == topk_cycles(10, 99, 4) == 3 * 14 + 3 + L
+    assert topk_cycles(10, 10, 4) == topk_cycles(10, 99, 4) == 3 * 10 + B + 3 + L
 
 
 def test_topk_bubble_steps_with_passes():
@@ -63,11 +63,12 @@ def test_topk_bubble_steps_with_passes():
 
 
 def test_topk_radix_independent_of_k():
-    L = cycles.TOPK_LATENCY
-    assert topk_cycles(1024, 1, 32, 16, "radix") == 5 * 32 + L
+    L, G, K = cycles.TOPK_LATENCY, cycles.RADIX_DIGIT_GAP, cycles.RADIX_MASK_LATENCY
+    # 4 digit passes + 1 mask pass of ceil(M/a) words, a gap after each digit pass.
+    assert topk_cycles(1024, 1, 32, 16, "radix") == 5 * 32 + 4 * G + L + K
     radix = {topk_cycles(1000, k, 4, 16, "radix") for k in (0, 1, 500, 1000, 5000)}
-    assert radix == {5 * 250 + L}
-    assert topk_cycles(64, 3, 4, 9, "radix") == 4 * 16 + L   # ceil(9/4) = 3 passes + 1
+    assert radix == {5 * 250 + 4 * G + L + K}
+    assert topk_cycles(64, 3, 4, 9, "radix") == 4 * 16 + 3 * G + L + K  # ceil(9/4) = 3 passes + 1
 
 
 def test_topk_targets_and_paper():
