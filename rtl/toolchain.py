@@ -12,6 +12,7 @@ Call :func:`apply` once at start-up (the CLI, ``tests/conftest.py`` and ``sim`` 
 variables that the user has not set, so any of them can be overridden from the environment.
 """
 
+import hashlib
 import os
 import shutil
 import sys
@@ -21,8 +22,22 @@ __all__ = ["TOOL_ENV", "apply", "verilator_root", "have_icarus", "have_verilator
            "simulators", "REPO_ROOT", "BUILD_ROOT"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-# YoWASP tools run in a sandbox with a private /tmp, so all their work lives under the checkout.
-BUILD_ROOT = Path(os.environ.get("FOCUS_BUILD", REPO_ROOT / "build"))
+
+
+def _default_build_root():
+    """``build/`` in the checkout; for a checkout under ``/tmp``, a folder in the user cache.
+
+    The YoWASP tools run in a sandbox with a private ``/tmp``, so their work must live elsewhere.
+    """
+    build = REPO_ROOT / "build"
+    if not str(build).startswith("/tmp/"):
+        return build
+    digest = hashlib.sha1(str(REPO_ROOT).encode()).hexdigest()[:12]
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "focus-rtl" / f"build-{digest}"
+
+
+BUILD_ROOT = Path(os.environ.get("FOCUS_BUILD") or _default_build_root())
 
 TOOL_ENV = {
     "AMARANTH_USE_YOSYS": "builtin",
