@@ -174,6 +174,19 @@ def _representatives(orig, vec, mp, new, representative):
     return mean.astype(orig.dtype)
 
 
+def _check_columns(tokens, dim):
+    """``(tokens as an array, dim, D/V)`` for whole tokens [S, D] split into D/V columns of V."""
+    dim = _check_int(dim, "dim", 1)
+    orig = np.asarray(tokens)
+    if orig.ndim != 2:
+        raise ValueError(f"tokens must be a 2-D integer array [S, D], not shape {orig.shape}")
+    width = orig.shape[1]
+    if width == 0 or width % dim:
+        raise ValueError(f"tokens' dimension D = {width} must be a positive multiple of "
+                         f"dim = {dim}")
+    return orig, dim, width // dim
+
+
 def block_match(vectors, positions, *, frame_stride, row_stride, theta_q, theta_bits=8,
                 tile=1024, window=256, representative="first"):
     """Block-match sub-vectors in 2x2x2 (frame, row, column) neighbourhoods (spec 4.2), exactly.
@@ -246,15 +259,7 @@ def sic(tokens, positions, *, frame_stride, row_stride, theta_q, theta_bits=8, t
     uniques : list of D/V arrays [U_j, V]
     """
     _check_config(frame_stride, row_stride, theta_q, theta_bits, tile, window, representative)
-    dim = _check_int(dim, "dim", 1)
-    orig = np.asarray(tokens)
-    if orig.ndim != 2:
-        raise ValueError(f"tokens must be a 2-D integer array [S, D], not shape {orig.shape}")
-    width = orig.shape[1]
-    if width == 0 or width % dim:
-        raise ValueError(f"tokens' dimension D = {width} must be a positive multiple of "
-                         f"dim = {dim}")
-    columns = width // dim
+    orig, dim, columns = _check_columns(tokens, dim)
     maps = np.zeros((orig.shape[0], columns), dtype=np.int64)
     uniques = []
     for j in range(columns):

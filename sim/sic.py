@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from golden.block_match import _check_config, _check_int, _check_matrix, _check_positions
+from golden.block_match import (_check_columns, _check_config, _check_matrix,
+                                _check_positions)
 from golden.block_match import block_match as golden_block_match
 from rtl.block_matcher import BlockMatcher, matcher_rounds
 from rtl.params import FocusParams
@@ -180,15 +181,7 @@ def sic(tokens, positions, *, frame_stride, row_stride, theta_q, theta_bits=8, t
     (maps int64 [S, D/V], list of D/V unique arrays [U_j, V])
     """
     _check_config(frame_stride, row_stride, theta_q, theta_bits, tile, window, representative)
-    dim = _check_int(dim, "dim", 1)
-    orig = np.asarray(tokens)
-    if orig.ndim != 2:
-        raise ValueError(f"tokens must be a 2-D integer array [S, D], not shape {orig.shape}")
-    width = orig.shape[1]
-    if width == 0 or width % dim:
-        raise ValueError(f"tokens' dimension D = {width} must be a positive multiple of "
-                         f"dim = {dim}")
-    columns = width // dim
+    orig, dim, columns = _check_columns(tokens, dim)
     checked = [_check_job_inputs(orig[:, j * dim:(j + 1) * dim], positions, frame_stride,
                                  row_stride, theta_q, theta_bits, tile, window, representative,
                                  params, simulator) for j in range(columns)]
