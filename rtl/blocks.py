@@ -3,13 +3,16 @@
 """
 
 from .block_matcher import BlockMatcher
+from .focus_unit import FocusUnit
 from .importance_analyzer import ImportanceAnalyzer
 from .offset_decoder import OffsetDecoder
 from .offset_encoder import OffsetEncoder
+from .semantic_concentrator import SemanticConcentrator
 from .similarity_comparator import SimilarityComparator
+from .systolic_array import SystolicArray
 from .topk_selector import TopKSelector
 
-__all__ = ["BLOCKS", "build_block"]
+__all__ = ["BLOCKS", "REFERENCE_BLOCKS", "build_block"]
 
 #: block name -> factory(params, icg_cell) -> wiring.Component
 BLOCKS = {
@@ -19,11 +22,22 @@ BLOCKS = {
     "offset_decoder": lambda p, icg_cell: OffsetDecoder(p),
     "importance_analyzer": lambda p, icg_cell: ImportanceAnalyzer(p),
     "topk_selector": lambda p, icg_cell: TopKSelector(p),
+    "sec": lambda p, icg_cell: SemanticConcentrator(p),
+    "focus_unit": lambda p, icg_cell: FocusUnit(p, icg_cell=icg_cell),
+}
+
+#: Reference designs, not part of the Focus unit, so not in BLOCKS (nor walked by default): only
+#: ``focus-rtl synth --block NAME`` / ``--relative-to NAME`` and :func:`build_block` use them.
+#: The systolic array has the unit's shape: dim x dim PEs of elem_bits (32 x 32 int8 by default).
+REFERENCE_BLOCKS = {
+    "systolic_array": lambda p, icg_cell: SystolicArray(p.dim, p.dim, p.elem_bits),
 }
 
 
 def build_block(name, params, *, icg_cell="focus_icg"):
-    """Construct block ``name`` for ``params``; ``icg_cell=None`` models ICGs as clock enables."""
-    if name not in BLOCKS:
+    """Construct block ``name`` (of BLOCKS or REFERENCE_BLOCKS) for ``params``; ``icg_cell=None``
+    models ICGs as clock enables."""
+    factory = BLOCKS.get(name) or REFERENCE_BLOCKS.get(name)
+    if factory is None:
         raise ValueError(f"Unknown block {name!r}: blocks are {', '.join(sorted(BLOCKS))}")
-    return BLOCKS[name](params, icg_cell)
+    return factory(params, icg_cell)

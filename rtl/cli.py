@@ -23,18 +23,35 @@ PRESETS = ("default", "paper", "board")
 _EMIT_EPILOG = """\
 Output: <block>.v for each block (module name = block name) and params.json (the FocusParams
 fields, the derived widths, the preset and the overrides). The same arguments give the same bytes.
+Each file compiles on its own, and all the files of one run compile together in one Icarus or
+Verilator invocation: submodules are named <block>.<path>, so no two files define the same module
+(the ICG model below is guarded).
+
+Lint: every file is clean under plain `verilator --lint-only` and `iverilog -g2012`. Amaranth's
+Verilog trips three warnings of Verilator's default set by construction (WIDTHEXPAND, WIDTHTRUNC:
+operands are not padded to the expression width; CASEINCOMPLETE: casez without default after a
+default assignment); each file turns off exactly these between /* verilator lint_save */ and
+/* verilator lint_restore */. Each file also pulses Yosys's always @* trigger with an `initial #0`
+(not for SYNTHESIS or VERILATOR), without which Icarus -g2012 leaves combinational outputs x at
+time 0 when the design is the top level, as under cocotb.
 
 Clock gates: with --set gating=icg every gated stage instantiates an ICG cell with ports CLK, EN
 and GCLK. By default the cell is focus_icg and its behavioural latch-and-AND model is appended to
-each file, so that each file simulates and lints on its own. --icg-cell NAME instantiates the
-library cell NAME instead and leaves the behavioural model out: compile the library's cell model
-with the emitted files (or map it in synthesis). A cell with other pin names needs a small wrapper
-module called NAME.
+each file that uses it, inside `ifndef FOCUS_ICG_MODEL / `define FOCUS_ICG_MODEL, so that each
+file simulates and lints on its own and, compiled together, the model is defined once. Define
+FOCUS_ICG_MODEL (+define+FOCUS_ICG_MODEL, -DFOCUS_ICG_MODEL) to supply your own focus_icg.
+--icg-cell NAME instantiates the library cell NAME instead and leaves the behavioural model out:
+compile the library's cell model with the emitted files (or map it in synthesis). A cell with
+other pin names needs a small wrapper module called NAME, e.g. for SkyWater 130:
+  module sky130_icg (input wire CLK, input wire EN, output wire GCLK);
+    sky130_fd_sc_hd__dlclkp_1 u_icg (.CLK(CLK), .GATE(EN), .GCLK(GCLK));
+  endmodule
+and emit with --icg-cell sky130_icg.
 
 examples:
   focus-rtl emit                                  # build/verilog/default/
   focus-rtl emit --preset board --block similarity_comparator -o out/
-  focus-rtl emit --set gating=icg --icg-cell ICGX1
+  focus-rtl emit --set gating=icg --icg-cell sky130_icg
 """
 
 _SYNTH_EPILOG = """\
@@ -44,6 +61,11 @@ Targets (per block, each in its own work directory under build/synth-work/<tag>/
            remain).
   ice40    the block in a timing harness, synth_ice40, nextpnr-ice40 --up5k --package sg48.
   ecp5     the block in a timing harness, synth_ecp5, nextpnr-ecp5 --85k --package CABGA381.
+  osu018   the block alone on the OSU 0.18 um standard cells: synth, dfflibmap, abc -liberty,
+           stat -liberty: cell area in um^2 (no timing). It needs osu018_stdcells.lib: `make
+           liberty` fetches it (apt-get download qflow-tech-osu018, no root) into build/liberty/,
+           or set FOCUS_LIBERTY=/path/to/it. Without it the flow is reported 'no_liberty' with
+           that command, and the other targets run as usual.
 
 The timing harness drives every input bit of the block from a shift chain fed by one pin and
 XOR-reduces every registered output bit into one pin, so every path is register to register.
@@ -57,14 +79,21 @@ route (or on which the WebAssembly Yosys runs out of memory) is reported with th
 line and the run goes on; the exit status is 0 unless a tool is missing or Yosys reports an
 ERROR, or --strict is given and some flow did not end 'ok'.
 
+Share of the systolic array: --relative-to systolic_array (automatic when --block lists
+systolic_array) also synthesizes the reference int8 weight-stationary systolic array of the unit's
+shape (dim x dim PEs of elem_bits: 32x32 int8 at the default and paper presets) and reports every
+block's transistors, um^2 and iCE40/ECP5 LUTs as a percentage of the array's. The array is not
+part of the Focus unit: it is never in the default block list.
+
 Output: report.json, report.md and a summary on stdout; with --sweep FIELD=V1,V2,...
-sweep.json, sweep.md and sweep.png (LUTs and Fmax against FIELD), by default in
+sweep.json, sweep.md and sweep.png (LUTs, Fmax and area against FIELD), by default in
 build/synth/<preset>/sweep-<FIELD>.
 
 examples:
   focus-rtl synth --preset board
   focus-rtl synth --set dim=4 --target generic,ice40
   focus-rtl synth --preset board --sweep dim=2,4,8 --target ice40,ecp5
+  make liberty && focus-rtl synth --target generic,osu018 --relative-to systolic_array
 """
 
 
@@ -100,11 +129,14 @@ def _params(args):
         raise _BadArgs(str(exc)) from None
 
 
-def _blocks(args):
+def _blocks(args, reference=()):
+    """The --block list (default: every block of the unit); ``reference`` names extra blocks
+    allowed on request (the synth reference designs)."""
     blocks = _list(args.block) or list(BLOCKS)
+    known = [*BLOCKS, *reference]
     for block in blocks:
-        if block not in BLOCKS:
-            raise _BadArgs(f"unknown block {block!r}: blocks are {', '.join(sorted(BLOCKS))}")
+        if block not in known:
+            raise _BadArgs(f"unknown block {block!r}: blocks are {', '.join(sorted(known))}")
     return list(dict.fromkeys(blocks))
 
 
@@ -141,7 +173,11 @@ def _parser():
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     _common(synth, "synth")
     synth.add_argument("--target", action="append", metavar="LIST",
-                       help="targets, comma-separated: generic, ice40, ecp5 (default: all)")
+                       help="targets, comma-separated: generic, ice40, ecp5, osu018 "
+                            "(default: all)")
+    synth.add_argument("--relative-to", metavar="BLOCK",
+                       help="also synthesize BLOCK (e.g. systolic_array) and report every "
+                            "block's area as a percentage of it")
     synth.add_argument("--sweep", metavar="FIELD=V1,V2,...",
                        help="run the flows once per value of FIELD and plot LUTs and Fmax")
     synth.add_argument("--dsp", choices=("auto", "on", "off"), default="auto",
@@ -155,10 +191,15 @@ def _parser():
                        help="time allowed per tool run (default: 3600)")
     synth.add_argument("--strict", action="store_true",
                        help="exit 1 when a flow does not end 'ok' (does not fit, place and route "
-                            "failed, timeout, tool crashed)")
+                            "failed, timeout, tool crashed; a missing liberty file is not a "
+                            "failure)")
     synth.add_argument("--work-dir", metavar="DIR",
                        help="root of the tool work directories (default: build/synth-work; not "
                             "under /tmp, which the YoWASP tools cannot see)")
+    from sim import bench, run_npz  # subcommands in their own modules; heavy imports in run()
+    from boards import cli as board_cli
+    for module in (bench, run_npz, board_cli):
+        module.add_parser(sub).set_defaults(run=module.run)
     return parser
 
 
@@ -221,7 +262,13 @@ def _sweep(args, params):
 def _synth(args):
     from . import synth
 
-    params, blocks, targets, freq = _params(args), _blocks(args), _targets(args), _freq(args)
+    from .blocks import REFERENCE_BLOCKS
+
+    params, targets, freq = _params(args), _targets(args), _freq(args)
+    blocks = _blocks(args, REFERENCE_BLOCKS)
+    if args.relative_to is not None and args.relative_to not in (*BLOCKS, *REFERENCE_BLOCKS):
+        raise _BadArgs(f"--relative-to {args.relative_to!r}: blocks are "
+                       f"{', '.join(sorted([*BLOCKS, *REFERENCE_BLOCKS]))}")
     if args.jobs < 1:
         raise _BadArgs(f"--jobs {args.jobs}: must be at least 1")
     if args.work_dir and str(Path(args.work_dir).resolve()).startswith("/tmp/"):
@@ -229,7 +276,7 @@ def _synth(args):
     sweep = _sweep(args, params) if args.sweep else None
     meta = {"preset": args.preset, "overrides": list(args.set or [])}
     options = dict(jobs=args.jobs, work_root=args.work_dir, dsp=args.dsp, freq=freq,
-                   timeout=args.timeout, meta=meta,
+                   timeout=args.timeout, meta=meta, relative_to=args.relative_to,
                    progress=lambda line: print(line, flush=True))
     base = toolchain.BUILD_ROOT / "synth" / args.preset
     if sweep:
@@ -256,7 +303,7 @@ def _synth(args):
     for path in written:
         print(f"wrote {_show(path)}")
     hard = [r for r in runs if r["status"] in synth.HARD_FAILURES]
-    soft = [r for r in runs if r["status"] != "ok"]
+    soft = [r for r in runs if r["status"] not in ("ok", *synth.SKIPPED)]
     if hard or (args.strict and soft):
         bad = hard or soft
         print(f"focus-rtl: error: {len(bad)} flow(s) failed: {bad[0]['status']}: "
@@ -270,6 +317,8 @@ def main(argv=None):
     toolchain.apply()
     args = _parser().parse_args(argv)
     try:
+        if getattr(args, "run", None):
+            return args.run(args)
         return {"emit": _emit, "synth": _synth}[args.command](args)
     except _BadArgs as exc:
         print(f"focus-rtl: error: {exc}", file=sys.stderr)

@@ -236,3 +236,11 @@ class FocusParams:
     def position_bits(self):
         """Bits of a SIC token position (32: positions are global, not tile-local)."""
         return 32
+
+    @property
+    def code_words(self):
+        """Depth of the Focus unit's code memory: the longest offset code of any job, in words.
+
+        A kept token costs at most 8 bits (order 7, gap 0; a longer code covers more tokens), so
+        the string is at most ``8*tokens + 3 + count_bits`` bits."""
+        return -(-(8 * self.tokens + self.order_bits + self.count_bits) // self.word_bits)

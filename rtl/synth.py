@@ -1,6 +1,6 @@
 """Area and timing reports of the registry blocks (``focus-rtl synth``, spec section 7).
 
-Three targets, one work directory per (params, block, target) under ``build/synth-work``:
+Four targets, one work directory per (params, block, target) under ``build/synth-work``:
 
 ``generic``
     The block alone: Yosys ``synth -flatten``, flip-flops legalized to plain ``$_DFF_P_`` (so
@@ -12,6 +12,16 @@ Three targets, one work directory per (params, block, target) under ``build/synt
     --package sg48``.
 ``ecp5``
     Likewise with ``synth_ecp5`` and ``nextpnr-ecp5 --85k --package CABGA381``.
+``osu018``
+    The block alone, mapped to the OSU 0.18 um standard cells (Debian ``qflow-tech-osu018``'s
+    ``osu018_stdcells.lib``, 32 cells; ``make liberty`` fetches it without root; found by
+    :func:`rtl.toolchain.liberty_path`, ``FOCUS_LIBERTY`` overrides): Yosys ``synth -flatten``,
+    ``dfflibmap``, ``abc -liberty``, ``stat -liberty``. Gives the cell area in um^2 (cells only:
+    no placement density, wiring or clock tree) and the part in flip-flops. The library has
+    plain D flip-flops only, so enables and synchronous resets become gates, as in ``generic``.
+    Its ``LATCH`` cell has area 0, so the area is a lower bound (``area_lower_bound``) when latches
+    remain (the behavioural ICG, ``gating="icg"``). No timing: OpenSTA is not in the toolchain.
+    Without the liberty file the result is ``"no_liberty"``, with the command that fetches it.
 
 FPGA numbers. The harness keeps the block's module boundary through synthesis
 (``keep_hierarchy``), so the Yosys per-module statistics split the LUT/FF/BRAM/DSP counts into
@@ -30,8 +40,18 @@ it. The two attempts run in the ``dsp`` and ``nodsp`` subdirectories of the work
 Each result has a ``status``: ``"ok"``; ``"does_not_fit"`` (the placer ran out of a resource);
 ``"pnr_failed"`` (any other place-and-route error); ``"timeout"``; ``"tool_crashed"`` (the
 WebAssembly Yosys died without an error message, as it does when a very large design exhausts its
-memory); or ``"synth_failed"`` (Yosys rejected the design with an ``ERROR:``: a real error).
-``error`` holds the tool's error line. A failing run never stops the others.
+memory); ``"synth_failed"`` (Yosys rejected the design with an ``ERROR:``: a real error); or
+``"no_liberty"`` (``osu018`` without its liberty file: nothing ran). ``error`` holds the tool's
+error line. A failing run never stops the others.
+
+Share of a reference design. With ``relative_to`` (``focus-rtl synth --relative-to
+systolic_array``; automatic when the block list holds ``systolic_array``) the report also gives
+each block's transistors, um^2 and iCE40/ECP5 LUTs as a percentage of the reference block's, from
+the same flows with the same parameters (:func:`relative_shares`). The reference
+:class:`rtl.systolic_array.SystolicArray` has the unit's shape (``dim`` x ``dim`` PEs of
+``elem_bits``: 32 x 32 int8 at the default and paper presets). The LUT shares count LUTs only
+(DSP and BRAM blocks are not converted to LUTs), and they use the Yosys counts of each block, which
+exist even when the design then does not fit the device.
 """
 
 import json
@@ -52,14 +72,15 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from . import toolchain
-from .blocks import BLOCKS, build_block
+from .blocks import BLOCKS, REFERENCE_BLOCKS, build_block
 from .emit import emit_block
 
 __all__ = ["TARGETS", "DEVICES", "DEFAULT_FREQ_MHZ", "ToolError", "TimingHarness",
            "harness_verilog", "synth_block", "run_synth", "run_sweep", "report_markdown",
-           "sweep_markdown", "plot_sweep", "write_json", "HARD_FAILURES"]
+           "sweep_markdown", "plot_sweep", "write_json", "HARD_FAILURES", "SKIPPED",
+           "SHARE_METRICS", "relative_shares", "liberty_info"]
 
-TARGETS = ("generic", "ice40", "ecp5")
+TARGETS = ("generic", "ice40", "ecp5", "osu018")
 
 #: target -> (human-readable device, nextpnr device arguments)
 DEVICES = {
@@ -73,6 +94,17 @@ DEFAULT_FREQ_MHZ = {"ice40": 48.0, "ecp5": 100.0}
 
 #: Statuses that make the run exit non-zero even without ``--strict``.
 HARD_FAILURES = ("synth_failed",)
+
+#: Statuses of flows that could not run here (not failures, even with ``--strict``).
+SKIPPED = ("no_liberty",)
+
+#: Metrics of :func:`relative_shares`: name -> (target, how to read it from a result).
+SHARE_METRICS = {
+    "transistors": ("generic", lambda r: r.get("transistors") if r["status"] == "ok" else None),
+    "area_um2": ("osu018", lambda r: r.get("area_um2") if r["status"] == "ok" else None),
+    "ice40_lut": ("ice40", lambda r: r.get("block", {}).get("lut")),
+    "ecp5_lut": ("ecp5", lambda r: r.get("block", {}).get("lut")),
+}
 
 HARNESS_NAME = "focus_harness"
 
@@ -355,6 +387,68 @@ def _generic(block, params, workdir, timeout):
     return result
 
 
+def liberty_info():
+    """``{"path", "found", "library"}`` of the liberty file :func:`rtl.toolchain.liberty_path`
+    gives (``library`` is the name in its ``library(...)`` line)."""
+    path = toolchain.liberty_path()
+    found = path is not None and path.is_file()
+    library = None
+    if found:
+        with open(path, errors="replace") as f:
+            match = re.search(r"^\s*library\s*\(\s*([^)\s]+)\s*\)", f.read(20000), re.MULTILINE)
+        library = match.group(1) if match else None
+    return {"path": None if path is None else _relative(path), "found": found,
+            "library": library}
+
+
+def _no_liberty_message(path):
+    where = (f"${toolchain.LIBERTY_ENV} is {path}, which does not exist" if path is not None else
+             f"no liberty file at {_relative(toolchain.LIBERTY_FETCHED)} or "
+             f"{toolchain.LIBERTY_SYSTEM}")
+    return (f"OSU 0.18 um liberty not found ({where}): run `{toolchain.LIBERTY_FETCH_COMMAND}` "
+            f"(Debian: apt-get download qflow-tech-osu018, no root) or set "
+            f"{toolchain.LIBERTY_ENV}=/path/to/osu018_stdcells.lib")
+
+
+def _osu018(block, params, workdir, timeout):
+    path = toolchain.liberty_path()
+    if path is None or not path.is_file():
+        return {"status": "no_liberty", "error": _no_liberty_message(path),
+                "seconds": {"yosys": 0.0}}
+    # The YoWASP Yosys cannot see /tmp: the flow reads a copy in its work directory.
+    shutil.copyfile(path, workdir / "cells.lib")
+    name = f"{block}.v"
+    (workdir / name).write_text(emit_block(block, params))
+    script = [
+        f"read_verilog {name}",
+        f"synth -top {block} -flatten -noabc",
+        "dfflibmap -liberty cells.lib",
+        f"abc -liberty cells.lib -script {_ABC_SCRIPT}",
+        "opt_clean",
+        "delete t:$scopeinfo",
+        "tee -q -o stat.json stat -json -liberty cells.lib",
+    ]
+    status, error, seconds = _yosys(workdir, script, timeout)
+    result = {"status": status, "error": error, "seconds": {"yosys": seconds},
+              "liberty": liberty_info()}
+    if status != "ok":
+        return result
+    design = json.loads((workdir / "stat.json").read_text())["design"]
+    cells = dict(sorted(design["num_cells_by_type"].items()))
+    latch = _count(cells, "LATCH", r"\$_DLATCH\w*")
+    result.update({
+        "cells": sum(cells.values()),
+        "ff": _count(cells, r"DFF\w*"),
+        "latch": latch,
+        "area_um2": round(float(design["area"]), 1),
+        "sequential_area_um2": round(float(design.get("sequential_area", 0.0)), 1),
+        "area_lower_bound": latch > 0,
+        "unmapped_cells": {c: n for c, n in cells.items() if c.startswith("$")},
+        "cells_by_type": cells,
+    })
+    return result
+
+
 # Device resources always listed in a report, used or not.
 _MAIN_RESOURCES = ("ICESTORM_LC", "ICESTORM_RAM", "ICESTORM_DSP", "TRELLIS_COMB", "TRELLIS_FF",
                    "DP16KD", "MULT18X18D")
@@ -448,7 +542,7 @@ def synth_block(block, target, params, *, work_root=None, dsp="auto", freq=None,
     block : str
         A :data:`rtl.blocks.BLOCKS` name.
     target : str
-        ``"generic"``, ``"ice40"`` or ``"ecp5"``.
+        ``"generic"``, ``"ice40"``, ``"ecp5"`` or ``"osu018"``.
     params : FocusParams
     work_root : path-like, optional
         Root of the work directories (default ``build/synth-work``). It must not be under
@@ -461,8 +555,9 @@ def synth_block(block, target, params, *, work_root=None, dsp="auto", freq=None,
     timeout : float, optional
         Seconds allowed per tool run; the result is ``"timeout"`` when exceeded.
     """
-    if block not in BLOCKS:
-        raise ValueError(f"Unknown block {block!r}: blocks are {', '.join(sorted(BLOCKS))}")
+    if block not in BLOCKS and block not in REFERENCE_BLOCKS:
+        raise ValueError(f"Unknown block {block!r}: blocks are "
+                         f"{', '.join(sorted([*BLOCKS, *REFERENCE_BLOCKS]))}")
     if target not in TARGETS:
         raise ValueError(f"Unknown target {target!r}: targets are {', '.join(TARGETS)}")
     if dsp not in ("auto", "on", "off"):
@@ -476,6 +571,8 @@ def synth_block(block, target, params, *, work_root=None, dsp="auto", freq=None,
     start = time.monotonic()
     if target == "generic":
         result = _generic(block, params, workdir, timeout)
+    elif target == "osu018":
+        result = _osu018(block, params, workdir, timeout)
     else:
         freq = freq if freq is not None else DEFAULT_FREQ_MHZ[target]
         result = _fpga(target, block, params, workdir, dsp, freq, timeout)
@@ -493,6 +590,9 @@ def _summary(result):
     if "transistors" in result:
         plus = "+" if result["transistors_lower_bound"] else ""
         return f"ok, {result['cells']} cells, {result['transistors']}{plus} transistors"
+    if "area_um2" in result:
+        plus = "+" if result["area_lower_bound"] else ""
+        return f"ok, {result['cells']} cells, {result['area_um2']:.0f}{plus} um^2"
     fmax = result.get("fmax_mhz")
     b = result["block"]
     return (f"ok, {b['lut']} LUT, {b['ff']} FF, {b['dsp']} DSP"
@@ -531,14 +631,63 @@ def _options(work_root, dsp, freq, timeout):
     return {"work_root": work_root, "dsp": dsp, "freq": dict(freq or {}), "timeout": timeout}
 
 
+def _reference(blocks, relative_to):
+    """The block list with the reference block in it, and the reference (``relative_to``, or
+    ``"systolic_array"`` when the list holds it, else None)."""
+    blocks = list(blocks or BLOCKS)
+    if relative_to is None and "systolic_array" in blocks:
+        relative_to = "systolic_array"
+    if relative_to is not None:
+        if relative_to not in BLOCKS and relative_to not in REFERENCE_BLOCKS:
+            raise ValueError(f"Unknown reference block {relative_to!r}: blocks are "
+                             f"{', '.join(sorted([*BLOCKS, *REFERENCE_BLOCKS]))}")
+        if relative_to not in blocks:
+            blocks.append(relative_to)
+    return blocks, relative_to
+
+
+def _share(value, reference):
+    if value is None or not reference:
+        return None
+    return round(100.0 * value / reference, 2)
+
+
+def relative_shares(results, reference):
+    """Each block's metrics as a percentage of block ``reference``'s.
+
+    Parameters
+    ----------
+    results : dict
+        ``{block: {target: result}}`` as in a report.
+    reference : str
+        The reference block, a key of ``results``.
+
+    Returns
+    -------
+    dict
+        ``{block: {metric: percent or None}}`` for every block but the reference, over the
+        :data:`SHARE_METRICS` whose target was run (None where either flow gave no number).
+    """
+    def metrics(per_target):
+        return {name: read(per_target[target]) for name, (target, read) in SHARE_METRICS.items()
+                if target in per_target}
+
+    ref = metrics(results[reference])
+    return {block: {name: _share(value, ref[name]) for name, value in metrics(per).items()}
+            for block, per in results.items() if block != reference}
+
+
 def run_synth(params, blocks=None, targets=TARGETS, *, jobs=1, progress=print, work_root=None,
-              dsp="auto", freq=None, timeout=None, meta=None):
+              dsp="auto", freq=None, timeout=None, meta=None, relative_to=None):
     """Run every (block, target) flow for ``params``; returns the report dict.
 
     ``freq`` maps an FPGA target to its nextpnr timing target in MHz. ``meta`` (e.g. the preset
-    and the overrides) is copied into the report. Raises :class:`ToolError` when a tool is missing.
+    and the overrides) is copied into the report. ``relative_to`` names a reference block (added to
+    ``blocks`` when missing; by default ``"systolic_array"`` when ``blocks`` holds it): the report
+    then has ``relative_to`` and ``relative`` (:func:`relative_shares`). Raises
+    :class:`ToolError` when a tool is missing.
     """
-    blocks = list(blocks or BLOCKS)
+    blocks, relative_to = _reference(blocks, relative_to)
     targets = list(targets)
     check_tools(targets)
     options = _options(work_root, dsp, freq, timeout)
@@ -548,6 +697,9 @@ def run_synth(params, blocks=None, targets=TARGETS, *, jobs=1, progress=print, w
     report = _report_header(params, targets, dsp, freq, meta)
     report["results"] = {block: {target: results[(None, block, target)] for target in targets}
                          for block in blocks}
+    if relative_to is not None:
+        report["relative_to"] = relative_to
+        report["relative"] = relative_shares(report["results"], relative_to)
     return report
 
 
@@ -562,6 +714,7 @@ def _report_header(params, targets, dsp, freq, meta):
         "freq_target_mhz": {t: (freq or {}).get(t, DEFAULT_FREQ_MHZ[t])
                             for t in targets if t in DEVICES},
         "tools": tool_versions(targets),
+        **({"liberty": liberty_info()} if "osu018" in targets else {}),
         "notes": _notes(targets),
     }
 
@@ -584,18 +737,24 @@ def _notes(targets):
         ]
     if "ecp5" in targets:
         notes.append("ecp5 LUT = LUT4 + 2 * CCU2C (a CCU2C is two LUT4s with carry).")
+    if "osu018" in targets:
+        notes.append("osu018: the block alone, Yosys synth + dfflibmap + abc -liberty, stat "
+                     "-liberty on the OSU 0.18 um cells: cell area only (no placement density, "
+                     "wires or clock tree); no timing (OpenSTA is not in the toolchain). '+': "
+                     "latches remain, which the library costs at 0 um^2.")
     return notes
 
 
 def run_sweep(params, field, values, blocks=None, targets=TARGETS, *, jobs=1, progress=print,
-              work_root=None, dsp="auto", freq=None, timeout=None, meta=None):
+              work_root=None, dsp="auto", freq=None, timeout=None, meta=None, relative_to=None):
     """Run the flows once per value of ``field`` (strings, as given to ``--set``).
 
     Returns the sweep dict: the header of :func:`run_synth`'s report, plus ``field``, ``values``
-    and ``runs`` (one per value: the value, the params tag and the per-block per-target results).
+    and ``runs`` (one per value: the value, the params tag and the per-block per-target results,
+    and with ``relative_to`` the shares of that run, as in :func:`run_synth`).
     Bad values raise ``ValueError`` before anything runs.
     """
-    blocks = list(blocks or BLOCKS)
+    blocks, relative_to = _reference(blocks, relative_to)
     targets = list(targets)
     swept = [params.with_overrides([f"{field}={value}"]) for value in values]
     check_tools(targets)
@@ -609,6 +768,10 @@ def run_sweep(params, field, values, blocks=None, targets=TARGETS, *, jobs=1, pr
          "results": {block: {target: results[(value, block, target)] for target in targets}
                      for block in blocks}}
         for value, p in zip(values, swept)])
+    if relative_to is not None:
+        sweep["relative_to"] = relative_to
+        for run in sweep["runs"]:
+            run["relative"] = relative_shares(run["results"], relative_to)
     return sweep
 
 
@@ -635,6 +798,16 @@ def _generic_row(prefix, result):
             f"{result['transistors']}{plus} | {result['seconds']['total']:.1f} |")
 
 
+def _osu018_row(prefix, result):
+    if result["status"] != "ok":
+        return (f"| {prefix} | {result['status']} | - | - | - | - | "
+                f"{result['seconds']['total']:.1f} |")
+    plus = "+" if result["area_lower_bound"] else ""
+    return (f"| {prefix} | ok | {result['cells']} | {result['ff']} | "
+            f"{result['area_um2']:.0f}{plus} | {result['sequential_area_um2']:.0f} | "
+            f"{result['seconds']['total']:.1f} |")
+
+
 def _fpga_row(prefix, result):
     b, h = result.get("block", {}), result.get("harness", {})
     status = result["status"]
@@ -649,6 +822,8 @@ def _fpga_row(prefix, result):
 
 _GENERIC_HEAD = ["| {} | status | cells | FF | transistors | s |",
                  "|---|---|---:|---:|---:|---:|"]
+_OSU018_HEAD = ["| {} | status | cells | FF | area um^2 | of which FF um^2 | s |",
+                "|---|---|---:|---:|---:|---:|---:|"]
 _FPGA_HEAD = [
     "| {} | status | LUT | FF | carry | BRAM | DSP | Fmax MHz (with harness) | "
     "logic cells used (with harness) | harness LUT / FF | s |",
@@ -674,6 +849,12 @@ def _tables(rows_by_target, first_column):
             lines += ["### generic (Yosys `abc -g cmos2`, block only)", ""]
             lines += [_GENERIC_HEAD[0].format(first_column), _GENERIC_HEAD[1]]
             lines += [_generic_row(label, r) for label, r in rows]
+        elif target == "osu018":
+            library = next((r["liberty"]["library"] for _, r in rows if r.get("liberty")), None)
+            lines += [f"### osu018 (standard cells{f' of {library}' if library else ''}, "
+                      "Yosys `abc -liberty`, block only)", ""]
+            lines += [_OSU018_HEAD[0].format(first_column), _OSU018_HEAD[1]]
+            lines += [_osu018_row(label, r) for label, r in rows]
         else:
             device = rows[0][1].get("device_name", target)
             freq = rows[0][1].get("freq_target_mhz")
@@ -682,6 +863,9 @@ def _tables(rows_by_target, first_column):
             lines += [_fpga_row(label, r) for label, r in rows]
         notes = [f"- {label}: {r['status']}: `{r['error']}`" for label, r in rows
                  if r["status"] != "ok"]
+        if target == "osu018" and len(notes) == len(rows) > 1 and all(
+                r["status"] == "no_liberty" for _, r in rows):
+            notes = [f"- {rows[0][1]['error']}"]
         notes += [f"- {label}: {_dsp_note(r)}; redone with LUT multipliers." for label, r in rows
                   if r.get("dsp_fallback")]
         lines += ([""] + notes) if notes else []
@@ -689,10 +873,47 @@ def _tables(rows_by_target, first_column):
     return lines
 
 
+_SHARE_HEAD = {"transistors": "transistors", "area_um2": "um^2 (osu018)",
+               "ice40_lut": "iCE40 LUT", "ecp5_lut": "ECP5 LUT"}
+
+
+def _reference_name(block, tag_params):
+    """``systolic_array`` with its shape, e.g. "systolic_array (32x32, int8)"."""
+    if block == "systolic_array" and tag_params:
+        n, bits = tag_params["dim"], tag_params["elem_bits"]
+        return f"systolic_array ({n}x{n}, int{bits})"
+    return block
+
+
+def _share_tables(shares, first_column):
+    """Markdown table of ``[(label, {metric: percent})]``."""
+    metrics = [m for m in SHARE_METRICS if any(m in per for _, per in shares)]
+    if not shares or not metrics:
+        return []
+    lines = [f"| {first_column} | " + " | ".join(f"% {_SHARE_HEAD[m]}" for m in metrics) + " |",
+             "|---|" + "---:|" * len(metrics)]
+    for label, per in shares:
+        lines.append(f"| {label} | " + " | ".join(_cell(per.get(m), "{:.2f}")
+                                                  for m in metrics) + " |")
+    return lines + [""]
+
+
+def _share_intro(reference):
+    return [f"### Share of {reference}", "",
+            f"Each block as a percentage of {reference}, same flows and parameters. LUT shares "
+            "count LUTs only (DSP and BRAM blocks are not converted); they use Yosys's counts, "
+            "which exist even when a design does not fit the device.", ""]
+
+
 def _footer(report):
     lines = ["Notes:", ""] + [f"- {note}" for note in report["notes"]]
     tools = ", ".join(f"{k} {v}" for k, v in report["tools"].items())
-    return lines + [f"- Tools: {tools}.", ""]
+    lines.append(f"- Tools: {tools}.")
+    if report.get("liberty"):
+        lib = report["liberty"]
+        lines.append(f"- Liberty: {lib['library']} at {lib['path']}." if lib["found"] else
+                     "- Liberty: not found; run `make liberty`.")
+    return lines + [""]
 
 
 def report_markdown(report):
@@ -703,7 +924,12 @@ def report_markdown(report):
         lines += [f"Overrides: `{' '.join(report['overrides'])}`", ""]
     rows = {t: [(block, per_target[t]) for block, per_target in report["results"].items()]
             for t in report["targets"]}
-    return "\n".join(lines + _tables(rows, "block") + _footer(report))
+    lines += _tables(rows, "block")
+    if report.get("relative_to"):
+        reference = _reference_name(report["relative_to"], report["params"])
+        lines += _share_intro(reference)
+        lines += _share_tables(list(report["relative"].items()), "block")
+    return "\n".join(lines + _footer(report))
 
 
 def sweep_markdown(sweep):
@@ -714,11 +940,18 @@ def sweep_markdown(sweep):
     rows = {t: [(f"{field}={run['value']} {block}", per_target[t])
                 for run in sweep["runs"] for block, per_target in run["results"].items()]
             for t in sweep["targets"]}
-    return "\n".join(lines + _tables(rows, f"{field}, block") + _footer(sweep))
+    lines += _tables(rows, f"{field}, block")
+    if sweep.get("relative_to"):
+        lines += _share_intro(sweep["relative_to"])
+        lines += _share_tables([(f"{field}={run['value']} {block}", per)
+                                for run in sweep["runs"]
+                                for block, per in run["relative"].items()], f"{field}, block")
+    return "\n".join(lines + _footer(sweep))
 
 
 def plot_sweep(sweep, path):
-    """A PNG of the block LUTs (iCE40, ECP5) and the Fmax against the swept parameter."""
+    """A PNG of the block LUTs (iCE40, ECP5) and the Fmax against the swept parameter, and of the
+    area (um^2 with ``osu018``, else transistors with ``generic``) when one of them ran."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -726,9 +959,11 @@ def plot_sweep(sweep, path):
     values = [run["value"] for run in sweep["runs"]]
     numeric = all(isinstance(v, int) for v in values)
     xs = values if numeric else list(range(len(values)))
-    fig = Figure(figsize=(10, 4), layout="constrained")
+    area_target = next((t for t in ("osu018", "generic") if t in sweep["targets"]), None)
+    fig = Figure(figsize=(15 if area_target else 10, 4), layout="constrained")
     FigureCanvasAgg(fig)
-    ax_lut, ax_fmax = fig.subplots(1, 2)
+    axes = list(fig.subplots(1, 3 if area_target else 2))
+    ax_lut, ax_fmax = axes[:2]
     blocks = list(sweep["runs"][0]["results"]) if sweep["runs"] else []
     marked = False
     for block in blocks:
@@ -749,8 +984,18 @@ def plot_sweep(sweep, path):
                 ax_lut.scatter(*zip(*fallback), s=120, facecolors="none", edgecolors="black",
                                zorder=3, label=None if marked else "LUT multipliers (DSPs full)")
                 marked = True
-    for ax, ylabel in ((ax_lut, "LUTs (block, without harness)"),
-                       (ax_fmax, "Fmax, MHz (with harness)")):
+    panels = [(ax_lut, "LUTs (block, without harness)"), (ax_fmax, "Fmax, MHz (with harness)")]
+    if area_target:
+        key, ylabel = {"osu018": ("area_um2", "standard-cell area, um^2 (osu018)"),
+                       "generic": ("transistors", "transistors (generic estimate)")}[area_target]
+        for block in blocks:
+            points = [(x, run["results"][block][area_target][key])
+                      for x, run in zip(xs, sweep["runs"])
+                      if run["results"][block][area_target]["status"] == "ok"]
+            if points:
+                axes[2].plot(*zip(*points), marker="o", label=f"{block} {area_target}")
+        panels.append((axes[2], ylabel))
+    for ax, ylabel in panels:
         ax.set_xlabel(sweep["field"])
         ax.set_ylabel(ylabel)
         ax.grid(True, alpha=0.3)

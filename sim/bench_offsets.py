@@ -62,11 +62,11 @@ def random_masks(M, k, trials, rng):
     return masks
 
 
-def photo_importance(grid, seeds, queries=16):
+def photo_importance(grid, seeds, queries=16, frames=4):
     """Importance vectors of real attention rows, one per seed (a different crop each)."""
     out = []
     for seed in seeds:
-        att = photo_attention(frames=4, grid=grid, queries=queries, seed=seed)
+        att = photo_attention(frames=frames, grid=grid, queries=queries, seed=seed)
         out.append(importance(scores_from_fp16(att)))
     return out
 
@@ -283,6 +283,112 @@ def summary_markdown(M, claims, cycles_results):
                   f"- decoder: measured / golden.cycles model = {min(dec):.2f} to "
                   f"{max(dec):.2f} (the model is an upper bound).", ""]
     return "\n".join(lines)
+
+
+# ---- focus-rtl bench (sim.bench) ------------------------------------------------------------
+
+PICKS = (0.05, 0.25, 0.5, 0.75, 0.95)
+
+
+def photo_shape(M):
+    """(frames, grid) with frames * grid**2 = M (4 frames preferred), or None."""
+    for frames in (4, 2, 1):
+        grid = math.isqrt(M // frames)
+        if grid >= 2 and frames * grid * grid == M:
+            return frames, grid
+    return None
+
+
+def plan(p, quick=False, seed=2026):
+    """The jobs of ``focus-rtl bench`` for the parameters ``p``: ``(label, run)`` pairs, ``run()``
+    returning ``(kind, data)``.
+
+    M = ``p.tokens`` (quick: at most 64). One job computes the bits-per-position tables (golden,
+    random masks and, when M = frames * grid**2, photo masks); one job per keep ratio (5, 25,
+    50, 75 and 95 %; quick: 25 and 75 %) runs the random and the photo mask through the RTL
+    encoder and decoder, checked against golden."""
+    M = min(p.tokens, 64) if quick else p.tokens
+    q = p.replace(tokens=M)
+    shape = photo_shape(M)
+    trials = 2 if quick else 8
+    seeds = [0] if quick else [0, 1, 2, 3]
+    rng = np.random.default_rng(seed)
+    state = {}
+
+    def photo():
+        if "photo" not in state:
+            state["photo"] = (photo_importance(shape[1], seeds, frames=shape[0]) if shape
+                              else [])
+        return state["photo"]
+
+    def bits():
+        kinds = {"random": lambda k: random_masks(M, k, trials, rng)}
+        if shape:
+            kinds["photo"] = lambda k: [topk_mask(s, k) for s in photo()]
+        tables = bits_table(M, kinds, lambda text: None)
+        return "bits", {"M": M, "tables": tables, "trials": trials, "seeds": seeds}
+
+    def cycles(ratio):
+        k = max(1, round(ratio * M))
+        masks = [("random", ratio, random_masks(M, k, 1, np.random.default_rng(7))[0])]
+        if shape:
+            masks.append(("photo", ratio, topk_mask(photo()[0], k)))
+        return "cycles", {"tag": f"tokens {M}, lanes {q.lanes}, word_bits {q.word_bits}",
+                          "lanes": q.lanes, "word_bits": q.word_bits, "M": M,
+                          "rows": cycle_runs(q, masks, lambda text: None)}
+
+    jobs = [(f"offsets bits per position M={M}", bits)]
+    for ratio in (0.25, 0.75) if quick else PICKS:
+        jobs.append((f"offsets encode+decode M={M} keep={ratio:.0%}", lambda r=ratio: cycles(r)))
+    return jobs
+
+
+def summary_rows(kind, data):
+    """``focus-rtl bench`` summary rows: the encoder's model is an estimate (the RTL forms at most
+    one code per cycle and spends a cycle on an empty beat), the decoder's an upper bound. The
+    physical bound is the busier port at one beat per cycle: ceil(M/a) mask beats or
+    ceil(nbits/word_bits) code words."""
+    if kind != "cycles":
+        return []
+    out = []
+    M, a = data["M"], data["lanes"]
+    for r in data["rows"]:
+        bound = max(-(-M // a), r["words"])
+        job = f"{r['kind']} M={M} keep {r['ratio']:.0%} n={r['n']} nbits={r['nbits']}"
+        out.append({"block": "offset_encoder", "job": job, "measured": r["enc"],
+                    "model": r["enc_model"], "model_kind": "estimate", "bound": bound,
+                    "correct": True})
+        out.append({"block": "offset_decoder", "job": job, "measured": r["dec"],
+                    "model": r["dec_model"], "model_kind": "upper bound", "bound": bound,
+                    "correct": True})
+    return out
+
+
+def write(records, out):
+    """Write bits.md, bits.png, cycles.md and README.md of ``records`` to ``out``; returns the
+    paths."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    bits = [data for kind, data in records if kind == "bits"]
+    cycles_results = {}
+    for kind, data in records:
+        if kind == "cycles":
+            cycles_results.setdefault(data["tag"], []).extend(data["rows"])
+    if bits:
+        b = bits[0]
+        (out / "bits.md").write_text(bits_markdown(b["M"], b["tables"], b["trials"], b["seeds"]))
+        plot(b["M"], b["tables"], out / "bits.png")
+        paths += [out / "bits.md", out / "bits.png"]
+    if cycles_results:
+        (out / "cycles.md").write_text(cycles_markdown(cycles_results))
+        paths.append(out / "cycles.md")
+    if bits:
+        summary = summary_markdown(bits[0]["M"], claim_summary(bits[0]["tables"]),
+                                   cycles_results)
+        (out / "README.md").write_text(summary)
+        paths.append(out / "README.md")
+    return paths
 
 
 def main(argv=None):

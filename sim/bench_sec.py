@@ -59,73 +59,153 @@ def bubble_bound(M, k, a):
     return cdiv(min(k, M), a) * M + cdiv(M, a)
 
 
+def analyzer_row(preset, p, scores, mode):
+    """One analyzer job on ``scores`` [R, M]: measured, model, target and the check."""
+    R, M = scores.shape
+    stats = {}
+    got = importance(scores, mode, params=p, stats=stats)
+    beats = R * cdiv(M, p.lanes) if mode == "spatial" else M * cdiv(R, p.lanes)
+    return {
+        "preset": preset, "lanes": p.lanes, "M": M, "R": R, "mode": mode,
+        "beats": beats, "measured": stats["cycles"],
+        "model": importance_cycles(R, M, p.lanes, mode),
+        "target": beats + 3 + cdiv(M, p.lanes), "done_latency": stats["done_latency"],
+        "correct": bool((got == golden.importance(scores)).all()),
+    }
+
+
 def measure_analyzer(preset, p, rng):
     rows = []
     for M in SIZES:
         scores = rng.integers(0, 1 << 16, (ROWS, M))
         for mode in ("spatial", "temporal"):
             start = time.monotonic()
-            stats = {}
-            got = importance(scores, mode, params=p, stats=stats)
-            beats = ROWS * cdiv(M, p.lanes) if mode == "spatial" else M * cdiv(ROWS, p.lanes)
-            row = {
-                "preset": preset, "lanes": p.lanes, "M": M, "R": ROWS, "mode": mode,
-                "beats": beats, "measured": stats["cycles"],
-                "model": importance_cycles(ROWS, M, p.lanes, mode),
-                "target": beats + 3 + cdiv(M, p.lanes), "done_latency": stats["done_latency"],
-                "correct": bool((got == golden.importance(scores)).all()),
-            }
+            row = analyzer_row(preset, p, scores, mode)
             rows.append(row)
             progress(f"  analyzer {preset} M={M} {mode}: {row['measured']} cycles "
                      f"({time.monotonic() - start:.1f} s)")
     return rows
 
 
+def selector_row(preset, p, s, k, keep_pct, sorters=("bubble", "radix")):
+    """One selector job (the vector ``s``, keep ``k``) with each sorter."""
+    a, M = p.lanes, s.size
+    row = {"preset": preset, "lanes": a, "M": M, "keep_pct": keep_pct, "k": k,
+           "paper": topk_paper(M, k, a)}
+    for sorter in sorters:
+        stats = {}
+        got = topk_mask(s, k, params=p.replace(sorter=sorter), stats=stats)
+        row[sorter] = {
+            "measured": stats["cycles"],
+            "model": topk_cycles(M, k, a, p.score_bits, sorter),
+            "target": topk_target(M, k, a, p.score_bits, sorter),
+            "correct": bool((got == golden.topk_mask(s, k)).all()),
+        }
+    if "bubble" in row:
+        row["bubble"]["bound"] = bubble_bound(M, k, a)
+    return row
+
+
 def measure_selector(preset, p, rng):
     rows = []
-    a = p.lanes
     for M in SIZES:
         s = rng.integers(0, 1 << 16, M)
         for pct in KEEPS:
-            k = round(M * pct / 100)
-            row = {"preset": preset, "lanes": a, "M": M, "keep_pct": pct, "k": k,
-                   "paper": topk_paper(M, k, a)}
-            for sorter in ("bubble", "radix"):
-                start = time.monotonic()
-                stats = {}
-                q = p.replace(sorter=sorter)
-                got = topk_mask(s, k, params=q, stats=stats)
-                row[sorter] = {
-                    "measured": stats["cycles"],
-                    "model": topk_cycles(M, k, a, p.score_bits, sorter),
-                    "target": topk_target(M, k, a, p.score_bits, sorter),
-                    "correct": bool((got == golden.topk_mask(s, k)).all()),
-                }
-                progress(f"  {sorter} {preset} M={M} k={k}: {stats['cycles']} cycles "
-                         f"({time.monotonic() - start:.1f} s)")
-            row["bubble"]["bound"] = bubble_bound(M, k, a)
+            start = time.monotonic()
+            row = selector_row(preset, p, s, round(M * pct / 100), pct)
             rows.append(row)
+            progress(f"  bubble/radix {preset} M={M} k={row['k']}: {row['bubble']['measured']}"
+                     f"/{row['radix']['measured']} cycles ({time.monotonic() - start:.1f} s)")
     return rows
+
+
+def edge_keeps(a):
+    """k = 0, 1, 3a and 4a: where the bubble target can and cannot be met."""
+    return sorted({0, 1, 3 * a, 4 * a})
 
 
 def measure_edges(preset, p, rng):
     """M = 1024 with k = 0, 1, 3a and 4a: where the bubble target can and cannot be met."""
-    a = p.lanes
     M = SIZES[-1]
     s = rng.integers(0, 1 << 16, M)
     rows = []
-    for k in sorted({0, 1, 3 * a, 4 * a}):
-        stats = {}
-        got = topk_mask(s, k, params=p, stats=stats)
-        rows.append({"preset": preset, "lanes": a, "M": M, "keep_pct": None, "k": k,
-                     "paper": topk_paper(M, k, a),
-                     "bubble": {"measured": stats["cycles"],
-                                "model": topk_cycles(M, k, a, p.score_bits, "bubble"),
-                                "target": topk_target(M, k, a, p.score_bits, "bubble"),
-                                "bound": bubble_bound(M, k, a),
-                                "correct": bool((got == golden.topk_mask(s, k)).all())}})
-        progress(f"  bubble {preset} M={M} k={k}: {stats['cycles']} cycles")
+    for k in edge_keeps(p.lanes):
+        rows.append(selector_row(preset, p, s, k, None, sorters=("bubble",)))
+        progress(f"  bubble {preset} M={M} k={k}: {rows[-1]['bubble']['measured']} cycles")
     return rows
+
+
+# ---- focus-rtl bench (sim.bench) ------------------------------------------------------------
+
+def plan(preset, p, quick=False, seed=1):
+    """The jobs of ``focus-rtl bench`` for one parameter set: a list of ``(label, run)``, where
+    ``run()`` returns ``(kind, row)`` with kind ``"analyzer"`` or ``"selector"``.
+
+    Full: M in {64, 256, 1024} (up to ``p.tokens``), R = 64, both dataflows; keep 10, 40, 90 %
+    with both sorters; the bubble edges at the largest M. Quick: the smallest M (at most 64),
+    R = 8, keep 40 %."""
+    rng = np.random.default_rng(seed)
+    sizes = [M for M in SIZES if M <= p.tokens] or [p.tokens]
+    rows, keeps = (8, (40,)) if quick else (ROWS, KEEPS)
+    if quick:
+        sizes = [min(sizes[0], 64)]
+    top = 1 << p.score_bits
+    jobs = []
+    for M in sizes:
+        scores = rng.integers(0, top, (rows, M))
+        for mode in ("spatial", "temporal"):
+            jobs.append((f"sec importance M={M} R={rows} {mode}",
+                         lambda x=scores, m=mode: ("analyzer", analyzer_row(preset, p, x, m))))
+    for M in sizes:
+        s = rng.integers(0, top, M)
+        for pct in keeps:
+            k = round(M * pct / 100)
+            jobs.append((f"sec top-k M={M} k={pct}%",
+                         lambda x=s, k=k, pct=pct: ("selector", selector_row(preset, p, x, k,
+                                                                            pct))))
+    if not quick:
+        M = sizes[-1]
+        s = rng.integers(0, top, M)
+        for k in edge_keeps(p.lanes):
+            if k <= M:
+                jobs.append((f"sec top-k bubble M={M} k={k}",
+                             lambda x=s, k=k: ("selector", selector_row(preset, p, x, k, None,
+                                                                        ("bubble",)))))
+    return jobs
+
+
+def summary_rows(kind, row):
+    """The ``focus-rtl bench`` summary rows of one record: block, job, measured, model, whether
+    the model is exact, and the physical bound (the input at one beat per cycle for the
+    analyzer; the vector in and the mask out, ceil(M/a) beats each, for the selector, whose first
+    mask beat needs the last score)."""
+    a, M = row["lanes"], row["M"]
+    if kind == "analyzer":
+        return [{"block": "importance_analyzer", "job": f"M={M} R={row['R']} {row['mode']}",
+                 "measured": row["measured"], "model": row["model"], "model_kind": "exact",
+                 "bound": row["beats"], "correct": row["correct"]}]
+    keep = f"k={row['k']}" + (f" ({row['keep_pct']} %)" if row["keep_pct"] is not None else "")
+    return [{"block": f"topk_selector ({sorter})", "job": f"M={M} {keep}",
+             "measured": row[sorter]["measured"], "model": row[sorter]["model"],
+             "model_kind": "exact", "bound": 2 * cdiv(M, a), "correct": row[sorter]["correct"]}
+            for sorter in ("bubble", "radix") if sorter in row]
+
+
+def write(records, out):
+    """Write ``cycles.md``, ``cycles.png`` and ``bench.json`` of ``records`` (``(kind, row)``
+    pairs from :func:`plan`) to ``out``; returns the paths."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    analyzer = [row for kind, row in records if kind == "analyzer"]
+    selector = [row for kind, row in records if kind == "selector"]
+    (out / "cycles.md").write_text(cycles_markdown(analyzer, selector))
+    paths = [out / "cycles.md"]
+    if analyzer and any(r["keep_pct"] is not None for r in selector):
+        plot(analyzer, selector, out / "cycles.png")
+        paths.append(out / "cycles.png")
+    (out / "bench.json").write_text(json.dumps({"analyzer": analyzer, "selector": selector},
+                                               indent=1))
+    return paths + [out / "bench.json"]
 
 
 def _met(measured, target, bound=None):
@@ -138,17 +218,18 @@ def _met(measured, target, bound=None):
 
 def cycles_markdown(analyzer, selector):
     lines = [
-        "## Importance analyzer (R = 64 rows, no stalls, vector read out)",
+        "## Importance analyzer (R rows, no stalls, vector read out)",
         "",
         "Target: one beat per cycle, the vector complete 3 cycles after the last beat, then "
         "ceil(M/a) readout beats: beats + 3 + ceil(M/a).",
         "",
-        "| preset | a | M | mode | beats | measured | model | target | met | last beat to done "
-        "| = golden |",
-        "|---|---:|---:|---|---:|---:|---:|---:|---|---:|---|",
+        "| preset | a | M | R | mode | beats | measured | model | target | met "
+        "| last beat to done | = golden |",
+        "|---|---:|---:|---:|---|---:|---:|---:|---:|---|---:|---|",
     ]
     for r in analyzer:
-        lines.append(f"| {r['preset']} | {r['lanes']} | {r['M']} | {r['mode']} | {r['beats']} "
+        lines.append(f"| {r['preset']} | {r['lanes']} | {r['M']} | {r['R']} | {r['mode']} "
+                     f"| {r['beats']} "
                      f"| {r['measured']} | {r['model']} | {r['target']} "
                      f"| {_met(r['measured'], r['target'])} | {r['done_latency']} "
                      f"| {'yes' if r['correct'] else '**NO**'} |")
@@ -177,7 +258,7 @@ def cycles_markdown(analyzer, selector):
             f"| {r['paper']} | {x['measured'] / r['paper']:.3f} | {ok} |")
     lines += [
         "",
-        "### The bubble sorter where its target is tight (M = 1024, small k)",
+        "### The bubble sorter where its target is tight (the largest M, small k)",
         "",
         "The mask needs ceil(M/a) beats after the last pass, so the target cannot be met when "
         "ceil(M/a) exceeds 0.05 * ceil(k/a) * M + 64 (the bound column is above the target).",
@@ -247,23 +328,24 @@ def plot(analyzer, selector, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    presets = sorted({r["preset"] for r in selector}, key=list(PRESETS).index)
+    presets = list(dict.fromkeys(r["preset"] for r in selector if r["keep_pct"] is not None))
+    sizes = sorted({r["M"] for r in analyzer + selector})
     fig, axes = plt.subplots(1, len(presets) + 1, figsize=(6 * (len(presets) + 1), 5),
                              squeeze=False)
     colors = {10: "tab:blue", 40: "tab:orange", 90: "tab:green"}
     for ax, preset in zip(axes[0], presets):
         rows = [r for r in selector if r["preset"] == preset and r["keep_pct"] is not None]
         a = rows[0]["lanes"]
-        for pct in KEEPS:
+        for pct in dict.fromkeys(r["keep_pct"] for r in rows):
             sel = [r for r in rows if r["keep_pct"] == pct]
             Ms = [r["M"] for r in sel]
-            c = colors[pct]
+            c = colors.get(pct, "tab:gray")
             ax.plot(Ms, [r["bubble"]["measured"] for r in sel], "o-", color=c,
                     label=f"bubble, keep {pct} %")
             ax.plot(Ms, [r["bubble"]["model"] for r in sel], "x", color="white", ms=5)
             ax.plot(Ms, [r["bubble"]["target"] for r in sel], "--", color=c, alpha=0.6)
             ax.plot(Ms, [r["paper"] for r in sel], ":", color=c, alpha=0.8)
-        sel = [r for r in rows if r["keep_pct"] == KEEPS[0]]
+        sel = [r for r in rows if r["keep_pct"] == rows[0]["keep_pct"]]
         ax.plot([r["M"] for r in sel], [r["radix"]["measured"] for r in sel], "s-",
                 color="black", label="radix (any keep)")
         ax.plot([r["M"] for r in sel], [r["radix"]["model"] for r in sel], "x", color="white",
@@ -277,18 +359,21 @@ def plot(analyzer, selector, path):
     for preset, marker in zip(presets, "o^"):
         for mode, c in (("spatial", "tab:purple"), ("temporal", "tab:brown")):
             sel = [r for r in analyzer if r["preset"] == preset and r["mode"] == mode]
+            if not sel:
+                continue
             a = sel[0]["lanes"]
             ax.plot([r["M"] for r in sel], [r["measured"] for r in sel], marker + "-", color=c,
                     label=f"{mode}, {preset} (a = {a})", alpha=0.8)
             ax.plot([r["M"] for r in sel], [r["model"] for r in sel], "x", color="white", ms=5)
             ax.plot([r["M"] for r in sel], [r["target"] for r in sel], "--", color=c, alpha=0.5)
-    ax.set_title(f"importance analyzer, R = {ROWS} rows, vector read out\n"
+    rows_used = ", ".join(str(R) for R in sorted({r["R"] for r in analyzer}))
+    ax.set_title(f"importance analyzer, R = {rows_used} rows, vector read out\n"
                  "solid: measured, dashed: target (beats + 3 + ceil(M/a))")
     ax.legend(fontsize=8)
     for ax in axes[0]:
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
-        ax.set_xticks(SIZES, [str(M) for M in SIZES])
+        ax.set_xticks(sizes, [str(M) for M in sizes])
         ax.set_xlabel("M (tokens)")
         ax.set_ylabel("cycles")
         ax.grid(True, which="both", alpha=0.3)

@@ -60,8 +60,8 @@ def table(header, rows):
     return "\n".join(lines) + "\n"
 
 
-def _photo(frames, dim, seed=0):
-    return photo_tokens(frames=frames, grid=GRID, dim=dim, seed=seed)
+def _photo(frames, dim, seed=0, grid=GRID, elem_bits=8):
+    return photo_tokens(frames=frames, grid=grid, dim=dim, seed=seed, elem_bits=elem_bits)
 
 
 # ---- 1. cycles --------------------------------------------------------------------------------
@@ -415,6 +415,123 @@ def bench_accuracy(out, quick):
     fig.savefig(out / "sparsity.png", dpi=120)
     plt.close(fig)
     return "".join(text)
+
+
+# ---- focus-rtl bench (sim.bench) ------------------------------------------------------------
+
+def cycles_row(p, x, pos, fs, hs, theta, mean=False):
+    """One tile of ``len(pos)`` tokens through the block matcher at ``p``: a dict with the
+    measured cycles, the model (``first``), the target and the check against golden."""
+    job = Job(x, pos, fs, hs, mean=mean)
+    (result,) = run_jobs(p, [job], thetas=[theta])
+    size, k = len(pos), p.comparators
+    got = decode_beats(result.beats, p.dim, mean)
+    want = golden_job(p, job, [theta])
+    return {"comparators": k, "S": size, "representative": "mean" if mean else "first",
+            "measured": result.cycles, "model": golden.cycles.block_match_cycles(size, k),
+            "target": golden.cycles.block_match_target(size, k), "uniques": result.uniques,
+            "error": result.error,
+            "correct": bool(np.array_equal(got[0], want[0])
+                            and np.array_equal(got[1], want[1]))}
+
+
+def photo_grid(window):
+    """The largest photo grid g <= 14 whose strides fit the window: g*g + g + 1 < window."""
+    return max(g for g in range(1, GRID + 1) if g * g + g + 1 < window)
+
+
+def plan(p, quick=False):
+    """The jobs of ``focus-rtl bench`` for ``p``: ``(label, run)`` pairs, ``run()`` returning
+    ``("cycles", row)``.
+
+    Photograph tokens (V = ``p.dim``, ``p.elem_bits``; the grid fitted to the window,
+    FS = grid**2, HS = grid), theta 0.9 (or the largest below 1 at
+    ``p.theta_bits``), one tile of S tokens per job. Full: 1 to 7 comparators,
+    S in {64, 256, 1024} up to ``p.tile``, and the ``mean`` representative with 1 and 7
+    comparators at the largest S. Quick: ``p.comparators`` and S = min(64, tile)."""
+    grid = photo_grid(p.window)
+    sizes = [S for S in (64, 256, 1024) if S <= p.tile] or [p.tile]
+    if quick:
+        sizes = [min(sizes[0], 64)]
+    frames = -(-max(sizes) // (grid * grid))
+    fs, hs = grid * grid, grid
+    theta = min(int(0.9 * (1 << p.theta_bits) + 0.5), (1 << p.theta_bits) - 1)
+    state = {}
+
+    def tokens():
+        if not state:
+            state["x"] = _photo(frames, p.dim, grid=grid, elem_bits=p.elem_bits)
+        return state["x"]
+
+    def one(k, size, mean=False):
+        x, pos = tokens()
+        return "cycles", cycles_row(p.replace(comparators=k), x[:size], pos[:size], fs, hs,
+                                    theta, mean)
+
+    jobs = []
+    for k in [p.comparators] if quick else range(1, 8):
+        for size in sizes:
+            jobs.append((f"sic block match c={k} S={size}", lambda k=k, s=size: one(k, s)))
+    if not quick:
+        for k in (1, 7):
+            jobs.append((f"sic block match c={k} S={sizes[-1]} mean",
+                         lambda k=k: one(k, sizes[-1], True)))
+    return jobs
+
+
+def summary_rows(kind, row):
+    """``focus-rtl bench`` summary rows: the model is exact for ``first`` and leaves out the
+    ``mean`` drain; the physical bound is one token per cycle."""
+    exact = row["representative"] == "first"
+    return [{"block": "block_matcher", "job": f"c={row['comparators']} S={row['S']} "
+                                             f"{row['representative']}",
+             "measured": row["measured"], "model": row["model"],
+             "model_kind": "exact" if exact else "first only", "bound": row["S"],
+             "correct": row["correct"] and not row["error"]}]
+
+
+def write(records, out):
+    """Write ``cycles.md`` and ``cycles.png`` of ``records`` to ``out``; returns the paths."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = [r for _, r in records]
+    first = [r for r in rows if r["representative"] == "first"]
+    mean = [r for r in rows if r["representative"] == "mean"]
+    text = ["# Block matcher: cycles per tile\n",
+            "Amaranth simulator, no stalls, photograph tokens, theta 0.9. Model: "
+            "`golden.cycles.block_match_cycles` = S * ceil(7/c) + "
+            f"{golden.cycles.BLOCK_MATCH_LATENCY} (for `first`); target: `block_match_target`; "
+            "bound: one token per cycle.\n",
+            table(("comparators", "S", "representative", "measured", "model", "target",
+                   "cycles/token", "within target", "= golden"),
+                  [(r["comparators"], r["S"], r["representative"], r["measured"], r["model"],
+                    r["target"], f"{r['measured'] / r['S']:.3f}",
+                    "yes" if r["measured"] <= r["target"] else "**no**",
+                    "yes" if r["correct"] else "**NO**") for r in first + mean])]
+    (out / "cycles.md").write_text("".join(text))
+    paths = [out / "cycles.md"]
+    if first:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for k in sorted({r["comparators"] for r in first}):
+            sel = [r for r in first if r["comparators"] == k]
+            ax.plot([r["S"] for r in sel], [r["measured"] for r in sel], "o-",
+                    label=f"{k} comparators, measured")
+            ax.plot([r["S"] for r in sel], [r["model"] for r in sel], "kx", ms=4)
+        sizes = sorted({r["S"] for r in first})
+        ax.plot(sizes, sizes, "k:", lw=1, label="bound: one token per cycle")
+        ax.set_xlabel("tokens per tile S")
+        ax.set_ylabel("cycles per tile")
+        ax.set_yscale("log")
+        ax.set_title("Block matcher: measured (points), model (x), bound (dotted)")
+        ax.legend(fontsize=7, ncol=2)
+        fig.tight_layout()
+        fig.savefig(out / "cycles.png", dpi=120)
+        plt.close(fig)
+        paths.append(out / "cycles.png")
+    return paths
 
 
 STEPS = ("cycles", "gating", "accuracy", "synth")

@@ -8,6 +8,9 @@ breaks (``CFG_CXXFLAGS_PCH_I`` is empty, so ``c++`` gets ``Vtop__pch.h.fast`` as
 Building with ``--output-split 0`` avoids it. Each case builds in its own directory under
 ``build/cocotb/<block>/`` (see :mod:`sim.runner`); ``sim.importance`` and ``sim.topk_mask`` on a
 simulator share that build (case ``sec``).
+
+The complete SEC (block ``sec``, :mod:`sim.tb_sec_unit`) runs end to end on both simulators with
+both sorters, at one small shape: its regression jobs and ``sim.sec`` share one build per case.
 """
 
 import numpy as np
@@ -62,3 +65,47 @@ def test_sim_api_on_simulators(simulator, require_simulator):
     assert (got == golden.topk_mask(s, 7)).all()
     sim.topk_mask(s, 7, params=p, simulator=simulator, stats=stats)
     assert stats["cycles"] == topk_cycles(20, 7, 3, 16, "radix")
+
+
+# ---- the complete SEC (block "sec") ------------------------------------------------------------
+
+SEC_SHAPE = dict(tokens=14, lanes=3, score_bits=8, word_bits=8)
+
+
+@pytest.mark.parametrize("sorter", ["bubble", "radix"])
+@pytest.mark.parametrize("simulator", ["icarus", "verilator"])
+def test_sec_end_to_end(simulator, sorter, require_simulator):
+    """The complete SEC as emitted Verilog: 16 mixed jobs back to back (both dataflows, every
+    fixed order and the adaptive one, M from 1 to tokens, ties, keep at its edges) equal to
+    golden.sec, with the status outputs right and the same cycle counts as the Amaranth
+    simulation, without stalls and with 30 % idles and back-pressure; then sim.sec itself."""
+    from sim.sec import mask_from_beats
+    from sim.sec_unit import code_from_words, run_sec_jobs, sec_cases, sec_job
+
+    require_simulator(simulator)
+    p = FocusParams(sorter=sorter, **SEC_SHAPE)
+    cases = sec_cases(p, 16, seed=21)
+    jobs = [sec_job(p, *case) for case in cases]
+    for stalls in (0.0, 0.3):
+        got = run_sec_jobs(p, jobs, simulator=simulator, stalls=stalls, seed=5)
+        reference = run_sec_jobs(p, jobs, stalls=stalls, seed=5)
+        for n, ((scores, mode, keep, order), r, ref) in enumerate(zip(cases, got, reference)):
+            want_mask, want_words, want_nbits = golden.sec(scores, keep, mode=mode, order=order,
+                                                           word_bits=p.word_bits)
+            what = f"job {n}: {mode}, shape {scores.shape}, keep {keep}, order {order}"
+            mask = mask_from_beats(r["mask_beats"], scores.shape[1], p.lanes)
+            words, nbits = code_from_words(r["words"])
+            assert (mask == want_mask).all(), what
+            assert np.array_equal(words, want_words) and nbits == want_nbits, what
+            assert (r["kept"], r["nbits"], r["error"]) == (int(want_mask.sum()), nbits, 0), what
+            assert r["order"] == int(want_words[0]) >> (p.word_bits - 3), what
+            assert (r["cycles"], r["done"] - r["cfg_cycle"]) == (
+                ref["cycles"], ref["done"] - ref["cfg_cycle"]), what
+    rng = np.random.default_rng(8)
+    for mode in ("spatial", "temporal"):
+        scores = rng.integers(0, 4, (4, 13))                       # heavy ties
+        got = sim.sec(scores, 6, mode=mode, order=None, word_bits=8, params=p,
+                      simulator=simulator, stalls=0.3, seed=3)
+        want = golden.sec(scores, 6, mode=mode, word_bits=8)
+        assert (got[0] == want[0]).all() and np.array_equal(got[1], want[1])
+        assert got[2] == want[2]

@@ -132,3 +132,18 @@ def test_similarity_widths_are_exact(dim, elem_bits):
 def test_token_widths(tokens, index_bits, count_bits):
     p = FocusParams(tokens=tokens)
     assert (p.index_bits, p.count_bits) == (index_bits, count_bits)
+
+
+@pytest.mark.parametrize("tokens,word_bits", [(1, 8), (64, 32), (100, 16), (1024, 32)])
+def test_code_words_is_the_longest_code(tokens, word_bits):
+    """Every token kept at order 7 (8 bits each) is the longest offset code: exactly code_words."""
+    import numpy as np
+
+    from golden.offsets import encode_offsets
+    p = FocusParams(tokens=tokens, word_bits=word_bits)
+    assert len(encode_offsets(np.ones(tokens, bool), order=7, word_bits=word_bits)[0]) == \
+        p.code_words
+    rng = np.random.default_rng(tokens)
+    for e in range(8):
+        mask = rng.random(tokens) < rng.random()
+        assert len(encode_offsets(mask, order=e, word_bits=word_bits)[0]) <= p.code_words

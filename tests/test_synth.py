@@ -7,16 +7,17 @@ the default-preset figures come from ``focus-rtl synth``, not from here.
 """
 
 import json
+import os
 import re
 import shutil
 
 import pytest
 from amaranth.hdl import Value
 
-from rtl import synth, toolchain
+from rtl import cli, synth, toolchain
 from rtl.params import FocusParams
-from rtl.synth import (harness_verilog, plot_sweep, report_markdown, run_sweep, run_synth,
-                       sweep_markdown, synth_block)
+from rtl.synth import (harness_verilog, plot_sweep, relative_shares, report_markdown,
+                       run_sweep, run_synth, sweep_markdown, synth_block)
 
 BLOCK = "similarity_comparator"
 TINY = FocusParams(dim=2, elem_bits=4, theta_bits=2)
@@ -155,8 +156,10 @@ def test_timeout_is_reported(work):
 def test_bad_arguments():
     with pytest.raises(ValueError, match="Unknown block 'nope'"):
         synth_block("nope", "generic", TINY)
-    with pytest.raises(ValueError, match="Unknown target 'asic'"):
-        synth_block(BLOCK, "asic", TINY)
+    with pytest.raises(ValueError, match="Unknown target 'nope'"):
+        synth_block(BLOCK, "nope", TINY)
+    with pytest.raises(ValueError, match="Unknown reference block 'nope'"):
+        run_synth(TINY, [BLOCK], ["generic"], relative_to="nope")
     with pytest.raises(ValueError, match="dsp = 'maybe'"):
         synth_block(BLOCK, "ice40", TINY, dsp="maybe")
 
@@ -199,3 +202,139 @@ def test_yosys_failures_are_classified(work, monkeypatch, script, status, error)
     monkeypatch.setattr(synth, "_tool", lambda name: ["sh", "-c", script])
     assert synth._yosys(work, ["help"], None)[:2] == (status, error)
     assert synth.HARD_FAILURES == ("synth_failed",)
+
+
+# ---- osu018 standard-cell area ------------------------------------------------------------------
+
+def _liberty_or_skip():
+    """The liberty file; without it the test skips, unless FOCUS_REQUIRE_LIBERTY is set (CI after
+    `make liberty`), when it fails."""
+    path = toolchain.liberty_path()
+    if path is None or not path.is_file():
+        if os.environ.get("FOCUS_REQUIRE_LIBERTY"):
+            pytest.fail(f"FOCUS_REQUIRE_LIBERTY is set but there is no liberty file ({path})")
+        pytest.skip("no OSU 0.18 um liberty: run `make liberty`")
+    return path
+
+
+def _cell_areas(path):
+    """{cell: area} read from the liberty text directly (not through Yosys)."""
+    text = path.read_text()
+    return {name: float(area) for name, area in
+            re.findall(r"^\s*cell\s*\(\s*(\w+)\s*\)\s*\{[^{}]*?\barea\s*:\s*([\d.]+)", text,
+                       re.MULTILINE)}
+
+
+@pytest.mark.synth
+def test_osu018_area(work):
+    areas = _cell_areas(_liberty_or_skip())
+    assert len(areas) == 32 and areas["DFFPOSX1"] > 0
+    result = synth_block(BLOCK, "osu018", TINY, work_root=work)
+    assert result["status"] == "ok", result["error"]
+    cells = result["cells_by_type"]
+    # Every cell is a library cell, and the area is the sum of the library's cell areas.
+    assert result["unmapped_cells"] == {} and set(cells) <= set(areas)
+    assert result["area_um2"] == pytest.approx(sum(n * areas[c] for c, n in cells.items()))
+    assert result["ff"] == cells["DFFPOSX1"] > 0
+    assert result["sequential_area_um2"] == pytest.approx(
+        sum(n * areas[c] for c, n in cells.items() if c.startswith("DFF")))
+    assert not result["area_lower_bound"]
+    assert result["liberty"]["library"] == "osu018_stdcells"
+    # More logic, more area.
+    larger = synth_block(BLOCK, "osu018", TINY.replace(dim=3), work_root=work)
+    assert larger["area_um2"] > result["area_um2"]
+
+
+@pytest.mark.synth
+def test_osu018_icg_latches_are_a_lower_bound(work):
+    _liberty_or_skip()
+    result = synth_block(BLOCK, "osu018", TINY.replace(gating="icg"), work_root=work)
+    assert result["status"] == "ok", result["error"]
+    assert result["latch"] == 3 and result["area_lower_bound"]
+
+
+def test_no_liberty_is_reported_with_the_command(work, monkeypatch, capsys):
+    missing = work / "nowhere" / "osu018_stdcells.lib"
+    monkeypatch.setenv("FOCUS_LIBERTY", str(missing))
+    result = synth_block(BLOCK, "osu018", TINY, work_root=work)
+    assert result["status"] == "no_liberty"
+    assert "run `make liberty`" in result["error"] and str(missing) in result["error"]
+    assert not (work / TINY.tag / BLOCK / "osu018" / "synth.ys").exists()
+
+    monkeypatch.delenv("FOCUS_LIBERTY")
+    monkeypatch.setattr(toolchain, "LIBERTY_FETCHED", missing)
+    monkeypatch.setattr(toolchain, "LIBERTY_SYSTEM", missing.with_suffix(".none"))
+    assert toolchain.liberty_path() is None
+    error = synth_block(BLOCK, "osu018", TINY, work_root=work)["error"]
+    assert "OSU 0.18 um liberty not found" in error and "make liberty" in error
+
+    # The command line reports it and exits 0, even with --strict: nothing failed.
+    out = work / "out"
+    status = cli.main(["synth", "--set", "dim=2", "--target", "osu018", "--block", BLOCK,
+                       "--strict", "-o", str(out), "--work-dir", str(work / "w")])
+    assert status == 0
+    text = (out / "report.md").read_text()
+    assert f"| {BLOCK} | no_liberty |" in text and "run `make liberty`" in text
+    assert "no_liberty" in capsys.readouterr().out
+
+
+# ---- share of the systolic array ----------------------------------------------------------------
+
+def _fake(status="ok", **values):
+    return {"status": status, **values}
+
+
+def test_relative_shares():
+    results = {
+        "systolic_array": {"generic": _fake(transistors=2000), "osu018": _fake(area_um2=400.0),
+                           "ecp5": _fake("does_not_fit", block={"lut": 800}),
+                           "ice40": _fake(block={"lut": 0})},
+        "a": {"generic": _fake(transistors=54), "osu018": _fake(area_um2=3.0),
+              "ecp5": _fake(block={"lut": 20}), "ice40": _fake(block={"lut": 5})},
+        "b": {"generic": _fake("timeout"), "osu018": _fake("no_liberty"),
+              "ecp5": _fake("synth_failed"), "ice40": _fake("ok", block={"lut": 7})},
+    }
+    shares = relative_shares(results, "systolic_array")
+    assert shares == {
+        "a": {"transistors": 2.7, "area_um2": 0.75, "ice40_lut": None, "ecp5_lut": 2.5},
+        "b": {"transistors": None, "area_um2": None, "ice40_lut": None, "ecp5_lut": None},
+    }
+    generic_only = {k: {"generic": v["generic"]} for k, v in results.items()}
+    assert relative_shares(generic_only, "systolic_array") == {
+        "a": {"transistors": 2.7}, "b": {"transistors": None}}
+
+
+def test_reference_block_is_added_and_automatic():
+    assert synth._reference([BLOCK], "systolic_array") == ([BLOCK, "systolic_array"],
+                                                           "systolic_array")
+    assert synth._reference([BLOCK, "systolic_array"], None)[1] == "systolic_array"
+    assert synth._reference([BLOCK], None) == ([BLOCK], None)
+    assert "systolic_array" not in synth._reference(None, None)[0]
+
+
+@pytest.mark.synth
+def test_share_of_the_array_in_the_same_flow(work):
+    report = run_synth(TINY, [BLOCK], ["generic"], progress=None, work_root=work,
+                       relative_to="systolic_array", meta={"preset": "default"})
+    array = report["results"]["systolic_array"]["generic"]
+    block = report["results"][BLOCK]["generic"]
+    assert array["status"] == block["status"] == "ok"
+    # The array is the unit's shape (dim x dim PEs of elem_bits): 2 x 2 int4 here.
+    # Flip-flops: weights 4 * 4, activations 2 * 4 (none leave the last column), partial sums
+    # 4 * 9 less the 2 duplicate sign bits of row 0 (a product is 8 bits), input skew 4, output
+    # deskew 9, valid bits 3.
+    assert array["ff"] == 16 + 8 + (36 - 2) + 4 + 9 + 3
+    share = report["relative"][BLOCK]["transistors"]
+    assert share == round(100 * block["transistors"] / array["transistors"], 2) > 0
+    text = report_markdown(report)
+    assert "### Share of systolic_array (2x2, int4)" in text
+    assert f"| {BLOCK} | {share:.2f} |" in text
+
+
+def test_cli_reference_blocks(capsys):
+    """--relative-to names a known block; the reference block is accepted by synth's --block but
+    is not one of the unit's blocks for emit."""
+    assert cli.main(["synth", "--relative-to", "nope"]) == 2
+    assert "focus-rtl: error: --relative-to 'nope': blocks are" in capsys.readouterr().err
+    assert cli.main(["emit", "--block", "systolic_array"]) == 2
+    assert "unknown block 'systolic_array'" in capsys.readouterr().err

@@ -1,0 +1,535 @@
+# amaranth: UnusedElaboratable=no
+"""FocusUnit in the Amaranth simulator: whole jobs against golden.focus (random and a photograph,
+D = 2V, under stalls, a stream-rule monitor on every stream port), every counter against what the
+job should give, the register map's access rules, and the error paths (bad settings, token count
+mismatches, bad commands), each followed by a good job."""
+
+import numpy as np
+import pytest
+
+import golden
+import sim
+from golden.cycles import (block_match_cycles, block_match_target, encode_cycles,
+                           importance_cycles, topk_cycles)
+from rtl.block_matcher import matcher_rounds
+from rtl.focus_unit import (ERROR_SHIFT, FOCUS_ID, READABLE, WRITABLE, Ctrl, ErrorFlag,
+                            FocusUnit, Reg, Status)
+from rtl.offset_decoder import DecodeError
+from rtl.params import FocusParams
+from rtl.semantic_concentrator import SecError
+from sim.focus import focus_program, job_record, read_counters, run_program, wait_idle
+from sim.sic import decode_beats
+from sim.streams import Stalls
+
+SMALL = dict(tokens=48, lanes=4, dim=4, window=16, tile=32, layers=4)
+P7 = FocusParams(**SMALL, comparators=7)
+P1 = FocusParams(**SMALL, comparators=1)
+F = 8
+
+
+def cdiv(a, b):
+    return -(-a // b)
+
+
+def random_job(rng, p, M=None, D=None, keep=None):
+    """Scores, tokens (prototypes with noise, some zero: many matches), settings."""
+    M = M or int(rng.integers(p.lanes + 1, p.tokens + 1))
+    R = int(rng.integers(1, 4))
+    D = D or 2 * p.dim
+    scores = rng.integers(0, int(rng.choice([4, 1000, 65535])), (R, M))
+    protos = rng.integers(-120, 121, (int(rng.integers(1, 4)), D))
+    tokens = protos[rng.integers(0, len(protos), M)] + rng.integers(-3, 4, (M, D))
+    tokens[rng.random(M) < 0.1] = 0
+    hs = int(rng.integers(1, 4))
+    fs = int(rng.integers(hs, p.window - hs - 1))
+    return dict(scores=scores, tokens=tokens,
+                keep=int(rng.integers(0, M + 3)) if keep is None else keep,
+                mode=str(rng.choice(["spatial", "temporal"])),
+                order=None if rng.random() < 0.5 else int(rng.integers(0, 8)),
+                frame_stride=fs, row_stride=hs,
+                theta_q=int(rng.choice([golden.theta_q(0.9), golden.theta_q(0.5), 255])),
+                representative=str(rng.choice(["first", "mean"])))
+
+
+def expected_active(vectors, positions, fs, hs, tile):
+    """Comparisons of a non-zero token with an existing non-zero candidate in its tile, counted
+    directly from the spec (the matcher's ACTIVE comparator-cycles)."""
+    offsets = [(c >> 2) * fs + ((c >> 1) & 1) * hs + (c & 1) for c in range(1, 8)]
+    nonzero = np.any(np.asarray(vectors) != 0, axis=1)
+    where, active = {}, 0
+    for s, q in enumerate(positions):
+        if nonzero[s]:
+            for o in offsets:
+                t = where.get(q - o) if o > 0 else None
+                active += t is not None and t >= s - s % tile and bool(nonzero[t])
+        where[q] = s
+    return active
+
+
+def golden_of(p, job):
+    return golden.focus(job["scores"], job["tokens"], job["keep"], mode=job["mode"],
+                        order=job["order"], word_bits=p.word_bits,
+                        frame_stride=job["frame_stride"], row_stride=job["row_stride"],
+                        theta_q=job["theta_q"], theta_bits=F, tile=p.tile, window=p.window,
+                        representative=job["representative"], dim=p.dim)
+
+
+def record_of(p, job):
+    return job_record(p, job["scores"], job["tokens"], job["keep"], mode=job["mode"],
+                      order=job["order"], frame_stride=job["frame_stride"],
+                      row_stride=job["row_stride"], theta_q=job["theta_q"],
+                      representative=job["representative"])
+
+
+def check_job(p, job, rec, io, *, exact_spans=True):
+    """The RTL's outputs and counters of one job (``rec`` from focus_program) against golden."""
+    want_mask, want_words, want_nbits, want_maps, want_uniques = golden_of(p, job)
+    mask = np.array(rec["kept_mask"], bool)
+    assert mask.tolist() == want_mask.tolist()
+    code = io.beats("code")[slice(*rec["code"])]
+    assert [b["word"] for b in code] == [int(w) for w in want_words]
+    assert code[-1]["last"] and not any(b["last"] for b in code[:-1])
+    assert all(b["nbits"] == want_nbits for b in code)
+    n = int(want_mask.sum())
+    sec = rec["sec"]
+    assert sec["KEPT"] == n
+    assert sec["NBITS"] == want_nbits
+    assert sec["ORDER"] == int(want_words[0]) >> (p.word_bits - 3)
+    assert sec["CODE_WORDS"] == len(want_words)
+    assert sec["STATUS"] == Status.CODE_VALID and sec["CAUSE"] == 0
+    M, R = job["scores"].shape[1], job["scores"].shape[0]
+    if exact_spans:
+        # SEC_CYCLES: first score transfer to the later last mask/code transfer, as measured by
+        # the stream monitors.
+        t = io.transfers
+        s0, m1, c1 = rec["scores_from"], rec["mask"][1], rec["code"][1]
+        measured = max(t["mask"][m1 - 1], t["code"][c1 - 1]) - t["scores"][s0] + 1
+        assert sec["SEC_CYCLES"] == measured
+    columns = rec["columns"]
+    assert len(columns) == len(want_uniques)
+    rounds = matcher_rounds(p)
+    for j, column in enumerate(columns):
+        c = column["counters"]
+        beats = io.beats("sic")[slice(*column["beats"])]
+        mp, u = decode_beats(beats, p.dim, job["representative"] == "mean")
+        assert mp.tolist() == want_maps[:, j].tolist(), f"column {j}"
+        assert u.tolist() == want_uniques[j].tolist(), f"column {j}"
+        assert c["UNIQUES"] == len(want_uniques[j])
+        assert c["ACTIVE"] == expected_active(
+            job["tokens"][mask][:, j * p.dim:(j + 1) * p.dim], np.flatnonzero(mask).tolist(),
+            job["frame_stride"], job["row_stride"], p.tile), f"column {j}"
+        assert c["ACTIVE"] + c["GATED"] == p.comparators * rounds * n
+        assert c["CAUSE"] == 0
+        assert c["SIC_TOKENS"] == n
+        assert c["STATUS"] == Status.CODE_VALID
+        if n and exact_spans:
+            first = rec["tokens_from"][j]
+            measured = io.transfers["sic"][column["beats"][1] - 1] - \
+                io.transfers["tokens"][first] + 1
+            assert c["SIC_CYCLES"] == measured, f"column {j}"
+        if not n:
+            assert not beats and c["SIC_CYCLES"] == 0
+    return M, R, n
+
+
+async def traced_program(io, p, job):
+    """focus_program, also noting where the job's score and token transfers start."""
+    s0 = len(io.transfers["scores"])
+    t0 = len(io.transfers["tokens"])
+    rec = await focus_program(io, p, job)
+    rec["scores_from"] = s0
+    n = sum(rec["kept_mask"])
+    rec["tokens_from"] = [t0 + j * n for j in range(len(rec["columns"]))]
+    return rec
+
+
+def run_jobs(p, jobs, stalls=0.0, seed=0):
+    async def program(io):
+        return [await traced_program(io, p, record_of(p, job)) for job in jobs]
+    return run_program(p, program, stalls=stalls, seed=seed)
+
+
+# ---- whole jobs ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("p", [P7, P1], ids=["c7", "c1"])
+def test_random_jobs_under_stalls(p):
+    """Six random jobs back to back (both modes, fixed and adaptive orders, both representatives,
+    keep from 0 to beyond M), 30 % idles and back-pressure on every stream port: outputs equal
+    golden, and every counter is what the job gives (cycle counters equal the spans the stream
+    monitors measured)."""
+    rng = np.random.default_rng(p.comparators)
+    jobs = [random_job(rng, p, keep=k) for k in (None, 0, None, 100, None, 1)]
+    records, io = run_jobs(p, jobs, stalls=0.3, seed=p.comparators)
+    for job, rec in zip(jobs, records):
+        check_job(p, job, rec, io)
+
+
+def test_long_backpressure():
+    """Consumers that hold ``ready`` low for hundreds of cycles (longer than any buffer) on
+    ``mask``, ``code`` and ``sic``: nothing is lost or repeated, the counters still match."""
+    p = P7
+    rng = np.random.default_rng(17)
+    jobs = [random_job(rng, p, M=40, keep=20)]
+    stalls = {"mask": Stalls(windows=[(60, 300)]), "code": Stalls(0.2, 1, windows=[(30, 200)]),
+              "sic": Stalls(0.1, 2, windows=[(0, 900)]), "scores": 0.1, "tokens": 0.1}
+    records, io = run_jobs(p, jobs, stalls=stalls)
+    check_job(p, jobs[0], records[0], io)
+    assert io.transfers["sic"][0] >= 900 and io.transfers["mask"][0] >= 360
+
+
+def test_cycles_within_model_bounds():
+    """Without stalls: SEC_CYCLES between the input bound and the blocks' models summed (plus a
+    small hand-over allowance), SIC_CYCLES between golden.cycles' block-matcher model and the
+    spec's target, for 7 and 1 comparators."""
+    rng = np.random.default_rng(5)
+    for p in (P7, P1):
+        jobs = [random_job(rng, p, M=p.tokens, keep=k) for k in (30, 7)]
+        for job in jobs:
+            job["representative"] = "first"
+        records, io = run_jobs(p, jobs)
+        for job, rec in zip(jobs, records):
+            M, R, n = check_job(p, job, rec, io)
+            mode, a = job["mode"], p.lanes
+            words = rec["sec"]["CODE_WORDS"]
+            model = (importance_cycles(R, M, a, mode) - cdiv(M, a)
+                     + topk_cycles(M, job["keep"], a, p.score_bits, p.sorter)
+                     + encode_cycles(M, n, rec["sec"]["NBITS"], a, p.word_bits))
+            beats = R * cdiv(M, a) if mode == "spatial" else M * cdiv(R, a)
+            assert beats + cdiv(M, a) <= rec["sec"]["SEC_CYCLES"] <= model + 16 + n, (
+                rec["sec"]["SEC_CYCLES"], model)
+            for column in rec["columns"]:
+                c = column["counters"]["SIC_CYCLES"]
+                assert block_match_cycles(n, p.comparators) <= c <= \
+                    block_match_target(n, p.comparators), (c, n, words)
+
+
+def test_photo_two_columns_under_stalls():
+    """A photograph panned into 3 frames of 4x4 patches (48 tokens of D = 8 = 2V); importance is a
+    query patch's attention (fp16 bit patterns); keep 30; tiles of 24 tokens; 25 % stalls."""
+    x, pos = golden.photo.photo_tokens(frames=3, grid=4, patch=8, dim=8)
+    attention = golden.photo.photo_attention(frames=3, grid=4, patch=8, dim=8, queries=2, seed=3)
+    scores = golden.scores_from_fp16(attention.astype(np.float16))
+    p = FocusParams(**{**SMALL, "window": 32, "tile": 24}, comparators=7)
+    args = dict(frame_stride=16, row_stride=4, theta_q=golden.theta_q(0.8), tile=24, window=32,
+                dim=4, word_bits=32)
+    stats = {}
+    got = sim.focus(scores, x, 30, params=p, stalls=0.25, seed=9, stats=stats, **args)
+    want = golden.focus(scores, x, 30, **args)
+    for g, w in zip(got[:4], want[:4]):
+        np.testing.assert_array_equal(g, w)
+    for g, w in zip(got[4], want[4]):
+        np.testing.assert_array_equal(g, w)
+        assert g.dtype == w.dtype
+    assert stats["kept"] == 30 and stats["nbits"] == want[2]
+    assert stats["uniques"] == [len(u) for u in want[4]]
+    assert stats["active"] + stats["gated"] == 2 * 7 * 30
+    assert any(len(u) < 30 for u in want[4])            # the photo does have similar neighbours
+
+
+def test_sim_focus_rejects_like_golden():
+    args = dict(frame_stride=2, row_stride=1, theta_q=200, window=16, tile=32, dim=4)
+    with pytest.raises(ValueError, match=r"^tokens has 5 rows but scores has M = 6"):
+        sim.focus(np.ones((2, 6), int), np.ones((5, 8), int), 3, **args)
+    with pytest.raises(ValueError, match=r"^keep = -1 is out of range"):
+        sim.focus(np.ones((2, 6), int), np.ones((6, 8), int), -1, **args)
+    with pytest.raises(ValueError, match=r"must be less than window = 16"):
+        sim.focus(np.ones((2, 6), int), np.ones((6, 8), int), 3, **{**args, "frame_stride": 14})
+    with pytest.raises(ValueError, match=r"^M = 60 > tokens = 48"):
+        sim.focus(np.ones((2, 60), int), np.ones((60, 8), int), 3, params=P7, **args)
+
+
+# ---- registers -----------------------------------------------------------------------------------
+
+def errors_of(status):
+    return ErrorFlag(status >> ERROR_SHIFT)
+
+
+def test_register_access_rules():
+    """ID; RW registers read back; write-only ones read 0; writes to RO and unmapped addresses
+    are ignored and set BUS, reads of unmapped addresses return 0 and set BUS; CLEAR clears it;
+    THETA_DATA out of range sets BUS; ``error`` follows the flags."""
+    p = P7
+    unmapped = [a for a in range(256) if a not in READABLE]
+    read_only = sorted(READABLE - WRITABLE)
+
+    async def program(io):
+        dut = io.dut
+        assert await io.read(Reg.ID) == FOCUS_ID
+        assert await io.read(Reg.STATUS) == 0 and not io.get(dut.error)
+        values = {}
+        for n, reg in enumerate(sorted(WRITABLE - {Reg.CTRL, Reg.THETA_DATA})):
+            value = (0x9E3779B9 * (n + 1)) & 0xFFFFFFFF
+            await io.write(reg, value)
+            values[reg] = value & {Reg.SEC_MODE: 1, Reg.SEC_ORDER: 15,
+                                   Reg.SIC_REPR: 1}.get(reg, 0xFFFFFFFF)
+        for reg, value in values.items():
+            assert await io.read(reg) == value, reg.name
+        assert await io.read(Reg.CTRL) == 0 and await io.read(Reg.THETA_DATA) == 0
+        assert await io.read(Reg.STATUS) == 0
+        # Writes to every read-only register: ignored, flagged.
+        for reg in read_only:
+            before = await io.read(reg)
+            await io.write(reg, 0x12345678)
+            status = await io.read(Reg.STATUS)
+            assert errors_of(status) == ErrorFlag.BUS, reg.name
+            assert io.get(dut.error)
+            if reg != Reg.STATUS:
+                assert await io.read(reg) == before, reg.name
+            await io.write(Reg.CTRL, Ctrl.CLEAR)
+            assert await io.read(Reg.STATUS) == 0 and not io.get(dut.error)
+        # Unmapped addresses: writes ignored (nothing else changes), reads 0; both flagged.
+        for addr in unmapped:
+            await io.write(addr, 0xFFFFFFFF)
+            assert errors_of(await io.read(Reg.STATUS)) == ErrorFlag.BUS, hex(addr)
+            await io.write(Reg.CTRL, Ctrl.CLEAR)
+            assert await io.read(addr) == 0, hex(addr)
+            assert errors_of(await io.read(Reg.STATUS)) == ErrorFlag.BUS, hex(addr)
+            await io.write(Reg.CTRL, Ctrl.CLEAR)
+        for reg, value in values.items():
+            assert await io.read(reg) == value, reg.name
+        # A read and a write in the same cycle: the read sees the old value.
+        old = values[Reg.SEC_R]
+        assert await io.access(Reg.SEC_R, read=True, write=77) == old
+        assert await io.read(Reg.SEC_R) == 77
+        # Threshold table: entries >= layers and values >= 2**F are rejected.
+        await io.write(Reg.THETA_ADDR, p.layers - 1)
+        await io.write(Reg.THETA_DATA, 200)
+        assert await io.read(Reg.THETA_ADDR) == p.layers
+        assert await io.read(Reg.STATUS) == 0
+        await io.write(Reg.THETA_DATA, 200)
+        assert errors_of(await io.read(Reg.STATUS)) == ErrorFlag.BUS
+        await io.write(Reg.CTRL, Ctrl.CLEAR)
+        await io.write(Reg.THETA_ADDR, 0)
+        await io.write(Reg.THETA_DATA, 1 << F)
+        assert errors_of(await io.read(Reg.STATUS)) == ErrorFlag.BUS
+        await io.write(Reg.CTRL, Ctrl.CLEAR)
+        # Unmapped read data is 0 only in its own cycle; a read without r_en returns 0.
+        await io.tick()
+        assert io.get(dut.bus.r_data) == 0
+        return True
+
+    assert run_program(p, program)[0]
+
+
+def test_commands_and_clear():
+    """START_SIC with no code, both starts at once, a start during a job: ignored, COMMAND set;
+    CLEAR zeroes counters and flags but keeps the code; a SIC job of a code with no kept token
+    ends at once with no output."""
+    p = P7
+    rng = np.random.default_rng(3)
+    job = random_job(rng, p, M=20, keep=5)
+    empty = dict(job, keep=0)
+
+    async def program(io):
+        await io.write(Reg.CTRL, Ctrl.START_SIC)
+        status = await io.read(Reg.STATUS)
+        assert errors_of(status) == ErrorFlag.COMMAND and not status & 3
+        await io.write(Reg.CTRL, Ctrl.START_SEC | Ctrl.START_SIC)
+        assert not await io.read(Reg.STATUS) & 3
+        await io.write(Reg.CTRL, Ctrl.CLEAR)
+        rec = await traced_program(io, p, record_of(p, job))
+        # A start while busy: SEC job running (no scores sent yet, so it waits).
+        await io.write(Reg.CTRL, Ctrl.START_SEC)
+        await io.write(Reg.CTRL, Ctrl.START_SIC)
+        await io.write(Reg.CTRL, Ctrl.START_SEC)
+        status = await io.read(Reg.STATUS)
+        assert status & Status.SEC_BUSY and not status & Status.CODE_VALID
+        assert io.get(io.dut.busy)
+        assert errors_of(status) == ErrorFlag.COMMAND
+        io.send("scores", record_of(p, job)["scores"])
+        await io.wait_sent("scores")
+        await wait_idle(io)
+        before = await read_counters(io)
+        assert not io.get(io.dut.busy)
+        assert before["KEPT"] == 5 and before["SEC_CYCLES"] > 0
+        await io.write(Reg.CTRL, Ctrl.CLEAR)
+        after = await read_counters(io)
+        assert after["STATUS"] == Status.CODE_VALID
+        assert all(v == 0 for k, v in after.items() if k not in ("STATUS", "CODE_WORDS"))
+        assert after["CODE_WORDS"] == before["CODE_WORDS"]
+        # The code is still there: a SIC job runs on it.
+        io.send("tokens", [{"vector": [1, 2, 3, 4], "last": int(i == 4)} for i in range(5)])
+        await io.write(Reg.CTRL, Ctrl.START_SIC)
+        await io.wait_sent("tokens")
+        await wait_idle(io)
+        assert (await read_counters(io))["SIC_TOKENS"] == 5
+        sic_before = len(io.beats("sic"))
+        rec_empty = await traced_program(io, p, record_of(p, empty))
+        assert len(io.beats("sic")) == sic_before
+        return rec, rec_empty
+
+    (rec, rec_empty), io = run_program(p, program, stalls=0.2, seed=4)
+    check_job(p, job, rec, io)
+    check_job(p, empty, rec_empty, io)
+
+
+@pytest.mark.parametrize("setting, value", [(Reg.SEC_M, 0), (Reg.SEC_M, 49), (Reg.SEC_M, 1 << 31),
+                                            (Reg.SEC_R, 0), (Reg.SEC_R, 1 << 16)])
+def test_bad_sec_settings(setting, value):
+    """SEC_CONFIG, cause ANALYZER, no output, stray score beats drained, idle; the next job is
+    good."""
+    p = P7
+    rng = np.random.default_rng(value & 0xFF)
+    good = random_job(rng, p, M=30)
+
+    async def program(io):
+        job = record_of(p, good)
+        for reg, v in [(Reg.SEC_M, 30), (Reg.SEC_R, 2), (Reg.SEC_KEEP, 3)]:
+            await io.write(reg, v)
+        await io.write(setting, value)
+        await io.write(Reg.CTRL, Ctrl.START_SEC)
+        io.send("scores", job["scores"][:7])
+        await io.wait_sent("scores")
+        status = await wait_idle(io)
+        assert errors_of(status) == ErrorFlag.SEC_CONFIG and io.get(io.dut.error)
+        assert not status & Status.CODE_VALID
+        counters = await read_counters(io)
+        assert counters["CAUSE"] & 0xF == SecError.ANALYZER.value
+        assert counters["KEPT"] == 0 and counters["SEC_CYCLES"] == 0
+        assert not io.beats("mask") and not io.beats("code")
+        await io.write(Reg.CTRL, Ctrl.START_SIC)            # no code: refused
+        assert errors_of(await io.read(Reg.STATUS)) == ErrorFlag.SEC_CONFIG | ErrorFlag.COMMAND
+        await io.write(Reg.CTRL, Ctrl.CLEAR)
+        return await traced_program(io, p, job)
+
+    rec, io = run_program(p, program, stalls=0.2, seed=value & 0xFF)
+    check_job(p, good, rec, io)
+
+
+@pytest.mark.parametrize("setting, value", [("frame_stride", 13), ("layer", 4), ("layer", 1 << 20)])
+def test_bad_sic_settings(setting, value):
+    """MATCHER flag: the matcher rejects the job, the zip still drains its tokens, nothing leaves
+    on ``sic``; the next good SIC job on the same code works."""
+    p = P7
+    rng = np.random.default_rng(11)
+    job = random_job(rng, p, M=40, keep=12)
+    job.update(frame_stride=5, row_stride=2)
+
+    async def program(io):
+        rec = await traced_program(io, p, record_of(p, job))
+        n = sum(rec["kept_mask"])
+        reg = Reg.SIC_FRAME_STRIDE if setting == "frame_stride" else Reg.SIC_LAYER
+        await io.write(reg, value)
+        sic_before = len(io.beats("sic"))
+        io.send("tokens", [{"vector": [5, 5, 5, 5], "last": int(i == n - 1)} for i in range(n)])
+        await io.write(Reg.CTRL, Ctrl.START_SIC)
+        await io.wait_sent("tokens")
+        status = await wait_idle(io)
+        assert errors_of(status) == ErrorFlag.MATCHER
+        assert len(io.beats("sic")) == sic_before
+        assert (await read_counters(io))["SIC_TOKENS"] == n
+        await io.write(Reg.CTRL, Ctrl.CLEAR)
+        return await traced_program(io, p, record_of(p, job))
+
+    rec, io = run_program(p, program, stalls=0.2, seed=value)
+    check_job(p, job, rec, io)
+
+
+@pytest.mark.parametrize("extra", [-3, -1, 1, 4])
+def test_token_count_mismatch(extra):
+    """``last`` too early (fewer tokens than kept indices) or too late (more): TOKENS set, the
+    other side drained, ``sic`` still ends with ``last``, idle; the next job is good."""
+    p = P7
+    rng = np.random.default_rng(20 + extra)
+    job = random_job(rng, p, M=36, keep=10)
+
+    async def program(io):
+        rec = await traced_program(io, p, record_of(p, job))
+        n = sum(rec["kept_mask"])
+        count = n + extra
+        sic_before = len(io.beats("sic"))
+        io.send("tokens", [{"vector": [i, 1, 2, 3], "last": int(i == count - 1)}
+                           for i in range(count)])
+        await io.write(Reg.CTRL, Ctrl.START_SIC)
+        await io.wait_sent("tokens")
+        status = await wait_idle(io)
+        assert errors_of(status) == ErrorFlag.TOKENS and io.get(io.dut.error)
+        counters = await read_counters(io)
+        assert counters["SIC_TOKENS"] == count
+        beats = io.beats("sic")[sic_before:]
+        tokens_out = [b for b in beats if b["token"]]
+        assert len(tokens_out) == min(n, count)
+        assert beats[-1]["last"] and not any(b["last"] for b in beats[:-1])
+        await io.write(Reg.CTRL, Ctrl.CLEAR)
+        return await traced_program(io, p, record_of(p, job))
+
+    rec, io = run_program(p, program, stalls=0.25, seed=extra + 10)
+    check_job(p, job, rec, io)
+
+
+def test_decoder_failure_never_hangs():
+    """A code the decoder rejects (the stored nbits corrupted through the simulator: the encoder
+    never writes one) raises DECODER with the decoder's cause; a terminator ends the matcher's
+    job, the tokens are drained, and the unit is idle again."""
+    p = P7
+    rng = np.random.default_rng(8)
+    job = random_job(rng, p, M=30, keep=9)
+    dut = FocusUnit(p, icg_cell=None)
+
+    async def program(io):
+        rec = await traced_program(io, p, record_of(p, job))
+        n = sum(rec["kept_mask"])
+        # The code's length as SEC reported it, minus one bit: the last code runs past nbits.
+        nbits = await io.read(Reg.NBITS)
+        sic_before = len(io.beats("sic"))
+        io.ctx.set(dut.probes["code_nbits"], nbits - 1)
+        io.send("tokens", [{"vector": [3, 1, 2, 3], "last": int(i == n - 1)} for i in range(n)])
+        await io.write(Reg.CTRL, Ctrl.START_SIC)
+        await io.wait_sent("tokens")
+        status = await wait_idle(io)
+        assert ErrorFlag.DECODER in errors_of(status)
+        cause = (await read_counters(io))["CAUSE"] >> 4
+        assert cause == DecodeError.TRUNCATED.value
+        beats = io.beats("sic")[sic_before:]
+        assert beats and beats[-1]["last"]
+        return rec
+
+    rec, io = run_program(p, program, stalls=0.2, seed=8, dut=dut)
+    check_job(p, job, rec, io)
+
+
+
+@pytest.mark.parametrize("p", [P7, P1], ids=["c7", "c1"])
+def test_start_latencies(p):
+    """Data offered before the start waits for it: the first score transfers 2 cycles after the
+    cycle of the START_SEC write, the first token 5 cycles after START_SIC's, and its map beat
+    ``matcher_latency + rounds - 1`` cycles after the token (no stalls)."""
+    from rtl.block_matcher import matcher_latency
+    from sim.focus import token_beats
+
+    rng = np.random.default_rng(6)
+    job = random_job(rng, p, M=24, keep=6)
+    job["representative"] = "first"
+
+    async def program(io):
+        rec = record_of(p, job)
+        for reg, value in [(Reg.SEC_M, 24), (Reg.SEC_R, rec["R"]), (Reg.SEC_KEEP, 6),
+                           (Reg.SEC_MODE, int(job["mode"] == "temporal")),
+                           (Reg.SIC_FRAME_STRIDE, job["frame_stride"]),
+                           (Reg.SIC_ROW_STRIDE, job["row_stride"])]:
+            await io.write(reg, value)
+        io.send("scores", rec["scores"])
+        await io.tick(20)
+        assert not io.transfers["scores"]
+        t_sec = io.cycle
+        await io.write(Reg.CTRL, Ctrl.START_SEC)
+        await io.wait_sent("scores")
+        await wait_idle(io)
+        kept = job["tokens"][mask_of(io, 24)]
+        io.send("tokens", token_beats(kept, 0, p.dim))
+        await io.tick(20)
+        assert not io.transfers["tokens"]
+        t_sic = io.cycle
+        await io.write(Reg.CTRL, Ctrl.START_SIC)
+        await wait_idle(io)
+        return t_sec, t_sic
+
+    (t_sec, t_sic), io = run_program(p, program)
+    assert io.transfers["scores"][0] == t_sec + 2
+    assert io.transfers["tokens"][0] == t_sic + 5
+    assert io.transfers["sic"][0] == t_sic + 5 + matcher_latency(p) + matcher_rounds(p) - 1
+
+
+def mask_of(io, M):
+    from sim.sec import mask_from_beats
+    return mask_from_beats(io.beats("mask"), M, io.dut.params.lanes)
