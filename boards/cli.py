@@ -19,6 +19,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -252,8 +253,11 @@ def build(board, design="focus", output=None, *, freq_mhz=None, overrides=(), ti
     work = out / "work"
     out.mkdir(parents=True, exist_ok=True)
     stamp = _stamp_path(board, design, output)
-    stamp.unlink(missing_ok=True)
+    bitstream = bitstream_path(board, design, output)
     name = design
+    # Whatever an earlier build left is stale from here on: a failed build leaves none of it.
+    for stale in (stamp, bitstream, out / f"{name}.report.json"):
+        stale.unlink(missing_ok=True)
     toolchain.apply()
 
     clock_mhz = freq_mhz if freq_mhz is not None else spec.clock_hz / 1e6
@@ -269,12 +273,17 @@ def build(board, design="focus", output=None, *, freq_mhz=None, overrides=(), ti
         f"{_show(build_dir)} ...")
     build_log = build_dir / "build.log"
     with open(build_log, "w") as handle:
+        proc = subprocess.Popen(["sh", f"build_{name}.sh"], cwd=build_dir, stdout=handle,
+                                stderr=subprocess.STDOUT, start_new_session=True)
         try:
-            proc = subprocess.run(["sh", f"build_{name}.sh"], cwd=build_dir, stdout=handle,
-                                  stderr=subprocess.STDOUT, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise BoardError(f"{board}: the build timed out after {timeout:g} s (log: "
-                             f"{_show(build_log)})") from None
+            proc.wait(timeout=timeout)
+        except BaseException as exc:        # timeout or Ctrl-C: stop the tools too
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            if isinstance(exc, subprocess.TimeoutExpired):
+                raise BoardError(f"{board}: the build timed out after {timeout:g} s (log: "
+                                 f"{_show(build_log)})") from None
+            raise
     seconds = time.monotonic() - started
     tim = build_dir / f"{name}.tim"
     bels = _BELS[spec.family]
@@ -317,7 +326,6 @@ def build(board, design="focus", output=None, *, freq_mhz=None, overrides=(), ti
         n, a, c = failing[0]
         raise BoardError(f"{board}: timing does not close: Fmax {a:.2f} MHz < {c:g} MHz "
                          f"(clock {n}); no bitstream written (log: {_show(tim)})")
-    bitstream = bitstream_path(board, design, output)
     shutil.copyfile(build_dir / f"{name}.{spec.bitstream_ext}", bitstream)
     stamp.write_text(json.dumps(result["inputs"], indent=2) + "\n")
     log(f"wrote {_show(bitstream)}")
@@ -368,8 +376,10 @@ def programmer_command(board):
             return list(candidate)
     tools = sorted({c[0] for c in spec.programmers})
     hints = "; ".join(f"{tool}: {_INSTALL[tool]}" for tool in tools)
+    missing = (f"neither {' nor '.join(tools)} is on PATH" if len(tools) > 1
+               else f"{tools[0]} is not on PATH")
     raise BoardError(
-        f"no programmer for the {spec.description}: {' nor '.join(tools)} is on PATH. "
+        f"no programmer for the {spec.description}: {missing}. "
         f"Install {'one' if len(tools) > 1 else 'it'} ({hints}), or set FOCUS_PROGRAMMER to a "
         f"programmer command (the bitstream path is appended)")
 

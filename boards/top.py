@@ -10,18 +10,24 @@ Boards (:data:`BOARDS`)
 ``icebreaker``
     1BitSquared iCEBreaker (iCE40UP5K-SG48), 12 MHz oscillator, the FT2232H's second channel as
     the UART. Bitstream ``.bin``, programmed with ``iceprog`` (or ``openFPGALoader -b
-    ice40_generic``).
+    ice40_generic``). **The Focus unit does not fit the UP5K** (``FocusParams.board()``: 16 786 of
+    5 280 logic cells, 38 of 8 DSPs; the smallest tried, ``tokens=128 lanes=1 dim=1
+    comparators=1 window=16 tile=64``: 8 313 logic cells), so ``board build --board icebreaker``
+    fails with a "does not fit" message; ``--design blinky`` builds.
 ``ulx3s``
     Radiona ULX3S with the LFE5U-85F (``ulx3s`` is the 85F; the 12F/25F/45F are ``ulx3s-12f``,
     ``ulx3s-25f``, ``ulx3s-45f``), 25 MHz oscillator, the FT231X as the UART. Bitstream ``.bit``,
-    programmed with ``openFPGALoader -b ulx3s`` (into SRAM).
+    programmed with ``openFPGALoader -b ulx3s`` (into SRAM). The Focus unit with
+    ``FocusParams.board()`` uses 41 DSPs: the 12F and 25F have 28 (Lattice data sheet), so expect
+    "does not fit" there; the 45F (72) and 85F (156) have room.
 
 The core runs directly on the board oscillator (no PLL): 12 MHz and 25 MHz are both fine for a
 115200-baud UART (divisor 104 and 217) and nothing in the design needs a faster clock.
 
 LEDs
 ----
-Every LED is active when lit. "busy" is stretched to at least 1/8 s so that a short job shows.
+A lit LED means its condition holds. "busy" is stretched to at least 1/8 s so that a short job
+shows.
 
 ========= =========================================== ===================================
 meaning   iCEBreaker                                  ULX3S

@@ -178,16 +178,18 @@ def summary_rows(kind, row):
     """The ``focus-rtl bench`` summary rows of one record: block, job, measured, model, whether
     the model is exact, and the physical bound (the input at one beat per cycle for the
     analyzer; the vector in and the mask out, ceil(M/a) beats each, for the selector, whose first
-    mask beat needs the last score)."""
+    mask beat needs the last score when 0 < k < M)."""
     a, M = row["lanes"], row["M"]
     if kind == "analyzer":
         return [{"block": "importance_analyzer", "job": f"M={M} R={row['R']} {row['mode']}",
                  "measured": row["measured"], "model": row["model"], "model_kind": "exact",
                  "bound": row["beats"], "correct": row["correct"]}]
     keep = f"k={row['k']}" + (f" ({row['keep_pct']} %)" if row["keep_pct"] is not None else "")
+    # With k = 0 or k >= M the mask needs no score: only the mask beats bound the job.
+    bound = (2 if 0 < row["k"] < M else 1) * cdiv(M, a)
     return [{"block": f"topk_selector ({sorter})", "job": f"M={M} {keep}",
              "measured": row[sorter]["measured"], "model": row[sorter]["model"],
-             "model_kind": "exact", "bound": 2 * cdiv(M, a), "correct": row[sorter]["correct"]}
+             "model_kind": "exact", "bound": bound, "correct": row[sorter]["correct"]}
             for sorter in ("bubble", "radix") if sorter in row]
 
 

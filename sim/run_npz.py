@@ -198,39 +198,6 @@ def _settings(args):
     return params, rtl_params, theta_q
 
 
-def _sim_sec(scores, keep, *, mode, order, word_bits, **rtl):
-    """sim.sec when it exists; otherwise the same job through the RTL blocks one at a time
-    (analyzer, selector, encoder), with the statistics of each."""
-    import sim
-
-    fn = getattr(sim, "sec", None)
-    if callable(fn):
-        return fn(scores, keep, mode=mode, order=order, word_bits=word_bits, **rtl)
-    stats = rtl.pop("stats")
-    params = rtl.pop("params")
-    parts = {}
-    s = sim.importance(scores, mode, params=params, stats=parts.setdefault("importance", {}),
-                       **rtl)
-    mask = sim.topk_mask(s, keep, params=params, stats=parts.setdefault("topk", {}), **rtl)
-    code_params = None if params is None else params.replace(word_bits=word_bits)
-    words, nbits = sim.encode_offsets(mask, order, word_bits, params=code_params,
-                                      stats=parts.setdefault("encode", {}), **rtl)
-    stats.update({f"{part}_{key}": value for part, got in parts.items()
-                  for key, value in got.items()})
-    stats["cycles"] = sum(got["cycles"] for got in parts.values())
-    return mask, words, nbits
-
-
-def _call(fn, *positional, **kwargs):
-    """``fn(*positional, **kwargs)`` without the keywords ``fn`` does not take (``dim``)."""
-    import inspect
-
-    names = inspect.signature(fn).parameters
-    if not any(p.kind is p.VAR_KEYWORD for p in names.values()):
-        kwargs = {k: v for k, v in kwargs.items() if k in names}
-    return fn(*positional, **kwargs)
-
-
 def _stats_arrays(stats):
     import numpy as np
 
@@ -281,7 +248,9 @@ def _execute(args):
         scores = _scores(data, job, path)
         sec_opts = dict(mode=args.mode, order=args.order, word_bits=word_bits)
         if args.rtl:
-            mask, words, nbits = _sim_sec(scores, args.keep, **sec_opts, **rtl)
+            import sim
+
+            mask, words, nbits = sim.sec(scores, args.keep, **sec_opts, **rtl)
         else:
             mask, words, nbits = golden.sec(scores, args.keep, **sec_opts)
         result.update(mask=mask, words=words, nbits=nbits,
@@ -294,7 +263,7 @@ def _execute(args):
         if args.rtl:
             import sim
 
-            maps, uniques = _call(sim.sic, tokens, positions, **sic_opts, **rtl)
+            maps, uniques = sim.sic(tokens, positions, **sic_opts, **rtl)
         else:
             maps, uniques = golden.sic(tokens, positions, **sic_opts)
         result.update(maps=maps, **{f"uniques_{j}": u for j, u in enumerate(uniques)})
@@ -305,16 +274,10 @@ def _execute(args):
         if args.rtl:
             import sim
 
-            fn = getattr(sim, "focus", None)
-            if not callable(fn):
-                raise RuntimeError("sim.focus is not available in this checkout")
-            mask, words, nbits, maps, uniques = _call(fn, scores, tokens, args.keep, **opts,
-                                                      **rtl)
+            mask, words, nbits, maps, uniques = sim.focus(scores, tokens, args.keep, **opts,
+                                                          **rtl)
         else:
-            fn = getattr(golden, "focus", None)
-            if not callable(fn):
-                raise RuntimeError("golden.focus is not available in this checkout")
-            mask, words, nbits, maps, uniques = _call(fn, scores, tokens, args.keep, **opts)
+            mask, words, nbits, maps, uniques = golden.focus(scores, tokens, args.keep, **opts)
         result.update(mask=mask, words=words, nbits=nbits, maps=maps,
                       importance=golden.importance(scores, args.mode),
                       **{f"uniques_{j}": u for j, u in enumerate(uniques)})
@@ -347,8 +310,9 @@ def run(args):
         message = " ".join(str(exc).split())
         print(f"focus-rtl: error: {message}", file=sys.stderr)
         return 2
-    except RuntimeError as exc:
-        print(f"focus-rtl: error: {exc}", file=sys.stderr)
+    except (RuntimeError, AssertionError) as exc:  # the RTL failed (error flag, hang)
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        print(f"focus-rtl: error: the RTL run failed: {first}", file=sys.stderr)
         return 1
     out = Path(args.output)
     try:

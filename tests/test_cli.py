@@ -145,7 +145,7 @@ BAD = [
     (["synth", "--sweep", "nope=1"], "'nope'"),
     (["synth", "--freq", "ice40=fast"], "'fast' is not a number"),
     (["synth", "--dsp", "maybe"], "invalid choice: 'maybe'"),
-    (["bench"], "invalid choice: 'bench'"),
+    (["bench", "--only", "nope"], "unknown module 'nope'"),
 ]
 
 
