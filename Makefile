@@ -9,7 +9,7 @@ PRESET ?= default
 BOARD  ?= icebreaker
 JOBS   ?= auto
 
-.PHONY: all venv verilog test synth bench warm liberty clean distclean board flash
+.PHONY: all venv verilog test test-boards synth bench warm liberty clean distclean board flash
 
 all: verilog
 
@@ -29,6 +29,10 @@ verilog: $(STAMP)
 # emit and synth. Use ARGS to pass pytest options, e.g. make test ARGS="-k similar".
 test: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) $(ARGS)
+
+# The Focus unit's whole-board bitstreams (ULX3S and iCEBreaker): minutes each, so outside make test.
+test-boards: $(STAMP)
+	$(BIN)/python -m pytest -n $(JOBS) -m bitstream $(ARGS)
 
 synth: $(STAMP)
 	$(FOCUS) synth --preset $(PRESET) -o build/synth/$(PRESET)

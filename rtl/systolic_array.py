@@ -29,6 +29,12 @@ def array_latency(rows, cols):
     return rows + cols - 1
 
 
+def _vector(bits, length, name):
+    # A struct around the array: a top-level ArrayLayout payload gives element wires named
+    # "port[0]", which collide with bit names in Yosys's abc9 (synth_ecp5 asserts).
+    return data.StructLayout({name: data.ArrayLayout(signed(bits), length)})
+
+
 class SystolicArray(wiring.Component):
     """A ``rows`` x ``cols`` weight-stationary systolic array computing ``y = x @ W``.
 
@@ -72,12 +78,12 @@ class SystolicArray(wiring.Component):
 
     Members
     -------
-    w_stream : In(stream.Signature(ArrayLayout(signed(data_bits), cols)))
+    w_stream : In(stream.Signature(StructLayout({"w": ArrayLayout(signed(data_bits), cols)})))
         One row of weights per beat.
-    i_stream : In(stream.Signature(ArrayLayout(signed(data_bits), rows)))
+    i_stream : In(stream.Signature(StructLayout({"x": ArrayLayout(signed(data_bits), rows)})))
         One activation vector ``x`` per beat.
-    o_stream : Out(stream.Signature(ArrayLayout(signed(acc_bits), cols)))
-        ``x @ W`` for each ``x``, in order.
+    o_stream : Out(stream.Signature(StructLayout({"y": ArrayLayout(signed(acc_bits), cols)})))
+        ``y = x @ W`` for each ``x``, in order.
     busy : Out(1)
         An activation is in flight.
     """
@@ -95,9 +101,9 @@ class SystolicArray(wiring.Component):
         self.rows, self.cols = rows, cols
         self.data_bits, self.acc_bits = data_bits, acc_bits
         super().__init__({
-            "w_stream": In(stream.Signature(data.ArrayLayout(signed(data_bits), cols))),
-            "i_stream": In(stream.Signature(data.ArrayLayout(signed(data_bits), rows))),
-            "o_stream": Out(stream.Signature(data.ArrayLayout(signed(acc_bits), cols))),
+            "w_stream": In(stream.Signature(_vector(data_bits, cols, "w"))),
+            "i_stream": In(stream.Signature(_vector(data_bits, rows, "x"))),
+            "o_stream": Out(stream.Signature(_vector(acc_bits, cols, "y"))),
             "busy": Out(1),
         })
 
@@ -127,14 +133,14 @@ class SystolicArray(wiring.Component):
                   for r in range(rows)]
         with m.If(self.w_stream.valid & self.w_stream.ready):
             for c in range(cols):
-                m.d.sync += weight[rows - 1][c].eq(self.w_stream.payload[c])
+                m.d.sync += weight[rows - 1][c].eq(self.w_stream.payload.w[c])
                 for r in range(rows - 1):
                     m.d.sync += weight[r][c].eq(weight[r + 1][c])
 
         # Input skew: row r enters r cycles late. Stage 0 is the input itself.
         left = []
         for r in range(rows):
-            value = self.i_stream.payload[r]
+            value = self.i_stream.payload.x[r]
             for k in range(r):
                 stage = Signal(signed(dbits), name=f"skew_{r}_{k}")
                 with m.If(advance):
@@ -166,5 +172,5 @@ class SystolicArray(wiring.Component):
                 with m.If(advance):
                     m.d.sync += stage.eq(value)
                 value = stage
-            m.d.comb += self.o_stream.payload[c].eq(value)
+            m.d.comb += self.o_stream.payload.y[c].eq(value)
         return m

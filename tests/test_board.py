@@ -1,7 +1,8 @@
 """``focus-rtl board build`` and ``board flash``: bitstreams, timing check, programmer handling.
 
 The fast tests build the ``blinky`` design (seconds); the Focus unit's own bitstreams are the
-``slow`` tests at the end. Flashing runs a stub programmer through ``FOCUS_PROGRAMMER``.
+``bitstream`` tests at the end (minutes: ``make test-boards`` runs them, ``make test`` does not).
+Flashing runs a stub programmer through ``FOCUS_PROGRAMMER``.
 """
 
 import json
@@ -226,7 +227,7 @@ def _focus_build(home, board, capsys):
     return status, out, captured
 
 
-@pytest.mark.slow
+@pytest.mark.bitstream
 def test_focus_bitstream_ulx3s(home, capsys):
     status, out, captured = _focus_build(home, "ulx3s", capsys)
     assert status == 0, captured.err
@@ -236,7 +237,7 @@ def test_focus_bitstream_ulx3s(home, capsys):
     assert report["cells"]["bram"] > 0 and report["cells"]["lut"] > 1000
 
 
-@pytest.mark.slow
+@pytest.mark.bitstream
 @pytest.mark.xfail(strict=True, reason="the Focus unit does not fit the iCE40UP5K: with "
                    "FocusParams.board() 16786/5280 logic cells and 38/8 DSPs; with the smallest "
                    "candidate preset still 8313/5280 (build/board-fit.md)")

@@ -35,11 +35,12 @@ def run_array(dut, jobs, *, stalls=0.0, seed=0, max_cycles=5000):
     async def source(ctx):
         w_stalls, i_stalls = Stalls(stalls, f"{seed}:w"), Stalls(stalls, f"{seed}:i")
         for w, x in jobs:
-            await stream_put(ctx, dut.w_stream, w.tolist(), w_stalls)
-            await stream_put(ctx, dut.i_stream, x.tolist(), i_stalls)
+            await stream_put(ctx, dut.w_stream, [{"w": row} for row in w.tolist()], w_stalls)
+            await stream_put(ctx, dut.i_stream, [{"x": row} for row in x.tolist()], i_stalls)
 
     async def sink(ctx):
-        got.extend(await stream_get(ctx, dut.o_stream, count, Stalls(stalls, f"{seed}:o")))
+        got.extend(r["y"] for r in await stream_get(ctx, dut.o_stream, count,
+                                                    Stalls(stalls, f"{seed}:o")))
 
     async def watchdog(ctx):
         for _ in range(max_cycles):
