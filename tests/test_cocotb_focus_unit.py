@@ -56,3 +56,27 @@ def test_focus_regression(simulator, p, require_simulator):
         assert stats[key] == reference[key], key
     assert stats["kept"] == 21 and stats["uniques"] == [len(u) for u in want[4]]
     assert stats["sec_cycles"] > 0 and all(c > 0 for c in stats["sic_cycles"])
+
+
+@pytest.mark.parametrize("simulator, p", CASES, ids=[f"{s}-c{p.comparators}-{p.gating}"
+                                                     for s, p in CASES])
+def test_focus_photo(simulator, p, require_simulator):
+    """A real photograph panned into 3 frames of 3x3 patches (27 tokens of D = 2V), importance
+    from a query patch's attention (fp16 bit patterns), 25 % stalls: equal to golden. Same
+    parameters as the regression above, so the simulator builds are shared."""
+    require_simulator(simulator)
+    x, _ = golden.photo.photo_tokens(frames=3, grid=3, patch=8, dim=8)
+    attention = golden.photo.photo_attention(frames=3, grid=3, patch=8, dim=8, queries=2, seed=3)
+    scores = golden.scores_from_fp16(attention.astype(np.float16))
+    args = dict(frame_stride=9, row_stride=3, theta_q=golden.theta_q(0.8), tile=24, window=16,
+                dim=4)
+    want = golden.focus(scores, x, 18, **args)
+    stats = {}
+    got = sim.focus(scores, x, 18, params=p, simulator=simulator, stalls=0.25, seed=5,
+                    stats=stats, **args)
+    for g, w in zip(got[:4], want[:4]):
+        np.testing.assert_array_equal(g, w)
+    for g, w in zip(got[4], want[4]):
+        np.testing.assert_array_equal(g, w)
+    assert stats["kept"] == 18 and stats["uniques"] == [len(u) for u in want[4]]
+    assert any(len(u) < 18 for u in want[4])            # the photo does have similar neighbours
