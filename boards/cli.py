@@ -27,6 +27,7 @@ from importlib import metadata
 from pathlib import Path
 
 from rtl import toolchain
+from rtl.toolchain import display_path
 
 from .top import BOARDS, DESIGNS, make_platform, make_top
 
@@ -270,7 +271,7 @@ def build(board, design="focus", output=None, *, freq_mhz=None, overrides=(), ti
         (work / stale).unlink(missing_ok=True)
     build_dir = Path(plan.extract(str(work)))
     log(f"  elaborated in {time.monotonic() - started:.1f} s; running Yosys and nextpnr in "
-        f"{_show(build_dir)} ...")
+        f"{display_path(build_dir)} ...")
     build_log = build_dir / "build.log"
     with open(build_log, "w") as handle:
         proc = subprocess.Popen(["sh", f"build_{name}.sh"], cwd=build_dir, stdout=handle,
@@ -282,7 +283,7 @@ def build(board, design="focus", output=None, *, freq_mhz=None, overrides=(), ti
             proc.wait()
             if isinstance(exc, subprocess.TimeoutExpired):
                 raise BoardError(f"{board}: the build timed out after {timeout:g} s (log: "
-                                 f"{_show(build_log)})") from None
+                                 f"{display_path(build_log)})") from None
             raise
     seconds = time.monotonic() - started
     tim = build_dir / f"{name}.tim"
@@ -295,8 +296,8 @@ def build(board, design="focus", output=None, *, freq_mhz=None, overrides=(), ti
                 for bel, (used, avail) in table.items() if avail and used > avail]
         if over or "no BELs remaining" in error:
             raise BoardError(f"{board}: {design} does not fit the {spec.description}: "
-                             f"{', '.join(over) or error} (log: {_show(tim)})")
-        raise BoardError(f"{board}: build failed: {error} (log: {_show(build_log)})")
+                             f"{', '.join(over) or error} (log: {display_path(tim)})")
+        raise BoardError(f"{board}: build failed: {error} (log: {display_path(build_log)})")
 
     report = json.loads((build_dir / f"{name}.report.json").read_text())
     utilization = {key: report["utilization"].get(bel, {"used": 0, "available": 0})
@@ -304,7 +305,7 @@ def build(board, design="focus", output=None, *, freq_mhz=None, overrides=(), ti
     cells = _cell_counts(spec.family, build_dir / f"{name}.stat.json", name)
     clocks = _fmax(report)
     if not clocks:
-        raise BoardError(f"{board}: nextpnr reported no Fmax (log: {_show(tim)})")
+        raise BoardError(f"{board}: nextpnr reported no Fmax (log: {display_path(tim)})")
     fmax = min(achieved for _, achieved, _ in clocks)
     result = {
         "board": board,
@@ -325,10 +326,10 @@ def build(board, design="focus", output=None, *, freq_mhz=None, overrides=(), ti
     if failing:
         n, a, c = failing[0]
         raise BoardError(f"{board}: timing does not close: Fmax {a:.2f} MHz < {c:g} MHz "
-                         f"(clock {n}); no bitstream written (log: {_show(tim)})")
+                         f"(clock {n}); no bitstream written (log: {display_path(tim)})")
     shutil.copyfile(build_dir / f"{name}.{spec.bitstream_ext}", bitstream)
     stamp.write_text(json.dumps(result["inputs"], indent=2) + "\n")
-    log(f"wrote {_show(bitstream)}")
+    log(f"wrote {display_path(bitstream)}")
     return result
 
 
@@ -390,9 +391,10 @@ def flash(board, design="focus", output=None, *, freq_mhz=None, overrides=(), ti
     argv = programmer_command(board)        # before a long build: fail early
     bitstream = bitstream_path(board, design, output)
     if is_fresh(board, design, output, freq_mhz, overrides):
-        log(f"{_show(bitstream)} is up to date")
+        log(f"{display_path(bitstream)} is up to date")
     else:
-        log(f"{_show(bitstream)} is {'stale' if bitstream.exists() else 'missing'}: building")
+        state = "stale" if bitstream.exists() else "missing"
+        log(f"{display_path(bitstream)} is {state}: building")
         build(board, design, output, freq_mhz=freq_mhz, overrides=overrides, timeout=timeout,
               log=log)
     argv = argv + [str(bitstream)]
@@ -410,14 +412,6 @@ def flash(board, design="focus", output=None, *, freq_mhz=None, overrides=(), ti
 
 
 # ---- command line -------------------------------------------------------------------------------
-
-def _show(path):
-    path = Path(path)
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
-
 
 def add_parser(sub):
     """Add ``board build`` and ``board flash`` to the ``focus-rtl`` subparsers ``sub``."""

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from . import toolchain
+from .toolchain import display_path
 from .blocks import BLOCKS
 from .params import FocusParams
 from .synth import ToolError
@@ -113,15 +114,6 @@ def _list(values):
     return [item.strip() for value in values or [] for item in value.split(",") if item.strip()]
 
 
-def _show(path):
-    """``path`` relative to the working directory when inside it."""
-    path = Path(path)
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
-
-
 def _params(args):
     try:
         return FocusParams.preset(args.preset).with_overrides(args.set or [])
@@ -215,7 +207,7 @@ def _emit(args):
     out = Path(args.output) if args.output else toolchain.BUILD_ROOT / "verilog" / args.preset
     for path in emit_files(params, out, blocks, preset=args.preset, overrides=args.set or [],
                            icg_cell=args.icg_cell):
-        print(f"wrote {_show(path)}")
+        print(f"wrote {display_path(path)}")
     return 0
 
 
@@ -301,7 +293,7 @@ def _synth(args):
     print()
     print(markdown)
     for path in written:
-        print(f"wrote {_show(path)}")
+        print(f"wrote {display_path(path)}")
     hard = [r for r in runs if r["status"] in synth.HARD_FAILURES]
     soft = [r for r in runs if r["status"] not in ("ok", *synth.SKIPPED)]
     if hard or (args.strict and soft):

@@ -22,7 +22,7 @@ import shutil
 import sys
 from pathlib import Path
 
-__all__ = ["TOOL_ENV", "apply", "verilator_root", "have_icarus", "have_verilator",
+__all__ = ["TOOL_ENV", "apply", "display_path", "verilator_root", "have_icarus", "have_verilator",
            "simulators", "REPO_ROOT", "BUILD_ROOT", "LIBERTY_ENV", "LIBERTY_FETCHED",
            "LIBERTY_SYSTEM", "LIBERTY_FETCH_COMMAND", "liberty_path"]
 
@@ -121,3 +121,12 @@ def simulators():
     if have_verilator():
         sims.append("verilator")
     return sims
+
+
+def display_path(path):
+    """``path`` relative to the working directory when inside it, for messages and progress
+    lines; otherwise as given."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)

@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+from rtl.toolchain import display_path
+
 __all__ = ["add_parser", "run", "MODULES", "summary_markdown"]
 
 MODULES = ("sec", "offsets", "sic", "focus")
@@ -298,11 +300,6 @@ def _plot(rows, path, title):
     plt.close(fig)
 
 
-def _show(path):
-    try:
-        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
 
 
 def run(args):
@@ -355,7 +352,7 @@ def run(args):
     print()
     print(markdown)
     for path in written:
-        print(f"wrote {_show(path)}")
+        print(f"wrote {display_path(path)}")
     print(f"{total} jobs in {time.monotonic() - start:.1f} s")
     if failed:
         print(f"focus-rtl: error: {len(failed)} of {total} job(s) failed (not in the tables): "
