@@ -19,7 +19,6 @@ import itertools
 import json
 import os
 from collections import deque
-from collections.abc import Mapping
 
 import numpy as np
 
@@ -230,15 +229,6 @@ class AmaranthIO:
         return self.ctx.get(signal)
 
 
-def _stall_sources(stalls, seed):
-    from .streams import Stalls
-
-    ports = (*INPUTS, *OUTPUTS)
-    if not isinstance(stalls, Mapping):
-        stalls = {port: stalls for port in ports}
-    return {port: Stalls.of(stalls.get(port, 0.0), seed=f"{seed}:{port}") for port in ports}
-
-
 def run_program(params, program, *, stalls=0.0, seed=0, max_cycles=200_000, vcd=None,
                 dut=None):
     """Run ``await program(io)`` (``io`` an :class:`AmaranthIO`) against a :class:`FocusUnit` in
@@ -250,11 +240,11 @@ def run_program(params, program, *, stalls=0.0, seed=0, max_cycles=200_000, vcd=
     """
     from amaranth.sim import Simulator
 
-    from .streams import CLOCK_PERIOD, pack, stream_monitor, unpack
+    from .streams import CLOCK_PERIOD, pack, stall_sources, stream_monitor, unpack
 
     dut = dut if dut is not None else FocusUnit(params, icg_cell=None)
     io = AmaranthIO(dut)
-    sources = _stall_sources(stalls, seed)
+    sources = stall_sources(stalls, (*INPUTS, *OUTPUTS), seed)
     sim = Simulator(dut)
     sim.add_clock(CLOCK_PERIOD)
     for port in (*INPUTS, *OUTPUTS):

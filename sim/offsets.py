@@ -32,7 +32,7 @@ from rtl.offset_decoder import DecodeError, OffsetDecoder
 from rtl.offset_encoder import EncodeError, OffsetEncoder
 from rtl.params import FocusParams
 
-from .streams import Stalls, pack, stream_monitor, unpack
+from .streams import pack, stall_sources, stream_monitor, unpack
 
 __all__ = ["SIMULATORS", "encode_offsets", "decode_offsets", "fit_params", "mask_beats",
            "beats_to_mask", "encoder_job", "decoder_job", "encoder_result", "decoder_result",
@@ -320,10 +320,7 @@ def run_jobs(component, ports, jobs, *, stalls=0.0, seed=0, max_cycles=None):
     from amaranth.sim import Simulator
 
     inputs, outputs = ports
-    if not isinstance(stalls, dict):
-        stalls = {port: stalls for port in (*inputs, *outputs)}
-    sources = {port: Stalls.of(stalls.get(port, 0.0), seed=f"{seed}:{port}")
-               for port in (*inputs, *outputs)}
+    sources = stall_sources(stalls, (*inputs, *outputs), seed)
     if max_cycles is None:
         max_cycles = job_budget(jobs, inputs, max(s.p for s in sources.values()))
 

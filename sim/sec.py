@@ -25,7 +25,7 @@ from rtl.importance_analyzer import ROWS_BITS, Dataflow, ImportanceAnalyzer
 from rtl.params import FocusParams
 from rtl.topk_selector import TopKSelector
 
-from .streams import CLOCK_PERIOD, Stalls, stream_get, stream_monitor, stream_put
+from .streams import CLOCK_PERIOD, stall_sources, stream_get, stream_monitor, stream_put
 
 __all__ = ["SIMULATORS", "importance", "topk_mask", "fit_params", "score_beats", "vector_beats",
            "vector_from_beats", "mask_from_beats", "analyzer_config", "selector_config",
@@ -150,9 +150,7 @@ def run_jobs(dut, jobs, *, stalls=0.0, seed=0, max_cycles=None, watch=("error", 
     member the list of its value in every cycle (cycle n ends with the n-th clock edge).
     """
     ports = ("cfg_stream", "i_stream", "o_stream")
-    if not isinstance(stalls, dict):
-        stalls = {port: stalls for port in ports}
-    sources = {port: Stalls.of(stalls.get(port), seed=f"{seed}:{port}") for port in ports}
+    sources = stall_sources(stalls, ports, seed)
     if max_cycles is None:
         beats = sum(len(j["beats"]) + j["outputs"] + 1 for j in jobs)
         p = max(s.p for s in sources.values())

@@ -33,7 +33,7 @@ from rtl.importance_analyzer import ROWS_BITS, Dataflow
 from rtl.params import FocusParams
 
 from .sec import SCORE_KINDS, _pick_M, _scores, fit_params, mask_from_beats, score_beats
-from .streams import CLOCK_PERIOD, Stalls, stream_monitor, unpack
+from .streams import CLOCK_PERIOD, stall_sources, stream_monitor, unpack
 
 __all__ = ["SIMULATORS", "PORTS", "sec", "sec_config", "sec_job", "config_is_good",
            "run_sec_jobs", "collect", "code_from_words", "sec_cases", "job_budget"]
@@ -178,10 +178,7 @@ def run_sec_jobs(params, jobs, *, simulator="amaranth", stalls=0.0, seed=0, max_
     from rtl.semantic_concentrator import SemanticConcentrator
 
     inputs, outputs = PORTS
-    if not isinstance(stalls, dict):
-        stalls = {port: stalls for port in (*inputs, *outputs)}
-    sources = {port: Stalls.of(stalls.get(port), seed=f"{seed}:{port}")
-               for port in (*inputs, *outputs)}
+    sources = stall_sources(stalls, (*inputs, *outputs), seed)
     if max_cycles is None:
         max_cycles = job_budget(params, jobs, max(s.p for s in sources.values()))
     dut = dut if dut is not None else SemanticConcentrator(params)

@@ -263,12 +263,9 @@ def _payloads(jobs):
 
 def _stall_sources(stalls, seed):
     """{port: Stalls} from a probability or a {port: probability or Stalls} mapping."""
-    from .streams import Stalls
+    from .streams import stall_sources
 
-    ports = ("cfg_stream", "i_stream", "o_stream")
-    if not isinstance(stalls, Mapping):
-        stalls = {port: stalls for port in ports}
-    return {port: Stalls.of(stalls.get(port, 0.0), seed=f"{seed}:{port}") for port in ports}
+    return stall_sources(stalls, ("cfg_stream", "i_stream", "o_stream"), seed)
 
 
 def _cycle_budget(params, jobs, stalls):

@@ -34,8 +34,8 @@ from amaranth.sim import Simulator
 
 from rtl.toolchain import BUILD_ROOT
 
-__all__ = ["Stalls", "pack", "unpack", "stream_put", "stream_get", "stream_monitor",
-           "run_streams", "CLOCK_PERIOD"]
+__all__ = ["Stalls", "stall_sources", "pack", "unpack", "stream_put", "stream_get",
+           "stream_monitor", "run_streams", "CLOCK_PERIOD"]
 
 #: Clock period of :func:`run_streams`, in seconds (10 ns, as in the cocotb testbenches).
 CLOCK_PERIOD = 10e-9
@@ -82,6 +82,15 @@ class Stalls:
 
     def __repr__(self):
         return f"Stalls(p={self.p}, seed={self.seed!r}, windows={list(self.windows)})"
+
+
+def stall_sources(stalls, ports, seed=0):
+    """``{port: Stalls}`` for ``ports`` from one probability (or :class:`Stalls`) for all of them,
+    or from a ``{port: probability or Stalls}`` mapping (ports not named do not stall). Each
+    port's stalls are seeded with ``f"{seed}:{port}"``."""
+    if not isinstance(stalls, Mapping):
+        stalls = {port: stalls for port in ports}
+    return {port: Stalls.of(stalls.get(port), seed=f"{seed}:{port}") for port in ports}
 
 
 def pack(shape, payload):
@@ -246,10 +255,7 @@ def run_streams(component, inputs, outputs, *, stalls=0.0, seed=0, max_cycles=No
         if port not in ports:
             raise ValueError(f"{type(component).__name__} has no stream port {port!r}: its "
                              f"stream ports are {', '.join(sorted(ports)) or 'none'}")
-    if not isinstance(stalls, Mapping):
-        stalls = {port: stalls for port in (*inputs, *outputs)}
-    sources = {port: Stalls.of(stalls.get(port), seed=f"{seed}:{port}")
-               for port in (*inputs, *outputs)}
+    sources = stall_sources(stalls, (*inputs, *outputs), seed)
     if probes is None:
         probes = {}
     elif not isinstance(probes, Mapping):

@@ -40,7 +40,7 @@ from sim.cocotb_streams import PERIOD_NS, StreamMonitor, reset, start_clock
 from sim.offsets import (DECODER_PORTS, ENCODER_PORTS, decoder_job, decoder_result,
                          encoder_job, encoder_result, fuzz_codes, job_budget,
                          regression_masks)
-from sim.streams import Stalls, pack, unpack
+from sim.streams import pack, stall_sources, unpack
 
 PARAMS = FocusParams.from_dict(json.loads(os.environ.get("FOCUS_PARAMS", "{}")))
 SEED = int(os.environ.get("FOCUS_SEED", "1"))
@@ -83,10 +83,7 @@ class JobRunner:
         decoder = _is_decoder(dut)
         self.inputs, self.outputs = DECODER_PORTS if decoder else ENCODER_PORTS
         self.layouts = _layouts(params, not decoder)
-        if not isinstance(stalls, dict):
-            stalls = {port: stalls for port in (*self.inputs, *self.outputs)}
-        self.stalls = {port: Stalls.of(stalls.get(port, 0.0), seed=f"{seed}:{port}")
-                       for port in (*self.inputs, *self.outputs)}
+        self.stalls = stall_sources(stalls, (*self.inputs, *self.outputs), seed)
         self.monitors = [StreamMonitor(dut, port) for port in (*self.inputs, *self.outputs)]
         for port in self.inputs:
             getattr(dut, f"{port}__valid").value = 0
