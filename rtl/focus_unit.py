@@ -132,11 +132,11 @@ class FocusUnit(wiring.Component):
     between). SIC: a token offered early transfers 5 cycles after the cycle of the
     ``START_SIC`` write (code word read, decoder header and first code, index register); from
     then on one token per ``rounds = ceil(7/comparators)`` cycles, the matcher's rate (the
-    decoder gives up to one index per cycle; the zip is combinational and adds no cycle), and a
-    token's map beat leaves ``matcher_latency + rounds - 1`` cycles (12 with 7 comparators) after
-    the token. ``SIC_CYCLES`` of a job of S tokens is therefore ``S * rounds + 12`` plus the odd
-    decoder cycle (``golden.cycles.block_match_cycles``; plus the drains with ``mean``), and
-    ``SEC_CYCLES`` is SEC's own job time.
+    decoder is built without its mask output and gives one index per cycle whatever the gaps; the
+    zip is combinational and adds no cycle), and a token's map beat leaves ``matcher_latency +
+    rounds - 1`` cycles (12 with 7 comparators) after the token. ``SIC_CYCLES`` of a job of S
+    tokens is therefore ``S * rounds + 12`` (``golden.cycles.block_match_cycles``; plus the
+    drains with ``mean``), and ``SEC_CYCLES`` is SEC's own job time.
 
     Back-pressure: ``mask``, ``code`` and ``sic`` may stall at any time; nothing is lost or
     duplicated (the code memory writes a word only in the cycle ``code`` takes it). ``scores``
@@ -245,7 +245,7 @@ class FocusUnit(wiring.Component):
         p = self._params
         m = Module()
         m.submodules.sec = sec = SemanticConcentrator(p)
-        m.submodules.decoder = dec = OffsetDecoder(p)
+        m.submodules.decoder = dec = OffsetDecoder(p, mask=False)
         m.submodules.matcher = mat = BlockMatcher(p, icg_cell=self._icg_cell)
         m.submodules.code_memory = code_mem = memory.Memory(
             shape=unsigned(p.word_bits), depth=p.code_words, init=[])
@@ -478,7 +478,6 @@ class FocusUnit(wiring.Component):
             di.payload.word.eq(code_rp.data),
             di.payload.nbits.eq(code_nbits),
             di.payload.last.eq(rd_last),
-            dec.o_stream.ready.eq(1),           # the decoded mask is not needed
         ]
         with m.If(issue):
             m.d.sync += [rptr.eq(rptr + 1), rd_valid.eq(1), rd_last.eq(rptr == code_nwords - 1)]

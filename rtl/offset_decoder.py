@@ -120,6 +120,12 @@ class OffsetDecoder(wiring.Component):
     ----------
     params : FocusParams
         Uses ``tokens``, ``lanes`` and ``word_bits`` (and the derived widths).
+    mask : bool
+        False leaves out the mask builder, its queue and ``o_stream``: the decoder then gives
+        only the kept indices, at one per cycle whatever the gaps (a gap no longer costs a cycle
+        per skipped beat), and a job of w words and n indices takes ``max(w, n) + 5`` cycles or
+        fewer. :class:`rtl.focus_unit.FocusUnit` uses this: the SIC layouter needs positions,
+        not the mask. Errors and their causes are the same.
 
     Members
     -------
@@ -128,7 +134,7 @@ class OffsetDecoder(wiring.Component):
     i_stream : In(stream.Signature(offset_word_layout(params)))
         The offset code words, first bit in the MSB of the first word.
     o_stream : Out(stream.Signature(mask_beat_layout(params)))
-        The keep mask.
+        The keep mask (absent with ``mask=False``).
     idx_stream : Out(stream.Signature(index_layout(params)))
         The kept indices, ascending.
     busy : Out(1)
@@ -143,12 +149,17 @@ class OffsetDecoder(wiring.Component):
         The count n read from the header.
     """
 
-    def __init__(self, params=None):
+    def __init__(self, params=None, *, mask=True):
         self._params = params = params if params is not None else FocusParams()
-        super().__init__({
+        self._mask = bool(mask)
+        members = {
             "cfg_stream": In(stream.Signature(decoder_config_layout(params))),
             "i_stream": In(stream.Signature(offset_word_layout(params))),
-            "o_stream": Out(stream.Signature(mask_beat_layout(params))),
+        }
+        if mask:
+            members["o_stream"] = Out(stream.Signature(mask_beat_layout(params)))
+        super().__init__({
+            **members,
             "idx_stream": Out(stream.Signature(index_layout(params))),
             "busy": Out(1),
             "error": Out(1),
@@ -161,10 +172,20 @@ class OffsetDecoder(wiring.Component):
     def params(self):
         return self._params
 
+    @property
+    def has_mask(self):
+        """Whether the decoder has the mask output ``o_stream`` (the ``mask`` argument)."""
+        return self._mask
+
     def elaborate(self, platform):
         p = self._params
         m = Module()
-        cfg, i, o, x = self.cfg_stream, self.i_stream, self.o_stream, self.idx_stream
+        cfg, i, x = self.cfg_stream, self.i_stream, self.idx_stream
+        if self._mask:
+            o = self.o_stream
+        else:                           # a stand-in that nothing reads: never valid
+            o = stream.Signature(mask_beat_layout(p)).create()
+            m.d.comb += o.ready.eq(1)
         lanes, wb, cb = p.lanes, p.word_bits, p.count_bits
         zmax = leading_zero_limit(p)
         fw = decode_field_bits(p)
@@ -194,8 +215,9 @@ class OffsetDecoder(wiring.Component):
 
         # The index queue to the mask builder, cleared by a new job and by an error.
         flush = Signal()
-        queue = fifo.SyncFIFOBuffered(width=p.index_bits, depth=INDEX_FIFO_DEPTH)
-        m.submodules.queue = ResetInserter(flush)(queue)
+        if self._mask:
+            queue = fifo.SyncFIFOBuffered(width=p.index_bits, depth=INDEX_FIFO_DEPTH)
+            m.submodules.queue = ResetInserter(flush)(queue)
 
         # Mask builder state.
         ob_base = Signal(cb + 1)        # token index of the current beat's lane 0
@@ -249,7 +271,7 @@ class OffsetDecoder(wiring.Component):
         m.d.comb += hdr_n.eq(hdr & ((1 << hb) - 1))
 
         out_free = ~o.valid | o.ready
-        j_free = (~x.valid | x.ready) & queue.w_rdy
+        j_free = (~x.valid | x.ready) & (queue.w_rdy if self._mask else 1)
         used = Signal(range(fw + 1))    # string bits consumed this cycle
         push = Signal()
         fail = Signal()
@@ -313,11 +335,15 @@ class OffsetDecoder(wiring.Component):
             m.d.sync += [error.eq(1), cause.eq(Mux(fail, fail_cause, DecodeError.SHORT))]
 
         # ---- outputs: the index register and the queue to the mask builder ----------------------
-        m.d.comb += [queue.w_data.eq(j), queue.w_en.eq(push)]
         with m.If(push):
             m.d.sync += [x.valid.eq(1), x.payload.index.eq(j), x.payload.last.eq(codes_left == 1)]
         with m.Elif(x.ready):
             m.d.sync += x.valid.eq(0)
+        if not self._mask:
+            with m.If(running & in_done & (error | (phase == FIN))):
+                m.d.sync += running.eq(0)
+            return m
+        m.d.comb += [queue.w_data.eq(j), queue.w_en.eq(push)]
 
         # ---- the mask builder -------------------------------------------------------------------
         rel = Signal(cb + 2)

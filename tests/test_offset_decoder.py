@@ -211,3 +211,72 @@ def test_sim_round_trip_with_stats():
     got = sim.decode_offsets(words, nbits, 300, 32, stalls=0.2, stats=stats, seed=2)
     assert got.tolist() == mask.tolist()
     assert stats["kept"] == int(mask.sum()) and stats["cycles"] > 0
+
+
+# ---- the index-only decoder (mask=False), as FocusUnit uses it ----------------------------------
+
+INDEX_PORTS = (("cfg_stream", "i_stream"), ("idx_stream",))
+
+
+def check_index_jobs(p, jobs, results, bound=True):
+    """Each job gives golden's kept indices, ``last`` on the final one, or, where golden raises,
+    the error flag with no index >= M; without stalls it takes at most ``max(words, n) + 5``
+    cycles and is idle within ``words + n + 8`` cycles of its config beat. Returns the number
+    of rejected jobs."""
+    rejected = 0
+    for k, ((words, nbits, M), result) in enumerate(zip(jobs, results)):
+        want = golden_or_none(words, nbits, M, p.word_bits)
+        what = f"job {k}: words {words}, nbits {nbits}, M {M}"
+        beats = result["idx_stream"]
+        indices = [b["index"] for b in beats]
+        assert all(j < M for j in indices), f"{what}: index >= M in {indices}"
+        assert not any(b["last"] for b in beats[:-1]), f"{what}: last before the final index"
+        if want is None:
+            assert result["error"], f"{what}: golden rejects it, the RTL did not flag it"
+            rejected += 1
+            continue
+        assert not result["error"], f"{what}: flagged {DecodeError(result['cause']).name}"
+        assert indices == np.flatnonzero(want).tolist(), f"{what}: RTL {indices}"
+        assert not beats or beats[-1]["last"], f"{what}: the final index lacks last"
+        if bound:
+            assert result["cycles"] <= max(len(words), len(indices)) + 5, (what, result["cycles"])
+            assert result["end"] <= len(words) + len(indices) + 8, (what, result["end"])
+    return rejected
+
+
+@pytest.mark.parametrize("p", SHAPES, ids=tag)
+def test_index_only_decoder_matches_golden(p):
+    """``mask=False``: golden's codes of edge and random masks and fuzzed streams; the same
+    indices and the same rejections as the full decoder, one index per cycle."""
+    dec = OffsetDecoder(p, mask=False)
+    assert not dec.has_mask and "o_stream" not in dec.signature.members
+    jobs = valid_codes(p, 60, seed=p.tokens + 1) + fuzz_codes(p, 300, seed=p.word_bits + 2)
+    results = run_jobs(dec, INDEX_PORTS, [decoder_job(*job) for job in jobs])
+    full = run_decoder_jobs(p, jobs)
+    assert check_index_jobs(p, jobs, results) > 50
+    for job, mine, theirs in zip(jobs, results, full):
+        assert (mine["error"], mine["cause"]) == (theirs["error"], theirs["cause"]), job
+
+
+@pytest.mark.parametrize("stalls", [0.3, {"idx_stream": Stalls(windows=[(20, 150)])}],
+                         ids=["random", "long"])
+def test_index_only_decoder_under_stalls(stalls):
+    jobs = valid_codes(SMALL, 30, seed=7) + fuzz_codes(SMALL, 60, seed=8)
+    results = run_jobs(OffsetDecoder(SMALL, mask=False), INDEX_PORTS,
+                       [decoder_job(*job) for job in jobs], stalls=stalls, seed=4)
+    check_index_jobs(SMALL, jobs, results, bound=False)
+
+
+def test_index_only_decoder_is_not_slowed_by_gaps():
+    """A clustered mask (long runs of dropped tokens): the full decoder's mask builder spends a
+    cycle per skipped beat; the index-only decoder gives one index per cycle."""
+    p = FocusParams(tokens=1024, lanes=4, word_bits=32)
+    mask = np.zeros(1024, bool)
+    mask[100:150] = mask[600:650] = True
+    words, nbits = golden.encode_offsets(mask, None, 32)
+    job = ([int(w) for w in words], nbits, 1024)
+    quick = run_jobs(OffsetDecoder(p, mask=False), INDEX_PORTS, [decoder_job(*job)])[0]
+    full = run_decoder_jobs(p, [job])[0]
+    assert [b["index"] for b in quick["idx_stream"]] == np.flatnonzero(mask).tolist()
+    assert quick["cycles"] <= max(len(words), 100) + 5
+    assert full["cycles"] >= 1024 // 4
