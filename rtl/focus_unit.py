@@ -2,7 +2,7 @@
 
 import enum as py_enum
 
-from amaranth.hdl import Const, Module, Mux, Signal, unsigned
+from amaranth.hdl import Const, Module, Mux, ResetInserter, Signal, unsigned
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -57,6 +57,8 @@ class Ctrl(py_enum.IntFlag):
     START_SEC = 1 << 0
     START_SIC = 1 << 1
     CLEAR = 1 << 2
+    #: Stop the running job at once and return to idle (see :class:`FocusUnit`).
+    ABORT = 1 << 3
 
 
 #: Bit of ``STATUS`` holding :class:`ErrorFlag` bit 0.
@@ -82,6 +84,8 @@ class ErrorFlag(py_enum.IntFlag):
     #: A start that cannot run: a start while a job runs, both starts in one write, or
     #: ``START_SIC`` with no valid code in the code memory.
     COMMAND = 1 << 6
+    #: ``CTRL.ABORT`` stopped a running job: its outputs are incomplete.
+    ABORTED = 1 << 7
 
 
 class Status(py_enum.IntFlag):
@@ -157,6 +161,15 @@ class FocusUnit(wiring.Component):
     drained to ``last``. Every job ends within a bounded number of cycles once its inputs have
     arrived. Flags are set when the job ends, or in the cycle of the bad bus access.
 
+    Abort: a job whose inputs never come (a host that died mid-job, tokens that were never sent)
+    waits for them, as a stream block must. ``CTRL.ABORT`` ends it: in the cycle after the write
+    the unit is idle, SEC, the decoder and the matcher are reset, ``scores`` and ``tokens`` are
+    not ready, and a beat on offer on ``mask``, ``code`` or ``sic`` is withdrawn (the one
+    exception to the stream rules: the aborted job's outputs are incomplete and must be
+    discarded). ``ABORTED`` is set when a job was running. The threshold table, the settings and
+    a valid code survive (an aborted SEC job leaves no valid code, as any SEC start does), so the
+    next job runs as usual; the producer must not offer the aborted job's remaining beats.
+
     Register map (32-bit words at word addresses, :class:`Reg`; an RW register reads back what
     was written, masked to its documented bits):
 
@@ -165,10 +178,11 @@ class FocusUnit(wiring.Component):
     ======  ==================  ==  ==========================================================
     0x00    ID                  RO  0xF0C05001
     0x01    CTRL                WO  bit 0 START_SEC, bit 1 START_SIC, bit 2 CLEAR (errors,
-                                    causes and counters; the code memory stays valid)
+                                    causes and counters; the code memory stays valid), bit 3
+                                    ABORT (a start in the same write is refused: COMMAND)
     0x02    STATUS              RO  bit 0 SEC busy, bit 1 SIC busy, bit 2 code valid;
-                                    bits 8..14 sticky errors: SEC_CONFIG, SEC_STREAM, DECODER,
-                                    MATCHER, TOKENS, BUS, COMMAND
+                                    bits 8..15 sticky errors: SEC_CONFIG, SEC_STREAM, DECODER,
+                                    MATCHER, TOKENS, BUS, COMMAND, ABORTED
     0x04    SEC_M               RW  M, 1..tokens (0 or > tokens: SEC_CONFIG)
     0x05    SEC_R               RW  R, 1..65535 (otherwise SEC_CONFIG)
     0x06    SEC_KEEP            RW  k >= 0 (k >= M keeps every token)
@@ -244,14 +258,19 @@ class FocusUnit(wiring.Component):
     def elaborate(self, platform):
         p = self._params
         m = Module()
-        m.submodules.sec = sec = SemanticConcentrator(p)
-        m.submodules.decoder = dec = OffsetDecoder(p, mask=False)
-        m.submodules.matcher = mat = BlockMatcher(p, icg_cell=self._icg_cell)
+        bus = self.bus
+        ctrl = bus.w_en & (bus.addr == Reg.CTRL)
+        abort = Signal()
+        m.d.comb += abort.eq(ctrl & bus.w_data[3])
+        # ABORT resets the job logic; the memories (threshold table, code, buffers) keep their
+        # contents, so the threshold table and a valid code survive it.
+        m.submodules.sec = sec = ResetInserter(abort)(SemanticConcentrator(p))
+        m.submodules.decoder = dec = ResetInserter(abort)(OffsetDecoder(p, mask=False))
+        m.submodules.matcher = mat = ResetInserter(abort)(BlockMatcher(p, icg_cell=self._icg_cell))
         m.submodules.code_memory = code_mem = memory.Memory(
             shape=unsigned(p.word_bits), depth=p.code_words, init=[])
         code_wp = code_mem.write_port()
         code_rp = code_mem.read_port()
-        bus = self.bus
 
         # ---- registers ------------------------------------------------------------------------
         rw = {reg: Signal(32, name=reg.name.lower()) for reg in _RW}
@@ -278,7 +297,6 @@ class FocusUnit(wiring.Component):
 
         # ---- bus: writes, commands ------------------------------------------------------------
         w_fire = bus.w_en
-        ctrl = w_fire & (bus.addr == Reg.CTRL)
         start_sec_req = ctrl & bus.w_data[0]
         start_sic_req = ctrl & bus.w_data[1]
         clear = Signal()
@@ -289,8 +307,8 @@ class FocusUnit(wiring.Component):
         start_sec = Signal()
         start_sic = Signal()
         m.d.comb += [
-            start_sec.eq(start_sec_req & ~start_sic_req & both_idle),
-            start_sic.eq(start_sic_req & ~start_sec_req & both_idle & code_valid),
+            start_sec.eq(start_sec_req & ~start_sic_req & both_idle & ~abort),
+            start_sic.eq(start_sic_req & ~start_sec_req & both_idle & code_valid & ~abort),
         ]
         bad_cmd = (start_sec_req | start_sic_req) & ~start_sec & ~start_sic
 
@@ -543,10 +561,16 @@ class FocusUnit(wiring.Component):
                                | Mux(sic_end & mat.error, ErrorFlag.MATCHER, 0)
                                | Mux(sic_end & mismatch, ErrorFlag.TOKENS, 0))
 
+        # ---- abort: last assignment wins over the job logic above -------------------------------
+        with m.If(abort):
+            m.d.sync += [sec_state.eq(S_IDLE), sec_cfg_valid.eq(0), sic_state.eq(C_IDLE),
+                         dec_cfg_valid.eq(0), mat_cfg_valid.eq(0), rd_valid.eq(0)]
+        abort_err = Mux(abort & ~both_idle, ErrorFlag.ABORTED, 0)
+
         # ---- sticky errors, clear -------------------------------------------------------------
         bus_err = Mux(bad_write | bad_read | (theta_write & ~theta_ok), ErrorFlag.BUS, 0)
         cmd_err = Mux(bad_cmd, ErrorFlag.COMMAND, 0)
-        all_err = set_err | sic_err | bus_err | cmd_err
+        all_err = set_err | sic_err | bus_err | cmd_err | abort_err
         m.d.sync += errors.eq(Mux(clear, 0, errors) | all_err)
         with m.If(clear):
             m.d.sync += [sec_cycles.eq(0), sic_cycles.eq(0), kept.eq(0), nbits.eq(0), order.eq(0),

@@ -17,7 +17,8 @@ from rtl.focus_unit import (ERROR_SHIFT, FOCUS_ID, READABLE, WRITABLE, Ctrl, Err
 from rtl.offset_decoder import DecodeError
 from rtl.params import FocusParams
 from rtl.semantic_concentrator import SecError
-from sim.focus import focus_program, job_record, read_counters, run_program, wait_idle
+from sim.focus import (focus_program, job_record, read_counters, run_program, token_beats,
+                       wait_idle)
 from sim.sic import decode_beats
 from sim.streams import Stalls
 
@@ -362,6 +363,65 @@ def test_commands_and_clear():
     (rec, rec_empty), io = run_program(p, program, stalls=0.2, seed=4)
     check_job(p, job, rec, io)
     check_job(p, empty, rec_empty, io)
+
+
+def test_abort():
+    """CTRL.ABORT: with nothing running it does nothing and sets no flag; a SIC job whose tokens
+    never come and an SEC job whose scores stop halfway end at once (idle the next cycle,
+    inputs not ready, ABORTED set, nothing emitted); the threshold table and the code survive
+    the aborted SIC job (the same column then gives the same beats); ABORT with a start in the
+    same write refuses the start (COMMAND); the next job equals golden."""
+    p = P7
+    rng = np.random.default_rng(21)
+    first, second = random_job(rng, p, M=40, keep=12), random_job(rng, p, M=44, keep=9)
+
+    async def program(io):
+        dut = io.dut
+        await io.write(Reg.CTRL, Ctrl.ABORT)
+        assert await io.read(Reg.STATUS) == 0
+        rec = await traced_program(io, p, record_of(p, first))
+        column0 = io.beats("sic")[slice(*rec["columns"][0]["beats"])]
+        # A SIC job whose tokens never come.
+        await io.write(Reg.CTRL, Ctrl.START_SIC)
+        await io.tick(40)
+        assert (await io.read(Reg.STATUS)) & Status.SIC_BUSY
+        sic_before = len(io.beats("sic"))
+        await io.write(Reg.CTRL, Ctrl.ABORT)
+        assert not io.get(dut.busy) and not io.get(dut.tokens.ready)
+        status = await io.read(Reg.STATUS)
+        assert errors_of(status) == ErrorFlag.ABORTED
+        assert status & (Status.SIC_BUSY | Status.CODE_VALID) == Status.CODE_VALID
+        assert len(io.beats("sic")) == sic_before
+        await io.write(Reg.CTRL, Ctrl.CLEAR)
+        # The same code and threshold table (not rewritten): column 0 again, same beats.
+        kept = np.asarray(first["tokens"]).reshape(40, -1)[rec["kept_mask"]]
+        io.send("tokens", token_beats(kept, 0, p.dim))
+        await io.write(Reg.CTRL, Ctrl.START_SIC)
+        await io.wait_sent("tokens")
+        assert await wait_idle(io) == Status.CODE_VALID
+        again = io.beats("sic")[sic_before:]
+        # An SEC job whose scores stop halfway.
+        job = record_of(p, second)
+        for reg, value in [(Reg.SEC_M, job["M"]), (Reg.SEC_R, job["R"])]:
+            await io.write(reg, value)
+        mask_before, code_before = len(io.beats("mask")), len(io.beats("code"))
+        await io.write(Reg.CTRL, Ctrl.START_SEC)
+        io.send("scores", job["scores"][:len(job["scores"]) // 2])
+        await io.wait_sent("scores")
+        await io.tick(5)
+        await io.write(Reg.CTRL, Ctrl.ABORT | Ctrl.START_SIC)
+        assert not io.get(dut.busy) and not io.get(dut.scores.ready)
+        status = await io.read(Reg.STATUS)
+        assert errors_of(status) == ErrorFlag.ABORTED | ErrorFlag.COMMAND
+        assert not status & (Status.SEC_BUSY | Status.SIC_BUSY | Status.CODE_VALID)
+        assert (len(io.beats("mask")), len(io.beats("code"))) == (mask_before, code_before)
+        await io.write(Reg.CTRL, Ctrl.CLEAR)
+        return rec, column0, again, await traced_program(io, p, job)
+
+    (rec, column0, again, rec2), io = run_program(p, program, stalls=0.2, seed=8)
+    check_job(p, first, rec, io)
+    assert again == column0 and column0
+    check_job(p, second, rec2, io)
 
 
 @pytest.mark.parametrize("setting, value", [(Reg.SEC_M, 0), (Reg.SEC_M, 49), (Reg.SEC_M, 1 << 31),
