@@ -27,6 +27,7 @@ from importlib import metadata
 from pathlib import Path
 
 from rtl import toolchain
+from rtl.cli_args import BadArgs, params_from
 from rtl.toolchain import display_path
 
 from .top import BOARDS, DESIGNS, make_platform, make_top
@@ -80,10 +81,6 @@ class BoardError(Exception):
     """A build or flash failure: exit status 1, the message on one line."""
 
 
-class _BadArgs(Exception):
-    pass
-
-
 # ---- paths, staleness ---------------------------------------------------------------------------
 
 def output_dir(board, output=None):
@@ -91,18 +88,9 @@ def output_dir(board, output=None):
     it)."""
     out = Path(output) if output else toolchain.BUILD_ROOT / "board" / board
     if str(out.resolve()).startswith("/tmp/"):
-        raise _BadArgs(f"-o {output}: the YoWASP tools cannot see /tmp; use a directory "
+        raise BadArgs(f"-o {output}: the YoWASP tools cannot see /tmp; use a directory "
                        f"elsewhere (default build/board/{board})")
     return out
-
-
-def _board_params(overrides=()):
-    from rtl.params import FocusParams
-
-    try:
-        return FocusParams.board().with_overrides(list(overrides))
-    except (ValueError, TypeError) as exc:
-        raise _BadArgs(str(exc)) from None
 
 
 def bitstream_path(board, design="focus", output=None):
@@ -134,7 +122,7 @@ def build_inputs(board, design="focus", freq_mhz=None, overrides=()):
         "board": board,
         "design": design,
         "freq_mhz": freq_mhz,
-        "params": _board_params(overrides).to_dict(),
+        "params": params_from("board", overrides).to_dict(),
         "tools": _versions(),
         "sources": digest.hexdigest(),
     }
@@ -249,7 +237,7 @@ def build(board, design="focus", output=None, *, freq_mhz=None, overrides=(), ti
     ``"field=value"`` changes to ``FocusParams.board()`` (``--set``).
     """
     spec = BOARDS[board]
-    params = _board_params(overrides)
+    params = params_from("board", overrides)
     out = output_dir(board, output)
     work = out / "work"
     out.mkdir(parents=True, exist_ok=True)
@@ -449,15 +437,15 @@ def run(args):
     """Run ``focus-rtl board ...``; returns the exit status."""
     try:
         if args.freq is not None and not args.freq > 0:
-            raise _BadArgs(f"--freq {args.freq:g}: the frequency must be positive")
+            raise BadArgs(f"--freq {args.freq:g}: the frequency must be positive")
         output_dir(args.board, args.output)
-        _board_params(args.set)
+        params_from("board", args.set)
         options = dict(freq_mhz=args.freq, overrides=args.set, timeout=args.timeout)
         if args.board_action == "build":
             build(args.board, args.design, args.output, **options)
             return 0
         return flash(args.board, args.design, args.output, **options)
-    except _BadArgs as exc:
+    except BadArgs as exc:
         print(f"focus-rtl: error: {exc}", file=sys.stderr)
         return 2
     except BoardError as exc:

@@ -31,7 +31,7 @@ import numpy as np
 from amaranth.hdl import Shape
 from amaranth.lib import data
 
-from golden.block_match import _check_columns, _check_config, _check_positions
+from golden.block_match import check_columns, check_config, check_positions
 from golden.focus import check_focus_inputs
 from golden.offsets import check_order, check_word_bits
 from golden.sec import MODES, check_keep, check_scores
@@ -454,10 +454,16 @@ class FocusBoard(BridgeClient):
     def _check_errors(self, what):
         from rtl.focus_unit import ERROR_SHIFT, ErrorFlag
         status = self.status()
-        flags = ErrorFlag(status >> ERROR_SHIFT & 0x7F)
+        flags = ErrorFlag(status >> ERROR_SHIFT & 0xFF)
         if flags:
             self.write_reg(self._reg("CTRL"), 4)     # CLEAR: the next job starts clean
             raise RuntimeError(f"the Focus unit flagged {flags!r} during {what}")
+
+    def _abort(self):
+        """End the running job (``CTRL.ABORT``) and clear the ``ABORTED`` flag it sets."""
+        from rtl.focus_unit import Ctrl
+        self.write_reg(self._reg("CTRL"), Ctrl.ABORT)
+        self.write_reg(self._reg("CTRL"), Ctrl.CLEAR)
 
     def _drain(self, pulls, pushes=()):
         """Push ``pushes`` ((port, beats) pairs) and pull every port in ``pulls`` until a beat
@@ -487,8 +493,10 @@ class FocusBoard(BridgeClient):
             idle = 0 if progress else idle + 1
             if idle > self.max_polls:
                 self._check_errors("a job")
+                self._abort()
                 raise RuntimeError(f"the Focus unit stopped: {idle} polls without progress "
-                                   f"(received { {k: len(v) for k, v in got.items()} })")
+                                   f"(received { {k: len(v) for k, v in got.items()} }); the job "
+                                   f"was aborted, the board is idle")
         return got
 
     def _sec_job(self, a, keep, mode, order):
@@ -595,9 +603,9 @@ class FocusBoard(BridgeClient):
         first runs an SEC job whose keep mask is exactly ``positions`` (one score row: 1 at the
         positions, 0 elsewhere; keep = their count). Positions must therefore be below the
         board's ``tokens``, and the tokens must fit one tile."""
-        _check_config(frame_stride, row_stride, theta_q, theta_bits, tile, window, representative)
-        orig, dim, _ = _check_columns(tokens, dim)
-        pos = _check_positions(positions, len(orig))
+        check_config(frame_stride, row_stride, theta_q, theta_bits, tile, window, representative)
+        orig, dim, _ = check_columns(tokens, dim)
+        pos = check_positions(positions, len(orig))
         self._check_sic_board(len(orig), dim, theta_bits, tile, window, frame_stride, row_stride)
         self._check_elements(orig)
         if len(pos) and int(pos[-1]) >= self.params.tokens:

@@ -156,14 +156,14 @@ def run_board_job(params, divisor, scores, tokens, keep, *, simulator="icarus", 
     from boards.bridge import FocusBoardCore
     from rtl import toolchain
     from rtl.emit import emit_verilog
-    from sim.runner import _BUILD_ARGS, CocotbFailure, _check_results, _locked, case_dir
+    from sim.runner import BUILD_ARGS, CocotbFailure, case_dir, check_results, locked
 
     toolchain.apply()
     directory = case_dir(BOARD_TOP, params, simulator, f"{case}-d{divisor}")
     directory.mkdir(parents=True, exist_ok=True)
     bridge_kw = bridge_kw or {}
     job_in, job_out = directory / "job.json", directory / "out.json"
-    with _locked(directory / ".lock"):
+    with locked(directory / ".lock"):
         source = directory / f"{BOARD_TOP}.v"
         text = emit_verilog(FocusBoardCore(params, divisor, **bridge_kw), BOARD_TOP, params)
         if not source.is_file() or source.read_text() != text:
@@ -172,7 +172,7 @@ def run_board_job(params, divisor, scores, tokens, keep, *, simulator="icarus", 
         build_log, test_log = directory / "build.log", directory / "test.log"
         try:
             runner.build(sources=[source], hdl_toplevel=BOARD_TOP, build_dir=directory,
-                         build_args=_BUILD_ARGS[simulator], timescale=("1ns", "1ps"),
+                         build_args=BUILD_ARGS[simulator], timescale=("1ns", "1ps"),
                          log_file=build_log)
         except (RuntimeError, SystemExit) as error:
             raise CocotbFailure(f"the board build failed ({error}); log: {build_log}") from None
@@ -192,5 +192,5 @@ def run_board_job(params, divisor, scores, tokens, keep, *, simulator="icarus", 
                                    "FOCUS_BOARD_OUT": str(job_out)})
         except (RuntimeError, SystemExit):
             pass
-        _check_results(results, test_log, f"board on {simulator}", "host_job")
+        check_results(results, test_log, f"board on {simulator}", "host_job")
         return json.loads(job_out.read_text())

@@ -28,7 +28,8 @@ import numpy as np
 
 from .similarity import better, check_theta_q, check_vectors, dot, similar, sqnorm
 
-__all__ = ["block_match", "sic", "candidate_offsets", "REPRESENTATIVES"]
+__all__ = ["block_match", "sic", "candidate_offsets", "REPRESENTATIVES", "check_config",
+           "check_positions", "check_columns"]
 
 REPRESENTATIVES = ("first", "mean")
 
@@ -54,7 +55,9 @@ def candidate_offsets(frame_stride, row_stride):
     return ((c >> 2) * frame_stride + ((c >> 1) & 1) * row_stride + (c & 1)).astype(np.int64)
 
 
-def _check_config(frame_stride, row_stride, theta_q, theta_bits, tile, window, representative):
+def check_config(frame_stride, row_stride, theta_q, theta_bits, tile, window, representative):
+    """``(frame_stride, row_stride, theta_q, theta_bits, tile, window)`` checked; ``ValueError``
+    for a bad job setting."""
     fs = _check_int(frame_stride, "frame_stride", 0)
     hs = _check_int(row_stride, "row_stride", 0)
     tb = _check_int(theta_bits, "theta_bits", 1)
@@ -70,7 +73,9 @@ def _check_config(frame_stride, row_stride, theta_q, theta_bits, tile, window, r
     return fs, hs, tq, tb, tile, window
 
 
-def _check_positions(positions, count):
+def check_positions(positions, count):
+    """``positions`` as a strictly increasing int64 array of ``count`` values >= 0, else
+    ``ValueError``."""
     pos = np.asarray(positions)
     if pos.dtype == bool or not np.issubdtype(pos.dtype, np.integer):
         raise ValueError(f"positions must be an integer array, not dtype {pos.dtype}")
@@ -174,7 +179,7 @@ def _representatives(orig, vec, mp, new, representative):
     return mean.astype(orig.dtype)
 
 
-def _check_columns(tokens, dim):
+def check_columns(tokens, dim):
     """``(tokens as an array, dim, D/V)`` for whole tokens [S, D] split into D/V columns of V."""
     dim = _check_int(dim, "dim", 1)
     orig = np.asarray(tokens)
@@ -226,10 +231,10 @@ def block_match(vectors, positions, *, frame_stride, row_stride, theta_q, theta_
         Wrong shapes or dtypes, positions not strictly increasing or negative, strides < 0,
         FS + HS + 1 >= window, theta_q out of range, tile < 1, unknown representative.
     """
-    fs, hs, tq, tb, tile, _ = _check_config(frame_stride, row_stride, theta_q, theta_bits, tile,
+    fs, hs, tq, tb, tile, _ = check_config(frame_stride, row_stride, theta_q, theta_bits, tile,
                                             window, representative)
     orig, vec = _check_matrix(vectors, "vectors")
-    pos = _check_positions(positions, vec.shape[0])
+    pos = check_positions(positions, vec.shape[0])
     if vec.shape[0] == 0:
         return np.zeros(0, dtype=np.int64), orig[:0].copy()
     best = _best_match(vec, pos, candidate_offsets(fs, hs), tile, tq, tb)
@@ -258,8 +263,8 @@ def sic(tokens, positions, *, frame_stride, row_stride, theta_q, theta_bits=8, t
     maps : int64 array [S, D/V]
     uniques : list of D/V arrays [U_j, V]
     """
-    _check_config(frame_stride, row_stride, theta_q, theta_bits, tile, window, representative)
-    orig, dim, columns = _check_columns(tokens, dim)
+    check_config(frame_stride, row_stride, theta_q, theta_bits, tile, window, representative)
+    orig, dim, columns = check_columns(tokens, dim)
     maps = np.zeros((orig.shape[0], columns), dtype=np.int64)
     uniques = []
     for j in range(columns):

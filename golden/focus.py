@@ -11,7 +11,7 @@ code (``decode_offsets(words, nbits, M) == mask``, so this model uses the mask d
 
 import numpy as np
 
-from .block_match import _check_columns, _check_config, _check_matrix, sic
+from .block_match import _check_matrix, check_columns, check_config, sic
 from .sec import check_scores, sec
 
 __all__ = ["focus", "check_focus_inputs"]
@@ -26,8 +26,8 @@ def check_focus_inputs(scores, tokens, *, frame_stride, row_stride, theta_q, the
     count that differs from the scores' M.
     """
     a = check_scores(scores)
-    _check_config(frame_stride, row_stride, theta_q, theta_bits, tile, window, representative)
-    orig, dim, columns = _check_columns(tokens, dim)
+    check_config(frame_stride, row_stride, theta_q, theta_bits, tile, window, representative)
+    orig, dim, columns = check_columns(tokens, dim)
     _check_matrix(orig, "tokens")
     if orig.shape[0] != a.shape[1]:
         raise ValueError(f"tokens has {orig.shape[0]} rows but scores has M = {a.shape[1]} "

@@ -14,12 +14,10 @@ from pathlib import Path
 from . import toolchain
 from .toolchain import display_path
 from .blocks import BLOCKS
-from .params import FocusParams
+from .cli_args import BadArgs, add_param_arguments, params_from, split_list
 from .synth import ToolError
 
 __all__ = ["main"]
-
-PRESETS = ("default", "paper", "board")
 
 _EMIT_EPILOG = """\
 Output: <block>.v for each block (module name = block name) and params.json (the FocusParams
@@ -105,38 +103,19 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"focus-rtl: error: {message}\n")
 
 
-class _BadArgs(Exception):
-    pass
-
-
-def _list(values):
-    """Flatten repeated and comma-separated option values."""
-    return [item.strip() for value in values or [] for item in value.split(",") if item.strip()]
-
-
-def _params(args):
-    try:
-        return FocusParams.preset(args.preset).with_overrides(args.set or [])
-    except (ValueError, TypeError) as exc:
-        raise _BadArgs(str(exc)) from None
-
-
 def _blocks(args, reference=()):
     """The --block list (default: every block of the unit); ``reference`` names extra blocks
     allowed on request (the synth reference designs)."""
-    blocks = _list(args.block) or list(BLOCKS)
+    blocks = split_list(args.block) or list(BLOCKS)
     known = [*BLOCKS, *reference]
     for block in blocks:
         if block not in known:
-            raise _BadArgs(f"unknown block {block!r}: blocks are {', '.join(sorted(known))}")
+            raise BadArgs(f"unknown block {block!r}: blocks are {', '.join(sorted(known))}")
     return list(dict.fromkeys(blocks))
 
 
 def _common(parser, what):
-    parser.add_argument("--preset", default="default", metavar="NAME",
-                        help=f"parameter preset: {', '.join(PRESETS)} (default: default)")
-    parser.add_argument("--set", action="append", metavar="FIELD=VALUE",
-                        help="override a FocusParams field (repeatable), e.g. --set dim=8")
+    add_param_arguments(parser)
     parser.add_argument("--block", action="append", metavar="NAME",
                         help=f"only these blocks (repeatable or comma-separated; default all: "
                              f"{', '.join(BLOCKS)})")
@@ -198,12 +177,12 @@ def _parser():
 def _emit(args):
     from .emit import check_icg_cell, emit_files
 
-    params, blocks = _params(args), _blocks(args)
+    params, blocks = params_from(args.preset, args.set), _blocks(args)
     if args.icg_cell is not None:
         try:
             check_icg_cell(args.icg_cell)
         except ValueError as exc:
-            raise _BadArgs(str(exc)) from None
+            raise BadArgs(str(exc)) from None
     out = Path(args.output) if args.output else toolchain.BUILD_ROOT / "verilog" / args.preset
     for path in emit_files(params, out, blocks, preset=args.preset, overrides=args.set or [],
                            icg_cell=args.icg_cell):
@@ -214,10 +193,10 @@ def _emit(args):
 def _targets(args):
     from .synth import TARGETS
 
-    targets = _list(args.target) or list(TARGETS)
+    targets = split_list(args.target) or list(TARGETS)
     for target in targets:
         if target not in TARGETS:
-            raise _BadArgs(f"unknown target {target!r}: targets are {', '.join(TARGETS)}")
+            raise BadArgs(f"unknown target {target!r}: targets are {', '.join(TARGETS)}")
     return list(dict.fromkeys(targets))
 
 
@@ -225,16 +204,16 @@ def _freq(args):
     from .synth import DEVICES
 
     freq = {}
-    for item in _list(args.freq):
+    for item in split_list(args.freq):
         target, _, value = item.partition("=")
         if target not in DEVICES:
-            raise _BadArgs(f"--freq {item!r}: the target must be one of {', '.join(DEVICES)}")
+            raise BadArgs(f"--freq {item!r}: the target must be one of {', '.join(DEVICES)}")
         try:
             freq[target] = float(value)
         except ValueError:
-            raise _BadArgs(f"--freq {item!r}: {value!r} is not a number of MHz") from None
+            raise BadArgs(f"--freq {item!r}: {value!r} is not a number of MHz") from None
         if not freq[target] > 0:
-            raise _BadArgs(f"--freq {item!r}: the frequency must be positive")
+            raise BadArgs(f"--freq {item!r}: the frequency must be positive")
     return freq
 
 
@@ -242,12 +221,12 @@ def _sweep(args, params):
     field, _, text = args.sweep.partition("=")
     values = [v.strip() for v in text.split(",") if v.strip()]
     if not field or not values:
-        raise _BadArgs(f"--sweep {args.sweep!r} is not of the form FIELD=V1,V2,...")
+        raise BadArgs(f"--sweep {args.sweep!r} is not of the form FIELD=V1,V2,...")
     for value in values:
         try:
             params.with_overrides([f"{field}={value}"])
         except (ValueError, TypeError) as exc:
-            raise _BadArgs(f"--sweep: {exc}") from None
+            raise BadArgs(f"--sweep: {exc}") from None
     return field.strip(), values
 
 
@@ -256,15 +235,15 @@ def _synth(args):
 
     from .blocks import REFERENCE_BLOCKS
 
-    params, targets, freq = _params(args), _targets(args), _freq(args)
+    params, targets, freq = params_from(args.preset, args.set), _targets(args), _freq(args)
     blocks = _blocks(args, REFERENCE_BLOCKS)
     if args.relative_to is not None and args.relative_to not in (*BLOCKS, *REFERENCE_BLOCKS):
-        raise _BadArgs(f"--relative-to {args.relative_to!r}: blocks are "
+        raise BadArgs(f"--relative-to {args.relative_to!r}: blocks are "
                        f"{', '.join(sorted([*BLOCKS, *REFERENCE_BLOCKS]))}")
     if args.jobs < 1:
-        raise _BadArgs(f"--jobs {args.jobs}: must be at least 1")
+        raise BadArgs(f"--jobs {args.jobs}: must be at least 1")
     if args.work_dir and str(Path(args.work_dir).resolve()).startswith("/tmp/"):
-        raise _BadArgs(f"--work-dir {args.work_dir}: the YoWASP tools cannot see /tmp")
+        raise BadArgs(f"--work-dir {args.work_dir}: the YoWASP tools cannot see /tmp")
     sweep = _sweep(args, params) if args.sweep else None
     meta = {"preset": args.preset, "overrides": list(args.set or [])}
     options = dict(jobs=args.jobs, work_root=args.work_dir, dsp=args.dsp, freq=freq,
@@ -312,7 +291,7 @@ def main(argv=None):
         if getattr(args, "run", None):
             return args.run(args)
         return {"emit": _emit, "synth": _synth}[args.command](args)
-    except _BadArgs as exc:
+    except BadArgs as exc:
         print(f"focus-rtl: error: {exc}", file=sys.stderr)
         return 2
     except ToolError as exc:

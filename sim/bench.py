@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+from rtl.cli_args import BadArgs, add_param_arguments, params_from, split_list
 from rtl.toolchain import display_path
 
 __all__ = ["add_parser", "run", "MODULES", "summary_markdown"]
@@ -53,10 +54,6 @@ examples:
 """
 
 
-class BadArgs(Exception):
-    """A bad command-line argument: exit status 2."""
-
-
 def add_parser(sub):
     """Add the ``bench`` subcommand to the ``focus-rtl`` subparsers ``sub``."""
     parser = sub.add_parser(
@@ -64,10 +61,7 @@ def add_parser(sub):
         description="Measured cycles of every block and of the top against the analytic model "
                     "and the physical bounds, as markdown tables and PNG plots.",
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--preset", default="default", metavar="NAME",
-                        help="parameter preset: default, paper, board (default: default)")
-    parser.add_argument("--set", action="append", metavar="FIELD=VALUE",
-                        help="override a FocusParams field (repeatable), e.g. --set lanes=8")
+    add_param_arguments(parser)
     parser.add_argument("--quick", action="store_true",
                         help="a small subset of the jobs (seconds)")
     parser.add_argument("--only", action="append", metavar="LIST",
@@ -79,18 +73,8 @@ def add_parser(sub):
     return parser
 
 
-def _params(args):
-    from rtl.params import FocusParams
-
-    try:
-        return FocusParams.preset(args.preset).with_overrides(args.set or [])
-    except (ValueError, TypeError) as exc:
-        raise BadArgs(str(exc)) from None
-
-
 def _modules(args):
-    names = [item.strip() for value in args.only or [] for item in value.split(",")
-             if item.strip()]
+    names = split_list(args.only)
     for name in names:
         if name not in MODULES:
             raise BadArgs(f"--only: unknown module {name!r}: modules are {', '.join(MODULES)}")
@@ -305,7 +289,7 @@ def _plot(rows, path, title):
 def run(args):
     """Run ``focus-rtl bench``; returns the exit status."""
     try:
-        p, names = _params(args), _modules(args)
+        p, names = params_from(args.preset, args.set), _modules(args)
     except BadArgs as exc:
         print(f"focus-rtl: error: {exc}", file=sys.stderr)
         return 2

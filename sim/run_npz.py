@@ -14,6 +14,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from rtl.cli_args import BadArgs, add_param_arguments, params_from
+
 __all__ = ["add_parser", "run", "JOBS", "load_npz"]
 
 JOBS = ("sec", "sic", "focus")
@@ -55,8 +57,8 @@ examples:
 """
 
 
-class BadInput(Exception):
-    """Bad arguments or a bad input file: exit status 2."""
+class BadInput(BadArgs):
+    """A bad input file (missing, not an ``.npz``, a missing key, a wrong dtype): exit status 2."""
 
 
 def add_parser(sub):
@@ -74,10 +76,8 @@ def add_parser(sub):
     parser.add_argument("--rtl", choices=SIMULATORS, metavar="SIMULATOR",
                         help="run the RTL on this simulator (amaranth, icarus, verilator) "
                              "instead of the golden model")
-    parser.add_argument("--preset", metavar="NAME",
-                        help="parameter preset: default, paper, board (default: default)")
-    parser.add_argument("--set", action="append", metavar="FIELD=VALUE",
-                        help="override a FocusParams field (repeatable), e.g. --set dim=8")
+    # No --preset default: without --preset and --set the RTL gets parameters fitted to the data.
+    add_param_arguments(parser, preset_default=None)
     job = parser.add_argument_group("job options")
     job.add_argument("--keep", type=int, metavar="K", help="tokens to keep (sec, focus)")
     job.add_argument("--mode", choices=("spatial", "temporal"), default="spatial",
@@ -176,24 +176,20 @@ def _tokens(data, job, path, elem_bits):
 def _require(args, job, *names):
     missing = [f"--{name.replace('_', '-')}" for name in names if getattr(args, name) is None]
     if missing:
-        raise BadInput(f"`run {job}` needs {' and '.join(missing)}")
+        raise BadArgs(f"`run {job}` needs {' and '.join(missing)}")
 
 
 def _settings(args):
     """(params for golden's defaults, params for the RTL or None, theta_q or None)."""
     import golden
-    from rtl.params import FocusParams
 
-    try:
-        params = FocusParams.preset(args.preset or "default").with_overrides(args.set or [])
-    except (ValueError, TypeError) as exc:
-        raise BadInput(str(exc)) from None
+    params = params_from(args.preset or "default", args.set)
     theta_q = args.theta_q
     if args.theta is not None:
         try:
             theta_q = golden.theta_q(args.theta, params.theta_bits)
         except ValueError as exc:
-            raise BadInput(f"--theta: {exc}") from None
+            raise BadArgs(f"--theta: {exc}") from None
     rtl_params = params if (args.preset or args.set) else None
     return params, rtl_params, theta_q
 
@@ -232,7 +228,7 @@ def _execute(args):
     if job in ("sic", "focus"):
         _require(args, job, "frame_stride", "row_stride")
         if theta_q is None:
-            raise BadInput(f"`run {job}` needs --theta or --theta-q")
+            raise BadArgs(f"`run {job}` needs --theta or --theta-q")
     data = load_npz(path)
     word_bits = args.word_bits if args.word_bits is not None else params.word_bits
     tile = args.tile if args.tile is not None else params.tile
@@ -306,7 +302,7 @@ def run(args):
 
     try:
         result = _execute(args)
-    except (BadInput, ValueError) as exc:
+    except (BadArgs, ValueError) as exc:
         message = " ".join(str(exc).split())
         print(f"focus-rtl: error: {message}", file=sys.stderr)
         return 2

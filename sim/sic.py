@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from golden.block_match import (_check_columns, _check_config, _check_matrix,
-                                _check_positions)
+from golden.block_match import (_check_matrix, check_columns, check_config,
+                                check_positions)
 from golden.block_match import block_match as golden_block_match
 from rtl.block_matcher import BlockMatcher, matcher_rounds
 from rtl.params import FocusParams
@@ -101,9 +101,9 @@ def _check_job_inputs(vectors, positions, frame_stride, row_stride, theta_q, the
     """golden's checks (same messages), then the RTL's own limits.
 
     Returns (orig, vec, pos, params)."""
-    _check_config(frame_stride, row_stride, theta_q, theta_bits, tile, window, representative)
+    check_config(frame_stride, row_stride, theta_q, theta_bits, tile, window, representative)
     orig, vec = _check_matrix(vectors, "vectors")
-    pos = _check_positions(positions, vec.shape[0])
+    pos = check_positions(positions, vec.shape[0])
     _check_simulator(simulator)
     if params is None:
         params = fit_params(vec, theta_bits, tile, window)
@@ -180,8 +180,8 @@ def sic(tokens, positions, *, frame_stride, row_stride, theta_q, theta_bits=8, t
     -------
     (maps int64 [S, D/V], list of D/V unique arrays [U_j, V])
     """
-    _check_config(frame_stride, row_stride, theta_q, theta_bits, tile, window, representative)
-    orig, dim, columns = _check_columns(tokens, dim)
+    check_config(frame_stride, row_stride, theta_q, theta_bits, tile, window, representative)
+    orig, dim, columns = check_columns(tokens, dim)
     checked = [_check_job_inputs(orig[:, j * dim:(j + 1) * dim], positions, frame_stride,
                                  row_stride, theta_q, theta_bits, tile, window, representative,
                                  params, simulator) for j in range(columns)]

@@ -146,6 +146,8 @@ BAD = [
     (["synth", "--freq", "ice40=fast"], "'fast' is not a number"),
     (["synth", "--dsp", "maybe"], "invalid choice: 'maybe'"),
     (["bench", "--only", "nope"], "unknown module 'nope'"),
+    (["run", "sec", "-i", "in.npz", "-o", "out.npz", "--keep", "1", "--preset", "huge"],
+     "Unknown preset 'huge'"),
 ]
 
 
@@ -159,3 +161,27 @@ def test_bad_arguments(home, args, message):
     assert lines[0].startswith("focus-rtl: error: ")
     assert message in lines[0]
     assert not (home / "build").exists()
+
+
+def test_cli_args():
+    """The shared plumbing: list flattening, --preset/--set defaults, parsing and its errors."""
+    import argparse
+
+    from rtl.cli_args import BadArgs, add_param_arguments, params_from, split_list
+
+    assert split_list(None) == []
+    assert split_list(["a,b", " c ", ",", "d,,e"]) == ["a", "b", "c", "d", "e"]
+    for default in ("default", None):
+        parser = argparse.ArgumentParser()
+        add_param_arguments(parser, preset_default=default)
+        args = parser.parse_args([])
+        assert (args.preset, args.set) == (default, None)
+        args = parser.parse_args(["--preset", "paper", "--set", "dim=4", "--set", "lanes=2"])
+        assert (args.preset, args.set) == ("paper", ["dim=4", "lanes=2"])
+    assert params_from("paper", ["dim=4"]) == FocusParams.paper().replace(dim=4)
+    assert params_from("board", None) == FocusParams.board()
+    for preset, overrides, message in [("huge", [], "Unknown preset 'huge'"),
+                                       ("default", ["dim=x"], "'x' is not an integer"),
+                                       ("default", ["dim"], "'dim' is not of the form")]:
+        with pytest.raises(BadArgs, match=message):
+            params_from(preset, overrides)

@@ -17,7 +17,7 @@ import golden
 from boards.bridge import FocusBoardCore
 from boards.host import FocusBoard, SerialTransport, SimTransport, token_rates
 from boards.protocol import Cmd, Status, encode_request, reply_bytes, request_bytes, stream_bytes
-from rtl.focus_unit import FOCUS_ID, Reg
+from rtl.focus_unit import FOCUS_ID, Ctrl, Reg, Status
 from rtl.params import FocusParams
 from test_bridge import _watch_rules, stream_rule_checker
 
@@ -110,6 +110,21 @@ def test_focus_equals_golden(board):
     scores, tokens = _scores(5), _tokens(6)
     result = board.focus(scores, tokens, 6, **SIC, dim=4)
     _same(result, golden.focus(scores, tokens, 6, **SIC, dim=4))
+
+
+def test_a_stalled_job_is_aborted():
+    """A SIC job whose tokens never come: the driver gives up after ``max_polls``, aborts the
+    job (the board is idle, no flag left) and the next job equals golden."""
+    board, _ = _board()
+    scores = _scores(8)
+    board.sec(scores, 5)
+    board.max_polls = 5
+    board.write_reg(Reg.CTRL, Ctrl.START_SIC)
+    assert board.status() & Status.SIC_BUSY
+    with pytest.raises(RuntimeError, match="stopped.*aborted"):
+        board._drain({"sic": None})
+    assert board.status() == Status.CODE_VALID
+    _same(board.sec(scores, 7), golden.sec(scores, 7))
 
 
 @pytest.mark.parametrize("call", [
