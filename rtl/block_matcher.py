@@ -1,11 +1,12 @@
 """The SIC block matcher (spec 4.2): 2x2x2 block matching, similarity map and unique vectors."""
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, ResetInserter, Signal, signed, unsigned
-from amaranth.lib import data, fifo, memory, stream, wiring
+from amaranth.lib import data, fifo, memory, stream
 from amaranth.lib.wiring import In, Out
 
+from .block import FocusBlock
 from .clock_gate import ICG_CELL
-from .params import FocusParams, ceil_log2
+from .params import ceil_log2
 from .similarity_comparator import COMPARATOR_LATENCY, SimilarityComparator, vector_layout
 from .vector_norm import VectorNorm
 from .window_buffer import WindowBuffer, window_slots
@@ -96,7 +97,7 @@ def match_output_layout(p):
     })
 
 
-class BlockMatcher(wiring.Component):
+class BlockMatcher(FocusBlock):
     """Block-matches a job's tokens in 2x2x2 (frame, row, column) neighbourhoods and streams the
     similarity map and the unique vectors, exactly as :func:`golden.block_match`.
 
@@ -176,10 +177,9 @@ class BlockMatcher(wiring.Component):
     """
 
     def __init__(self, params=None, *, icg_cell=ICG_CELL, gate=True):
-        self._params = p = params if params is not None else FocusParams()
         self._icg_cell = icg_cell
         self._gate = gate
-        super().__init__({
+        super().__init__(params, lambda p: {
             "cfg_stream": In(stream.Signature(match_config_layout(p))),
             "i_stream": In(stream.Signature(match_input_layout(p))),
             "o_stream": Out(stream.Signature(match_output_layout(p))),
@@ -192,10 +192,6 @@ class BlockMatcher(wiring.Component):
             "gated": Out(32),
             "uniques": Out(p.position_bits),
         })
-
-    @property
-    def params(self):
-        return self._params
 
     def elaborate(self, platform):
         p = self._params

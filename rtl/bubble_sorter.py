@@ -1,15 +1,15 @@
 """The a-way bubble sorter of the top-k selector (spec 3.2, ``sorter="bubble"``)."""
 
 from amaranth.hdl import Cat, Module, Mux, Signal, signed
-from amaranth.lib import wiring
 
-from .importance_buffer import BufferSweeper, buffer_word_layout
-from .topk_selector import TopKEngineSignature
+from .block import FocusBlock
+from .importance_buffer import buffer_word_layout
+from .topk_selector import TopKEngineSignature, add_sweeper
 
 __all__ = ["BubbleSorter"]
 
 
-class BubbleSorter(wiring.Component):
+class BubbleSorter(FocusBlock):
     """The paper's a-way bubble sorter as a :class:`rtl.topk_selector.TopKEngineSignature`
     engine: ceil(k/a) passes, each streaming the M scores through a chain of ``lanes``
     compare-exchange cells, one score per cycle, then one pass that emits the mask.
@@ -36,8 +36,7 @@ class BubbleSorter(wiring.Component):
     """
 
     def __init__(self, params):
-        self._params = params
-        super().__init__(TopKEngineSignature(params))
+        super().__init__(params, TopKEngineSignature)
 
     def elaborate(self, platform):
         p = self._params
@@ -45,12 +44,7 @@ class BubbleSorter(wiring.Component):
         kb = sb + ib
         m = Module()
         o = self.o_stream
-        m.submodules.sweeper = sw = BufferSweeper(p)
-        m.d.comb += [
-            sw.start.eq(self.start), sw.M.eq(self.M),
-            sw.avail.eq(self.avail), sw.all_avail.eq(self.all_avail),
-            self.r_addr.eq(sw.r_addr), self.r_en.eq(sw.r_en),
-        ]
+        sw = add_sweeper(m, self)
 
         # Issue side: picks still to come from the passes not yet issued. The sweep being issued
         # is the mask sweep once it is zero.

@@ -6,18 +6,18 @@ from amaranth.hdl import Const, Module, Mux, ResetInserter, Signal, unsigned
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .block import FocusBlock
 from .block_matcher import BlockMatcher, match_config_layout, match_output_layout
 from .clock_gate import ICG_CELL
 from .importance_analyzer import ROWS_BITS
 from .layouts import mask_beat_layout, offset_word_layout, score_beat_layout
 from .offset_decoder import DecodeError, OffsetDecoder
-from .params import FocusParams
 from .register_bus import RegisterSignature
 from .semantic_concentrator import SecError, SemanticConcentrator, sec_config_layout
 from .similarity_comparator import vector_layout
 
 __all__ = ["FocusUnit", "Reg", "Ctrl", "Status", "ErrorFlag", "FOCUS_ID", "token_layout",
-           "ERROR_SHIFT", "READABLE", "WRITABLE"]
+           "ERROR_SHIFT", "READABLE", "WRITABLE", "SIC_SETTINGS"]
 
 #: The constant in register ``ID``.
 FOCUS_ID = 0xF0C05001
@@ -103,6 +103,9 @@ _RO = (Reg.ID, Reg.STATUS, Reg.SEC_CYCLES, Reg.SIC_CYCLES, Reg.KEPT, Reg.NBITS, 
        Reg.UNIQUES, Reg.ACTIVE, Reg.GATED, Reg.CAUSE, Reg.SIC_TOKENS, Reg.CODE_WORDS)
 #: Addresses a read may use without a bus error (write-only ones read as 0).
 READABLE = frozenset(_RW + _WO + _RO)
+#: The SIC settings: absent (unmapped) in a unit built with ``sic=False``.
+SIC_SETTINGS = frozenset((Reg.SIC_FRAME_STRIDE, Reg.SIC_ROW_STRIDE, Reg.SIC_LAYER, Reg.SIC_REPR,
+                          Reg.THETA_ADDR, Reg.THETA_DATA))
 #: Addresses a write may use without a bus error.
 WRITABLE = frozenset(_RW + _WO)
 
@@ -113,7 +116,7 @@ def token_layout(p):
     return data.StructLayout({"vector": vector_layout(p), "last": 1})
 
 
-class FocusUnit(wiring.Component):
+class FocusUnit(FocusBlock):
     """The Focus unit: SEC (:class:`rtl.semantic_concentrator.SemanticConcentrator`) joined to
     SIC (:class:`rtl.block_matcher.BlockMatcher`) the way the paper does it, through the offset
     code and :class:`rtl.offset_decoder.OffsetDecoder`, with a register interface.
@@ -222,6 +225,12 @@ class FocusUnit(wiring.Component):
     icg_cell : str or None
         Clock-gate cell of the matcher's comparators with ``gating="icg"`` (``None`` models it as
         a clock enable, for the Amaranth simulator).
+    sic : bool
+        False builds the unit without SIC (no decoder, no matcher): for a device too small for
+        both, such as the iCE40 UP5K of the iCEBreaker. The ports are the same; ``START_SIC`` is
+        refused (``COMMAND``), ``tokens`` is never ready, ``sic`` never valid, the SIC counters
+        read 0, and the SIC settings (:data:`SIC_SETTINGS`, threshold table included) are
+        unmapped: an access sets ``BUS``.
 
     Members
     -------
@@ -237,10 +246,10 @@ class FocusUnit(wiring.Component):
         Any sticky error flag is set.
     """
 
-    def __init__(self, params=None, *, icg_cell=ICG_CELL):
-        self._params = p = params if params is not None else FocusParams()
+    def __init__(self, params=None, *, icg_cell=ICG_CELL, sic=True):
         self._icg_cell = icg_cell
-        super().__init__({
+        self._sic = bool(sic)
+        super().__init__(params, lambda p: {
             "bus": In(RegisterSignature()),
             "scores": In(stream.Signature(score_beat_layout(p))),
             "tokens": In(stream.Signature(token_layout(p))),
@@ -252,8 +261,21 @@ class FocusUnit(wiring.Component):
         })
 
     @property
-    def params(self):
-        return self._params
+    def has_sic(self):
+        """Whether the unit was built with SIC (the ``sic`` argument)."""
+        return self._sic
+
+    @property
+    def readable(self):
+        """The addresses a read may use without a bus error: :data:`READABLE`, less
+        :data:`SIC_SETTINGS` without SIC."""
+        return READABLE if self._sic else READABLE - SIC_SETTINGS
+
+    @property
+    def writable(self):
+        """The addresses a write may use without a bus error: :data:`WRITABLE`, less
+        :data:`SIC_SETTINGS` without SIC."""
+        return WRITABLE if self._sic else WRITABLE - SIC_SETTINGS
 
     def elaborate(self, platform):
         p = self._params
@@ -265,15 +287,18 @@ class FocusUnit(wiring.Component):
         # ABORT resets the job logic; the memories (threshold table, code, buffers) keep their
         # contents, so the threshold table and a valid code survive it.
         m.submodules.sec = sec = ResetInserter(abort)(SemanticConcentrator(p))
-        m.submodules.decoder = dec = ResetInserter(abort)(OffsetDecoder(p, mask=False))
-        m.submodules.matcher = mat = ResetInserter(abort)(BlockMatcher(p, icg_cell=self._icg_cell))
+        if self._sic:
+            m.submodules.decoder = dec = ResetInserter(abort)(OffsetDecoder(p, mask=False))
+            m.submodules.matcher = mat = ResetInserter(abort)(
+                BlockMatcher(p, icg_cell=self._icg_cell))
         m.submodules.code_memory = code_mem = memory.Memory(
             shape=unsigned(p.word_bits), depth=p.code_words, init=[])
         code_wp = code_mem.write_port()
         code_rp = code_mem.read_port()
 
         # ---- registers ------------------------------------------------------------------------
-        rw = {reg: Signal(32, name=reg.name.lower()) for reg in _RW}
+        rw = {reg: Signal(32, name=reg.name.lower()) for reg in _RW
+              if reg in self.writable}
         rw_width = {Reg.SEC_MODE: 1, Reg.SEC_ORDER: 4, Reg.SIC_REPR: 1}
         sec_cycles = Signal(32)
         sic_cycles = Signal(32)
@@ -308,12 +333,13 @@ class FocusUnit(wiring.Component):
         start_sic = Signal()
         m.d.comb += [
             start_sec.eq(start_sec_req & ~start_sic_req & both_idle & ~abort),
-            start_sic.eq(start_sic_req & ~start_sec_req & both_idle & code_valid & ~abort),
+            start_sic.eq(start_sic_req & ~start_sec_req & both_idle & code_valid & ~abort
+                         & self._sic),
         ]
         bad_cmd = (start_sec_req | start_sic_req) & ~start_sec & ~start_sic
 
         writable = Const(0)
-        for reg in WRITABLE:
+        for reg in self.writable:
             writable = writable | (bus.addr == reg)
         bad_write = w_fire & ~writable
         with m.If(w_fire):
@@ -321,16 +347,19 @@ class FocusUnit(wiring.Component):
                 with m.If(bus.addr == reg):
                     m.d.sync += sig.eq(bus.w_data[:rw_width.get(reg, 32)])
 
-        theta_write = w_fire & (bus.addr == Reg.THETA_DATA)
-        theta_addr = rw[Reg.THETA_ADDR]
-        theta_ok = (theta_addr < p.layers) & (bus.w_data <= p.theta_max)
-        m.d.comb += [
-            mat.theta_we.eq(theta_write & theta_ok),
-            mat.theta_addr.eq(theta_addr[:len(mat.theta_addr)]),
-            mat.theta_data.eq(bus.w_data[:p.theta_bits]),
-        ]
-        with m.If(theta_write):
-            m.d.sync += theta_addr.eq(theta_addr + 1)
+        theta_bad = Const(0)
+        if self._sic:
+            theta_write = w_fire & (bus.addr == Reg.THETA_DATA)
+            theta_addr = rw[Reg.THETA_ADDR]
+            theta_ok = (theta_addr < p.layers) & (bus.w_data <= p.theta_max)
+            theta_bad = theta_write & ~theta_ok
+            m.d.comb += [
+                mat.theta_we.eq(theta_write & theta_ok),
+                mat.theta_addr.eq(theta_addr[:len(mat.theta_addr)]),
+                mat.theta_data.eq(bus.w_data[:p.theta_bits]),
+            ]
+            with m.If(theta_write):
+                m.d.sync += theta_addr.eq(theta_addr + 1)
 
         # ---- bus: reads -----------------------------------------------------------------------
         sec_busy = ~sec_idle
@@ -353,7 +382,7 @@ class FocusUnit(wiring.Component):
                 for reg, value in readable.items():
                     with m.Case(reg):
                         m.d.sync += bus.r_data.eq(value)
-                with m.Case(*_WO):
+                with m.Case(*(reg for reg in _WO if reg in self.writable)):
                     pass
                 with m.Default():
                     m.d.comb += bad_read.eq(1)
@@ -442,133 +471,141 @@ class FocusUnit(wiring.Component):
             with m.Else():
                 m.d.comb += set_err.eq(ErrorFlag.SEC_STREAM)
 
-        # ---- SIC jobs: decoder and matcher configuration, code replay -------------------------
-        C_IDLE, C_RUN = range(2)
-        sic_state = Signal(range(2))
-        m.d.comb += sic_idle.eq(sic_state == C_IDLE)
-        sic_run = sic_state == C_RUN
-        dec_cfg_valid = Signal()
-        mat_cfg = Signal(match_config_layout(p))
-        mat_cfg_valid = Signal()
-        layer = rw[Reg.SIC_LAYER]
-        fs = rw[Reg.SIC_FRAME_STRIDE]
-        m.d.comb += [
-            dec.cfg_stream.valid.eq(dec_cfg_valid),
-            dec.cfg_stream.payload.tokens.eq(code_m),
-            dec.cfg_stream.payload.nbits.eq(code_nbits),
-            mat.cfg_stream.valid.eq(mat_cfg_valid),
-            mat.cfg_stream.payload.eq(mat_cfg),
-        ]
-        with m.If(dec.cfg_stream.valid & dec.cfg_stream.ready):
-            m.d.sync += dec_cfg_valid.eq(0)
-        with m.If(mat.cfg_stream.valid & mat.cfg_stream.ready):
-            m.d.sync += mat_cfg_valid.eq(0)
+        if self._sic:
+            # ---- SIC jobs: decoder and matcher configuration, code replay -------------------------
+            C_IDLE, C_RUN = range(2)
+            sic_state = Signal(range(2))
+            m.d.comb += sic_idle.eq(sic_state == C_IDLE)
+            sic_run = sic_state == C_RUN
+            dec_cfg_valid = Signal()
+            mat_cfg = Signal(match_config_layout(p))
+            mat_cfg_valid = Signal()
+            layer = rw[Reg.SIC_LAYER]
+            fs = rw[Reg.SIC_FRAME_STRIDE]
+            m.d.comb += [
+                dec.cfg_stream.valid.eq(dec_cfg_valid),
+                dec.cfg_stream.payload.tokens.eq(code_m),
+                dec.cfg_stream.payload.nbits.eq(code_nbits),
+                mat.cfg_stream.valid.eq(mat_cfg_valid),
+                mat.cfg_stream.payload.eq(mat_cfg),
+            ]
+            with m.If(dec.cfg_stream.valid & dec.cfg_stream.ready):
+                m.d.sync += dec_cfg_valid.eq(0)
+            with m.If(mat.cfg_stream.valid & mat.cfg_stream.ready):
+                m.d.sync += mat_cfg_valid.eq(0)
 
-        ZIP_JOIN, ZIP_TERM, ZIP_DRAIN_TOK, ZIP_DRAIN_IDX, ZIP_DONE = range(5)
-        zip_state = Signal(range(5))
-        mismatch = Signal()
-        rptr = Signal(range(p.code_words + 1))
-        rd_valid = Signal()
-        rd_last = Signal()
-        sic_started = Signal()
-        sic_finished = Signal()
-        with m.If(start_sic):
-            m.d.sync += [uniques.eq(0), active.eq(0), gated.eq(0), sic_cycles.eq(0),
-                         sic_tokens.eq(0), sic_started.eq(0), sic_finished.eq(0)]
-            with m.If(code_kept != 0):
-                # A bad layer is sent as a bad geometry: the matcher's layer field may be too
-                # narrow to show it, and the matcher must reject the job and drop its tokens.
-                m.d.sync += [
-                    sic_state.eq(C_RUN), dec_cfg_valid.eq(1), mat_cfg_valid.eq(1),
-                    mat_cfg.frame_stride.eq(Mux(layer < p.layers, fs, (1 << 32) - 1)),
-                    mat_cfg.row_stride.eq(rw[Reg.SIC_ROW_STRIDE]),
-                    mat_cfg.layer.eq(layer[:len(mat_cfg.layer)]),
-                    mat_cfg.mean.eq(rw[Reg.SIC_REPR][0]),
-                    rptr.eq(0), rd_valid.eq(0), zip_state.eq(ZIP_JOIN), mismatch.eq(0),
-                ]
+            ZIP_JOIN, ZIP_TERM, ZIP_DRAIN_TOK, ZIP_DRAIN_IDX, ZIP_DONE = range(5)
+            zip_state = Signal(range(5))
+            mismatch = Signal()
+            rptr = Signal(range(p.code_words + 1))
+            rd_valid = Signal()
+            rd_last = Signal()
+            sic_started = Signal()
+            sic_finished = Signal()
+            with m.If(start_sic):
+                m.d.sync += [uniques.eq(0), active.eq(0), gated.eq(0), sic_cycles.eq(0),
+                             sic_tokens.eq(0), sic_started.eq(0), sic_finished.eq(0)]
+                with m.If(code_kept != 0):
+                    # A bad layer is sent as a bad geometry: the matcher's layer field may be too
+                    # narrow to show it, and the matcher must reject the job and drop its tokens.
+                    m.d.sync += [
+                        sic_state.eq(C_RUN), dec_cfg_valid.eq(1), mat_cfg_valid.eq(1),
+                        mat_cfg.frame_stride.eq(Mux(layer < p.layers, fs, (1 << 32) - 1)),
+                        mat_cfg.row_stride.eq(rw[Reg.SIC_ROW_STRIDE]),
+                        mat_cfg.layer.eq(layer[:len(mat_cfg.layer)]),
+                        mat_cfg.mean.eq(rw[Reg.SIC_REPR][0]),
+                        rptr.eq(0), rd_valid.eq(0), zip_state.eq(ZIP_JOIN), mismatch.eq(0),
+                    ]
 
-        di = dec.i_stream
-        issue = sic_run & (rptr < code_nwords) & (~rd_valid | di.ready)
-        m.d.comb += [
-            code_rp.addr.eq(rptr),
-            code_rp.en.eq(issue),
-            di.valid.eq(rd_valid),
-            di.payload.word.eq(code_rp.data),
-            di.payload.nbits.eq(code_nbits),
-            di.payload.last.eq(rd_last),
-        ]
-        with m.If(issue):
-            m.d.sync += [rptr.eq(rptr + 1), rd_valid.eq(1), rd_last.eq(rptr == code_nwords - 1)]
-        with m.Elif(di.ready):
-            m.d.sync += rd_valid.eq(0)
+            di = dec.i_stream
+            issue = sic_run & (rptr < code_nwords) & (~rd_valid | di.ready)
+            m.d.comb += [
+                code_rp.addr.eq(rptr),
+                code_rp.en.eq(issue),
+                di.valid.eq(rd_valid),
+                di.payload.word.eq(code_rp.data),
+                di.payload.nbits.eq(code_nbits),
+                di.payload.last.eq(rd_last),
+            ]
+            with m.If(issue):
+                m.d.sync += [rptr.eq(rptr + 1), rd_valid.eq(1), rd_last.eq(rptr == code_nwords - 1)]
+            with m.Elif(di.ready):
+                m.d.sync += rd_valid.eq(0)
 
-        # ---- the zip: decoder indices x tokens -> matcher -------------------------------------
-        tok, idx, mi = self.tokens, dec.idx_stream, mat.i_stream
-        term = zip_state == ZIP_TERM
-        m.d.comb += [
-            mi.payload.vector.eq(Mux(term, 0, tok.payload.vector.as_value())),
-            mi.payload.position.eq(Mux(term, (1 << p.position_bits) - 1, idx.payload.index)),
-            mi.payload.last.eq(term | tok.payload.last | idx.payload.last),
-        ]
-        dec_gone = ~dec_cfg_valid & ~dec.busy & ~idx.valid     # no more indices will come
-        tok_fire = tok.valid & tok.ready
-        with m.If(sic_run):
-            with m.Switch(zip_state):
-                with m.Case(ZIP_JOIN):
-                    both = tok.valid & idx.valid
-                    m.d.comb += [mi.valid.eq(both), tok.ready.eq(both & mi.ready),
-                                 idx.ready.eq(both & mi.ready)]
-                    with m.If(both & mi.ready):
-                        with m.If(tok.payload.last & idx.payload.last):
+            # ---- the zip: decoder indices x tokens -> matcher -------------------------------------
+            tok, idx, mi = self.tokens, dec.idx_stream, mat.i_stream
+            term = zip_state == ZIP_TERM
+            m.d.comb += [
+                mi.payload.vector.eq(Mux(term, 0, tok.payload.vector.as_value())),
+                mi.payload.position.eq(Mux(term, (1 << p.position_bits) - 1, idx.payload.index)),
+                mi.payload.last.eq(term | tok.payload.last | idx.payload.last),
+            ]
+            dec_gone = ~dec_cfg_valid & ~dec.busy & ~idx.valid     # no more indices will come
+            tok_fire = tok.valid & tok.ready
+            with m.If(sic_run):
+                with m.Switch(zip_state):
+                    with m.Case(ZIP_JOIN):
+                        both = tok.valid & idx.valid
+                        m.d.comb += [mi.valid.eq(both), tok.ready.eq(both & mi.ready),
+                                     idx.ready.eq(both & mi.ready)]
+                        with m.If(both & mi.ready):
+                            with m.If(tok.payload.last & idx.payload.last):
+                                m.d.sync += zip_state.eq(ZIP_DONE)
+                            with m.Elif(idx.payload.last):
+                                m.d.sync += [zip_state.eq(ZIP_DRAIN_TOK), mismatch.eq(1)]
+                            with m.Elif(tok.payload.last):
+                                m.d.sync += [zip_state.eq(ZIP_DRAIN_IDX), mismatch.eq(1)]
+                        with m.Elif(dec_gone):
+                            m.d.sync += zip_state.eq(ZIP_TERM)
+                    with m.Case(ZIP_TERM):
+                        m.d.comb += mi.valid.eq(1)
+                        with m.If(mi.ready):
+                            m.d.sync += zip_state.eq(ZIP_DRAIN_TOK)
+                    with m.Case(ZIP_DRAIN_TOK):
+                        m.d.comb += tok.ready.eq(1)
+                        with m.If(tok.valid & tok.payload.last):
                             m.d.sync += zip_state.eq(ZIP_DONE)
-                        with m.Elif(idx.payload.last):
-                            m.d.sync += [zip_state.eq(ZIP_DRAIN_TOK), mismatch.eq(1)]
-                        with m.Elif(tok.payload.last):
-                            m.d.sync += [zip_state.eq(ZIP_DRAIN_IDX), mismatch.eq(1)]
-                    with m.Elif(dec_gone):
-                        m.d.sync += zip_state.eq(ZIP_TERM)
-                with m.Case(ZIP_TERM):
-                    m.d.comb += mi.valid.eq(1)
-                    with m.If(mi.ready):
-                        m.d.sync += zip_state.eq(ZIP_DRAIN_TOK)
-                with m.Case(ZIP_DRAIN_TOK):
-                    m.d.comb += tok.ready.eq(1)
-                    with m.If(tok.valid & tok.payload.last):
-                        m.d.sync += zip_state.eq(ZIP_DONE)
-                with m.Case(ZIP_DRAIN_IDX):
-                    m.d.comb += idx.ready.eq(1)
-                    with m.If((idx.valid & idx.payload.last) | dec_gone):
-                        m.d.sync += zip_state.eq(ZIP_DONE)
-        with m.If(tok_fire):
-            m.d.sync += sic_tokens.eq(sic_tokens + 1)
+                    with m.Case(ZIP_DRAIN_IDX):
+                        m.d.comb += idx.ready.eq(1)
+                        with m.If((idx.valid & idx.payload.last) | dec_gone):
+                            m.d.sync += zip_state.eq(ZIP_DONE)
+            with m.If(tok_fire):
+                m.d.sync += sic_tokens.eq(sic_tokens + 1)
 
-        wiring.connect(m, mat.o_stream, wiring.flipped(self.sic))
-        sic_last = self.sic.valid & self.sic.ready & self.sic.payload.last
-        with m.If(sic_run & (sic_started | tok_fire) & ~sic_finished):
-            m.d.sync += [sic_cycles.eq(sic_cycles + 1), sic_started.eq(1)]
-        with m.If(sic_run & sic_last):
-            m.d.sync += sic_finished.eq(1)
+            wiring.connect(m, mat.o_stream, wiring.flipped(self.sic))
+            sic_last = self.sic.valid & self.sic.ready & self.sic.payload.last
+            with m.If(sic_run & (sic_started | tok_fire) & ~sic_finished):
+                m.d.sync += [sic_cycles.eq(sic_cycles + 1), sic_started.eq(1)]
+            with m.If(sic_run & sic_last):
+                m.d.sync += sic_finished.eq(1)
 
-        sic_end = (sic_run & (zip_state == ZIP_DONE) & ~dec_cfg_valid & ~mat_cfg_valid
-                   & ~dec.busy & ~mat.busy & ~rd_valid)
-        with m.If(sic_end):
-            m.d.sync += [sic_state.eq(C_IDLE), uniques.eq(mat.uniques), active.eq(mat.active),
-                         gated.eq(mat.gated)]
-            with m.If(dec.error):
-                m.d.sync += dec_cause.eq(dec.cause)
-        sic_err = Signal(len(ErrorFlag))
-        m.d.comb += sic_err.eq(Mux(sic_end & dec.error, ErrorFlag.DECODER, 0)
-                               | Mux(sic_end & mat.error, ErrorFlag.MATCHER, 0)
-                               | Mux(sic_end & mismatch, ErrorFlag.TOKENS, 0))
+            sic_end = (sic_run & (zip_state == ZIP_DONE) & ~dec_cfg_valid & ~mat_cfg_valid
+                       & ~dec.busy & ~mat.busy & ~rd_valid)
+            with m.If(sic_end):
+                m.d.sync += [sic_state.eq(C_IDLE), uniques.eq(mat.uniques), active.eq(mat.active),
+                             gated.eq(mat.gated)]
+                with m.If(dec.error):
+                    m.d.sync += dec_cause.eq(dec.cause)
+            sic_err = Signal(len(ErrorFlag))
+            m.d.comb += sic_err.eq(Mux(sic_end & dec.error, ErrorFlag.DECODER, 0)
+                                   | Mux(sic_end & mat.error, ErrorFlag.MATCHER, 0)
+                                   | Mux(sic_end & mismatch, ErrorFlag.TOKENS, 0))
+        else:
+            # Built without SIC: START_SIC is refused (COMMAND), ``tokens`` is never ready and
+            # ``sic`` never valid; the SIC counters read 0.
+            m.d.comb += sic_idle.eq(1)
+            sic_err = Const(0, len(ErrorFlag))
 
         # ---- abort: last assignment wins over the job logic above -------------------------------
         with m.If(abort):
-            m.d.sync += [sec_state.eq(S_IDLE), sec_cfg_valid.eq(0), sic_state.eq(C_IDLE),
-                         dec_cfg_valid.eq(0), mat_cfg_valid.eq(0), rd_valid.eq(0)]
+            m.d.sync += [sec_state.eq(S_IDLE), sec_cfg_valid.eq(0)]
+            if self._sic:
+                m.d.sync += [sic_state.eq(C_IDLE), dec_cfg_valid.eq(0), mat_cfg_valid.eq(0),
+                             rd_valid.eq(0)]
         abort_err = Mux(abort & ~both_idle, ErrorFlag.ABORTED, 0)
 
         # ---- sticky errors, clear -------------------------------------------------------------
-        bus_err = Mux(bad_write | bad_read | (theta_write & ~theta_ok), ErrorFlag.BUS, 0)
+        bus_err = Mux(bad_write | bad_read | theta_bad, ErrorFlag.BUS, 0)
         cmd_err = Mux(bad_cmd, ErrorFlag.COMMAND, 0)
         all_err = set_err | sic_err | bus_err | cmd_err | abort_err
         m.d.sync += errors.eq(Mux(clear, 0, errors) | all_err)

@@ -1,13 +1,14 @@
 """The streaming importance analyzer of SEC (spec 3.1): s[j] = max over rows r of I[r, j]."""
 
 from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
-from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib import data, enum, stream
 from amaranth.lib.wiring import In, Out
 
-from .importance_buffer import (BufferPortSignature, ImportanceBuffer, buffer_addr_bits,
+from .block import FocusBlock
+from .importance_buffer import (ImportanceBuffer, buffer_addr_bits, buffer_members,
                                 buffer_word_layout)
 from .layouts import score_beat_layout
-from .params import FocusParams, ceil_log2
+from .params import ceil_log2
 
 __all__ = ["ImportanceAnalyzer", "Dataflow", "analyzer_config_layout", "ROWS_BITS",
            "ANALYZER_DONE_LATENCY"]
@@ -62,7 +63,7 @@ def _max_tree(m, values, width, *, levels=None, prefix="max"):
     return values
 
 
-class ImportanceAnalyzer(wiring.Component):
+class ImportanceAnalyzer(FocusBlock):
     """Builds the importance vector ``s[j] = max_r I[r, j]`` in the importance buffer.
 
     Throughput one beat per cycle, sustained, in both dataflows and for any M and R: ``i_stream``
@@ -121,26 +122,16 @@ class ImportanceAnalyzer(wiring.Component):
     """
 
     def __init__(self, params=None, *, buffer="internal"):
-        if buffer not in ("internal", "external"):
-            raise ValueError(f"buffer = {buffer!r} is not allowed: it must be 'internal' or "
-                             "'external'")
-        self._params = params = params if params is not None else FocusParams()
         self._buffer = buffer
-        members = {
-            "cfg_stream": In(stream.Signature(analyzer_config_layout(params))),
-            "i_stream": In(stream.Signature(score_beat_layout(params))),
-            "o_stream": Out(stream.Signature(score_beat_layout(params))),
+        super().__init__(params, lambda p: {
+            "cfg_stream": In(stream.Signature(analyzer_config_layout(p))),
+            "i_stream": In(stream.Signature(score_beat_layout(p))),
+            "o_stream": Out(stream.Signature(score_beat_layout(p))),
             "done": Out(1),
             "error": Out(1),
             "busy": Out(1),
-        }
-        if buffer == "external":
-            members["buffer"] = Out(BufferPortSignature(params))
-        super().__init__(members)
-
-    @property
-    def params(self):
-        return self._params
+            **buffer_members(p, buffer),
+        })
 
     def elaborate(self, platform):
         p = self._params

@@ -12,11 +12,12 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
+from .block import FocusBlock
 from .layouts import score_beat_layout
 from .params import ceil_log2
 
 __all__ = ["buffer_depth", "buffer_addr_bits", "buffer_word_layout", "BufferPortSignature",
-           "ImportanceBuffer", "BufferSweeper"]
+           "buffer_members", "ImportanceBuffer", "BufferSweeper"]
 
 
 def buffer_depth(p):
@@ -60,7 +61,18 @@ class BufferPortSignature(wiring.Signature):
         })
 
 
-class ImportanceBuffer(wiring.Component):
+def buffer_members(p, buffer):
+    """The members a client block built with ``buffer=buffer`` adds to its signature: none for
+    ``"internal"`` (it holds a one-client :class:`ImportanceBuffer`), ``buffer:
+    Out(BufferPortSignature(p))`` for ``"external"``. Raises ``ValueError`` for any other value.
+    """
+    if buffer not in ("internal", "external"):
+        raise ValueError(f"buffer = {buffer!r} is not allowed: it must be 'internal' or "
+                         "'external'")
+    return {"buffer": Out(BufferPortSignature(p))} if buffer == "external" else {}
+
+
+class ImportanceBuffer(FocusBlock):
     """``ceil(tokens/lanes)`` words of ``lanes * score_bits`` bits, in one ``lib.memory`` with one
     synchronous read port and one write port, shared by ``clients`` clients.
 
@@ -97,16 +109,11 @@ class ImportanceBuffer(wiring.Component):
     def __init__(self, params, *, clients=1):
         if not isinstance(clients, int) or clients < 1:
             raise ValueError(f"clients must be a positive integer, not {clients!r}")
-        self._params = params
         self._n = clients
-        members = {"clients": In(BufferPortSignature(params)).array(clients)}
-        if clients > 1:
-            members["owner"] = In(range(clients))
-        super().__init__(members)
-
-    @property
-    def params(self):
-        return self._params
+        super().__init__(params, lambda p: {
+            "clients": In(BufferPortSignature(p)).array(clients),
+            **({"owner": In(range(clients))} if clients > 1 else {}),
+        })
 
     def elaborate(self, platform):
         p = self._params
@@ -134,7 +141,7 @@ class ImportanceBuffer(wiring.Component):
         return m
 
 
-class BufferSweeper(wiring.Component):
+class BufferSweeper(FocusBlock):
     """Reads the first ceil(M/lanes) words of the buffer in order, once per sweep, as many sweeps
     as the user asks for, one word per cycle when the user keeps up.
 
@@ -181,8 +188,7 @@ class BufferSweeper(wiring.Component):
     """
 
     def __init__(self, params):
-        p = self._params = params
-        super().__init__({
+        super().__init__(params, lambda p: {
             "start": In(1), "M": In(p.count_bits), "final": In(1),
             "avail": In(buffer_addr_bits(p) + 1), "all_avail": In(1),
             "r_addr": Out(buffer_addr_bits(p)), "r_en": Out(1),

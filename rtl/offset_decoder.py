@@ -1,12 +1,12 @@
 """The SEC offset decoder (spec 3.3): Exp-Golomb offset code in, keep mask and kept indices out."""
 
 from amaranth.hdl import Cat, Module, Mux, ResetInserter, Signal, unsigned
-from amaranth.lib import data, enum, fifo, stream, wiring
+from amaranth.lib import data, enum, fifo, stream
 from amaranth.lib.wiring import In, Out
 
+from .block import FocusBlock
 from .layouts import mask_beat_layout, offset_word_layout
 from .offset_encoder import bit_length
-from .params import FocusParams
 
 __all__ = ["OffsetDecoder", "DecodeError", "decoder_config_layout", "index_layout",
            "leading_zero_limit", "decode_field_bits", "DECODE_DRAIN_CYCLES", "INDEX_FIFO_DEPTH"]
@@ -70,7 +70,7 @@ def decode_field_bits(p):
     return max(2 * leading_zero_limit(p) + 6, 3 + p.count_bits)
 
 
-class OffsetDecoder(wiring.Component):
+class OffsetDecoder(FocusBlock):
     """Decodes the offset code of spec 3.3 back into the keep mask and the kept indices, exactly
     as :func:`golden.offsets.decode_offsets` does, and flags every string golden rejects.
 
@@ -150,27 +150,18 @@ class OffsetDecoder(wiring.Component):
     """
 
     def __init__(self, params=None, *, mask=True):
-        self._params = params = params if params is not None else FocusParams()
         self._mask = bool(mask)
-        members = {
-            "cfg_stream": In(stream.Signature(decoder_config_layout(params))),
-            "i_stream": In(stream.Signature(offset_word_layout(params))),
-        }
-        if mask:
-            members["o_stream"] = Out(stream.Signature(mask_beat_layout(params)))
-        super().__init__({
-            **members,
-            "idx_stream": Out(stream.Signature(index_layout(params))),
+        super().__init__(params, lambda p: {
+            "cfg_stream": In(stream.Signature(decoder_config_layout(p))),
+            "i_stream": In(stream.Signature(offset_word_layout(p))),
+            **({"o_stream": Out(stream.Signature(mask_beat_layout(p)))} if mask else {}),
+            "idx_stream": Out(stream.Signature(index_layout(p))),
             "busy": Out(1),
             "error": Out(1),
             "cause": Out(DecodeError),
             "order": Out(3),
-            "kept": Out(range(params.tokens + 1)),
+            "kept": Out(range(p.tokens + 1)),
         })
-
-    @property
-    def params(self):
-        return self._params
 
     @property
     def has_mask(self):

@@ -1,11 +1,11 @@
 """The SEC offset encoder (spec 3.3): keep mask in, Exp-Golomb offset code out."""
 
 from amaranth.hdl import Array, Module, Mux, Signal, unsigned
-from amaranth.lib import data, enum, memory, stream, wiring
+from amaranth.lib import data, enum, memory, stream
 from amaranth.lib.wiring import In, Out
 
+from .block import FocusBlock
 from .layouts import mask_beat_layout, offset_word_layout
-from .params import FocusParams
 
 __all__ = ["OffsetEncoder", "EncodeError", "encoder_config_layout", "code_field_bits",
            "bit_length"]
@@ -54,7 +54,7 @@ def bit_length(value):
     return result
 
 
-class OffsetEncoder(wiring.Component):
+class OffsetEncoder(FocusBlock):
     """Encodes one keep mask per job as the offset code of spec 3.3, bit-exact to
     :func:`golden.offsets.encode_offsets`.
 
@@ -125,21 +125,16 @@ class OffsetEncoder(wiring.Component):
     """
 
     def __init__(self, params=None):
-        self._params = params = params if params is not None else FocusParams()
-        super().__init__({
-            "cfg_stream": In(stream.Signature(encoder_config_layout(params))),
-            "i_stream": In(stream.Signature(mask_beat_layout(params))),
-            "o_stream": Out(stream.Signature(offset_word_layout(params))),
+        super().__init__(params, lambda p: {
+            "cfg_stream": In(stream.Signature(encoder_config_layout(p))),
+            "i_stream": In(stream.Signature(mask_beat_layout(p))),
+            "o_stream": Out(stream.Signature(offset_word_layout(p))),
             "busy": Out(1),
             "error": Out(1),
             "cause": Out(EncodeError),
-            "kept": Out(range(params.tokens + 1)),
+            "kept": Out(range(p.tokens + 1)),
             "order": Out(3),
         })
-
-    @property
-    def params(self):
-        return self._params
 
     def elaborate(self, platform):
         p = self._params

@@ -1,10 +1,9 @@
 """The radix selector of the top-k selector (spec 3.2, ``sorter="radix"``)."""
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
-from amaranth.lib import wiring
 
-from .importance_buffer import BufferSweeper
-from .topk_selector import TopKEngineSignature
+from .block import FocusBlock
+from .topk_selector import TopKEngineSignature, add_sweeper
 
 __all__ = ["RadixSelector", "radix_digits"]
 
@@ -56,7 +55,7 @@ def _prefix_counts(m, bits):
     return [Const(0, 1)] + counts[:-1]
 
 
-class RadixSelector(wiring.Component):
+class RadixSelector(FocusBlock):
     """Radix selection as a :class:`rtl.topk_selector.TopKEngineSignature` engine: the k-th
     largest score T and how many of its ties to keep, found 4 bits at a time, then the mask.
 
@@ -79,8 +78,7 @@ class RadixSelector(wiring.Component):
     """
 
     def __init__(self, params):
-        self._params = params
-        super().__init__(TopKEngineSignature(params))
+        super().__init__(params, TopKEngineSignature)
 
     def elaborate(self, platform):
         p = self._params
@@ -90,12 +88,7 @@ class RadixSelector(wiring.Component):
         bins = 1 << DIGIT_BITS
         m = Module()
         o = self.o_stream
-        m.submodules.sweeper = sw = BufferSweeper(p)
-        m.d.comb += [
-            sw.start.eq(self.start), sw.M.eq(self.M),
-            sw.avail.eq(self.avail), sw.all_avail.eq(self.all_avail),
-            self.r_addr.eq(sw.r_addr), self.r_en.eq(sw.r_en),
-        ]
+        sw = add_sweeper(m, self)
 
         # Issue side: D histogram sweeps, then the mask sweep.
         isweep = Signal(range(D + 1))
@@ -135,7 +128,8 @@ class RadixSelector(wiring.Component):
         m.d.sync += s2_last.eq(s1_last)
         with m.If(s1_valid):
             for b in range(bins):
-                hits = [cand[n] & (dig[n] >= b) for n in range(a)]
+                # Bin 0 counts every candidate (no ">= 0" compare, which lints as constant).
+                hits = [cand[n] & (dig[n] >= b) if b else cand[n] for n in range(a)]
                 m.d.sync += cge[b].eq(cge[b] + _tree_sum(hits))
 
         # Mask pipeline: stage 1 compares with T, stage 2 (the output register) keeps the ties.

@@ -4,11 +4,11 @@ from amaranth.hdl import Module, Mux, Signal, unsigned
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .block import FocusBlock
 from .importance_analyzer import ROWS_BITS, Dataflow, ImportanceAnalyzer
 from .importance_buffer import ImportanceBuffer
 from .layouts import mask_beat_layout, offset_word_layout, score_beat_layout
 from .offset_encoder import OffsetEncoder
-from .params import FocusParams
 from .stream_fork import StreamFork
 from .topk_selector import TopKSelector
 
@@ -45,7 +45,7 @@ def sec_config_layout(p):
     })
 
 
-class SemanticConcentrator(wiring.Component):
+class SemanticConcentrator(FocusBlock):
     """The complete SEC: attention scores in; the keep mask of the ``keep`` most important
     tokens and its offset code out, bit-exact to :func:`golden.sec`.
 
@@ -137,24 +137,19 @@ class SemanticConcentrator(wiring.Component):
     """
 
     def __init__(self, params=None):
-        self._params = params = params if params is not None else FocusParams()
-        super().__init__({
-            "cfg_stream": In(stream.Signature(sec_config_layout(params))),
-            "i_stream": In(stream.Signature(score_beat_layout(params))),
-            "mask_stream": Out(stream.Signature(mask_beat_layout(params))),
-            "code_stream": Out(stream.Signature(offset_word_layout(params))),
+        super().__init__(params, lambda p: {
+            "cfg_stream": In(stream.Signature(sec_config_layout(p))),
+            "i_stream": In(stream.Signature(score_beat_layout(p))),
+            "mask_stream": Out(stream.Signature(mask_beat_layout(p))),
+            "code_stream": Out(stream.Signature(offset_word_layout(p))),
             "busy": Out(1),
             "done": Out(1),
             "error": Out(1),
             "cause": Out(SecError),
-            "kept": Out(range(params.tokens + 1)),
-            "nbits": Out(params.nbits_bits),
+            "kept": Out(range(p.tokens + 1)),
+            "nbits": Out(p.nbits_bits),
             "order": Out(3),
         })
-
-    @property
-    def params(self):
-        return self._params
 
     def elaborate(self, platform):
         p = self._params

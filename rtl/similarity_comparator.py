@@ -1,11 +1,11 @@
 """The exact 8-bit similarity comparator of SIC (spec 4.1)."""
 
 from amaranth.hdl import Module, Mux, Signal, signed, unsigned
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import data, stream
 from amaranth.lib.wiring import In, Out
 
+from .block import FocusBlock
 from .clock_gate import ICG_CELL, add_gated
-from .params import FocusParams
 
 __all__ = ["SimilarityComparator", "vector_layout", "comparator_input_layout",
            "comparator_output_layout", "COMPARATOR_LATENCY"]
@@ -50,7 +50,7 @@ def _tree_sum(terms):
     return terms[0]
 
 
-class SimilarityComparator(wiring.Component):
+class SimilarityComparator(FocusBlock):
     """Decides cos(x, y) > theta_q / 2**F exactly, as
     ``nx > 0 and ny > 0 and dot > 0 and dot**2 * 2**(2F) > theta_q**2 * nx * ny``.
 
@@ -91,20 +91,15 @@ class SimilarityComparator(wiring.Component):
     """
 
     def __init__(self, params=None, *, icg_cell=ICG_CELL, gate=True):
-        self._params = params = params if params is not None else FocusParams()
         self._icg_cell = icg_cell
         self._gate = gate
-        super().__init__({
-            "i_stream": In(stream.Signature(comparator_input_layout(params))),
-            "o_stream": Out(stream.Signature(comparator_output_layout(params))),
+        super().__init__(params, lambda p: {
+            "i_stream": In(stream.Signature(comparator_input_layout(p))),
+            "o_stream": Out(stream.Signature(comparator_output_layout(p))),
             "active": Out(32),
             "gated": Out(32),
             "clear": In(1),
         })
-
-    @property
-    def params(self):
-        return self._params
 
     def elaborate(self, platform):
         p = self._params

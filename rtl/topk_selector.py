@@ -4,12 +4,12 @@ from amaranth.hdl import Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .importance_buffer import (BufferPortSignature, ImportanceBuffer, buffer_addr_bits,
+from .block import FocusBlock
+from .importance_buffer import (BufferSweeper, ImportanceBuffer, buffer_addr_bits, buffer_members,
                                 buffer_word_layout)
 from .layouts import mask_beat_layout, score_beat_layout
-from .params import FocusParams
 
-__all__ = ["TopKSelector", "selector_config_layout", "TopKEngineSignature"]
+__all__ = ["TopKSelector", "selector_config_layout", "TopKEngineSignature", "add_sweeper"]
 
 
 def selector_config_layout(p):
@@ -54,7 +54,23 @@ class TopKEngineSignature(wiring.Signature):
         })
 
 
-class TopKSelector(wiring.Component):
+def add_sweeper(m, engine):
+    """Adds to ``m``, as submodule ``sweeper``, the :class:`~rtl.importance_buffer.BufferSweeper`
+    through which a :class:`TopKEngineSignature` engine reads the vector, and returns it.
+
+    The engine's ``start``, ``M``, ``avail`` and ``all_avail`` drive the sweeper, which drives the
+    engine's ``r_addr`` and ``r_en``; the engine drives ``final`` and ``take`` itself.
+    """
+    m.submodules.sweeper = sw = BufferSweeper(engine.params)
+    m.d.comb += [
+        sw.start.eq(engine.start), sw.M.eq(engine.M),
+        sw.avail.eq(engine.avail), sw.all_avail.eq(engine.all_avail),
+        engine.r_addr.eq(sw.r_addr), engine.r_en.eq(sw.r_en),
+    ]
+    return sw
+
+
+class TopKSelector(FocusBlock):
     """Streams the keep mask of the ``keep`` most important tokens, in index order.
 
     Order: score descending, then index ascending; mask[j] is set for the first min(keep, M)
@@ -107,25 +123,15 @@ class TopKSelector(wiring.Component):
     """
 
     def __init__(self, params=None, *, buffer="internal"):
-        if buffer not in ("internal", "external"):
-            raise ValueError(f"buffer = {buffer!r} is not allowed: it must be 'internal' or "
-                             "'external'")
-        self._params = params = params if params is not None else FocusParams()
         self._buffer = buffer
-        members = {
-            "cfg_stream": In(stream.Signature(selector_config_layout(params))),
-            "i_stream": In(stream.Signature(score_beat_layout(params))),
-            "o_stream": Out(stream.Signature(mask_beat_layout(params))),
+        super().__init__(params, lambda p: {
+            "cfg_stream": In(stream.Signature(selector_config_layout(p))),
+            "i_stream": In(stream.Signature(score_beat_layout(p))),
+            "o_stream": Out(stream.Signature(mask_beat_layout(p))),
             "error": Out(1),
             "busy": Out(1),
-        }
-        if buffer == "external":
-            members["buffer"] = Out(BufferPortSignature(params))
-        super().__init__(members)
-
-    @property
-    def params(self):
-        return self._params
+            **buffer_members(p, buffer),
+        })
 
     def elaborate(self, platform):
         from .bubble_sorter import BubbleSorter

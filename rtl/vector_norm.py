@@ -1,16 +1,15 @@
 """The squared norm of a sub-vector, computed once when a token enters the SIC window (spec 4.1)."""
 
 from amaranth.hdl import Module
-from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .params import FocusParams
+from .block import FocusBlock
 from .similarity_comparator import _tree_sum, vector_layout
 
 __all__ = ["VectorNorm"]
 
 
-class VectorNorm(wiring.Component):
+class VectorNorm(FocusBlock):
     """Combinational ``norm = sum(x[i]**2)``, exact, for V signed ``elem_bits`` elements.
 
     No state and no latency: the block matcher registers the result together with the token (the
@@ -30,10 +29,9 @@ class VectorNorm(wiring.Component):
     """
 
     def __init__(self, params=None):
-        self._params = params = params if params is not None else FocusParams()
-        super().__init__({
-            "x": In(vector_layout(params)),
-            "norm": Out(params.norm_bits),
+        super().__init__(params, lambda p: {
+            "x": In(vector_layout(p)),
+            "norm": Out(p.norm_bits),
         })
 
     def elaborate(self, platform):

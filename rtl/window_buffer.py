@@ -1,10 +1,10 @@
 """The SIC window buffer (the paper's layouter): recent tokens addressed by position (spec 4.2)."""
 
 from amaranth.hdl import Module, Signal, unsigned
-from amaranth.lib import data, memory, wiring
+from amaranth.lib import data, memory
 from amaranth.lib.wiring import In, Out
 
-from .params import FocusParams
+from .block import FocusBlock, resolve_params
 from .similarity_comparator import vector_layout
 
 __all__ = ["WindowBuffer", "window_entry_layout", "window_slots"]
@@ -25,7 +25,7 @@ def window_entry_layout(p):
     })
 
 
-class WindowBuffer(wiring.Component):
+class WindowBuffer(FocusBlock):
     """The last tokens of the current job, each with its vector, norm and position, addressed by
     position, with ``lanes`` candidate lookups per cycle.
 
@@ -93,12 +93,12 @@ class WindowBuffer(wiring.Component):
     """
 
     def __init__(self, params=None, lanes=None):
-        self._params = p = params if params is not None else FocusParams()
+        p = resolve_params(params)
         self._lanes = lanes = p.comparators if lanes is None else lanes
         if not 1 <= lanes <= 7:
             raise ValueError(f"lanes = {lanes} is out of range: it must be in [1, 7]")
         slot = unsigned(p.window_bits)
-        super().__init__({
+        super().__init__(p, {
             "clear": In(1),
             "w_en": In(1),
             "w_pos": In(p.position_bits),

@@ -12,13 +12,14 @@ import sim
 from golden.cycles import (block_match_cycles, block_match_target, encode_cycles,
                            importance_cycles, topk_cycles)
 from rtl.block_matcher import matcher_rounds
-from rtl.focus_unit import (ERROR_SHIFT, FOCUS_ID, READABLE, WRITABLE, Ctrl, ErrorFlag,
-                            FocusUnit, Reg, Status)
+from rtl.focus_unit import (ERROR_SHIFT, FOCUS_ID, READABLE, SIC_SETTINGS, WRITABLE, Ctrl,
+                            ErrorFlag, FocusUnit, Reg, Status)
 from rtl.offset_decoder import DecodeError
 from rtl.params import FocusParams
 from rtl.semantic_concentrator import SecError
 from sim.focus import (focus_program, job_record, read_counters, run_program, token_beats,
                        wait_idle)
+from sim.sec import mask_from_beats
 from sim.sic import decode_beats
 from sim.streams import Stalls
 
@@ -422,6 +423,67 @@ def test_abort():
     check_job(p, first, rec, io)
     assert again == column0 and column0
     check_job(p, second, rec2, io)
+
+
+def test_unit_without_sic():
+    """``sic=False`` (the iCEBreaker's SEC-only unit): SEC jobs equal golden.sec under stalls,
+    with the same counters; START_SIC is refused (COMMAND) even with a valid code; ``tokens``
+    is never ready and nothing leaves on ``sic``; the SIC settings are unmapped (BUS); ABORT
+    still ends an SEC job."""
+    p = P7
+    rng = np.random.default_rng(31)
+    jobs = [random_job(rng, p, M=m, keep=k) for m, k in ((48, 12), (13, 13), (30, 0))]
+
+    async def program(io):
+        dut = io.dut
+        results = []
+        for job in jobs:
+            rec = record_of(p, job)
+            settings = [(Reg.SEC_M, rec["M"]), (Reg.SEC_R, rec["R"]), (Reg.SEC_KEEP, rec["keep"]),
+                        (Reg.SEC_MODE, int(rec["mode"] == "temporal")),
+                        (Reg.SEC_ORDER, 8 if rec["order"] is None else rec["order"])]
+            for reg, value in settings:
+                await io.write(reg, value)
+            starts = len(io.beats("mask")), len(io.beats("code"))
+            await io.write(Reg.CTRL, Ctrl.START_SEC)
+            io.send("scores", rec["scores"])
+            await io.wait_sent("scores")
+            assert await wait_idle(io) == Status.CODE_VALID
+            counters = await read_counters(io)
+            results.append((io.beats("mask")[starts[0]:], io.beats("code")[starts[1]:], counters))
+            await io.write(Reg.CTRL, Ctrl.START_SIC)
+            status = await io.read(Reg.STATUS)
+            assert errors_of(status) == ErrorFlag.COMMAND and not status & Status.SIC_BUSY
+            await io.write(Reg.CTRL, Ctrl.CLEAR)
+        for _ in range(20):
+            assert not io.get(dut.tokens.ready)
+            await io.tick()
+        for reg in sorted(SIC_SETTINGS):                   # unmapped: BUS, on write and read
+            await io.write(reg, 3)
+            assert errors_of(await io.read(Reg.STATUS)) == ErrorFlag.BUS, reg.name
+            await io.write(Reg.CTRL, Ctrl.CLEAR)
+            assert await io.read(reg) == 0
+            assert errors_of(await io.read(Reg.STATUS)) == ErrorFlag.BUS, reg.name
+            await io.write(Reg.CTRL, Ctrl.CLEAR)
+        await io.write(Reg.CTRL, Ctrl.START_SEC)
+        await io.write(Reg.CTRL, Ctrl.ABORT)
+        assert errors_of(await io.read(Reg.STATUS)) == ErrorFlag.ABORTED
+        return results
+
+    unit = FocusUnit(p, icg_cell=None, sic=False)
+    assert not unit.has_sic and FocusUnit(p).has_sic
+    assert unit.writable == WRITABLE - SIC_SETTINGS and FocusUnit(p).readable == READABLE
+    results, io = run_program(p, program, stalls=0.2, seed=3, dut=unit)
+    assert not io.beats("sic")
+    for job, (mask_beats, code_beats, counters) in zip(jobs, results):
+        scores = np.asarray(job["scores"])
+        mask, words, nbits = golden.sec(scores, job["keep"], mode=job["mode"],
+                                        order=job["order"], word_bits=p.word_bits)
+        assert np.array_equal(mask_from_beats(mask_beats, scores.shape[1], p.lanes), mask)
+        assert [b["word"] for b in code_beats] == [int(w) for w in words]
+        assert code_beats[-1]["last"] and code_beats[-1]["nbits"] == nbits
+        assert counters["KEPT"] == mask.sum() and counters["NBITS"] == nbits
+        assert counters["SIC_CYCLES"] == counters["UNIQUES"] == counters["SIC_TOKENS"] == 0
 
 
 @pytest.mark.parametrize("setting, value", [(Reg.SEC_M, 0), (Reg.SEC_M, 49), (Reg.SEC_M, 1 << 31),

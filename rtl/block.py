@@ -1,0 +1,37 @@
+"""The common base of the Focus unit's blocks: a Component built for one :class:`FocusParams`."""
+
+from amaranth.lib import wiring
+
+from .params import FocusParams
+
+__all__ = ["FocusBlock", "resolve_params"]
+
+
+def resolve_params(params):
+    """``params``, or the default :class:`FocusParams` when it is None."""
+    return FocusParams() if params is None else params
+
+
+class FocusBlock(wiring.Component):
+    """A block of the Focus unit: a Component built for one :class:`FocusParams`.
+
+    A block's ``__init__`` stores its own settings, then calls
+    ``super().__init__(params, lambda p: {...members...})``.
+
+    Parameters
+    ----------
+    params : FocusParams or None
+        None means the default ``FocusParams()``.
+    members : callable, dict or wiring.Signature
+        The block's signature, or a callable that returns it for the resolved parameters (so
+        the members never see ``None``).
+    """
+
+    def __init__(self, params, members):
+        self._params = params = resolve_params(params)
+        super().__init__(members(params) if callable(members) else members, src_loc_at=1)
+
+    @property
+    def params(self):
+        """The :class:`FocusParams` the block was built for."""
+        return self._params
