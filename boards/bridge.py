@@ -538,7 +538,9 @@ class FocusBoardCore(wiring.Component):
     drives it directly.
 
     Bridge ports: push 0 ``scores``, push 1 ``tokens``; pull 0 ``mask``, pull 1 ``code``, pull 2
-    ``sic`` (:data:`FOCUS_PUSH_PORTS`, :data:`FOCUS_PULL_PORTS`).
+    ``sic`` (:data:`FOCUS_PUSH_PORTS`, :data:`FOCUS_PULL_PORTS`). Built with ``sic=False``, the
+    bridge has only the SEC ports (push 0, pulls 0 and 1), and the host driver, which reads the
+    port list with ``PING``, knows that the board has no SIC.
 
     Parameters
     ----------
@@ -547,6 +549,8 @@ class FocusBoardCore(wiring.Component):
         UART clock cycles per bit.
     icg_cell : str or None
         As for :class:`rtl.focus_unit.FocusUnit` (``None`` for the Amaranth simulator).
+    sic : bool
+        As for :class:`rtl.focus_unit.FocusUnit`: False builds SEC only.
     **bridge
         ``max_len``, ``byte_timeout``, ``push_timeout``, ``pull_timeout`` of the bridge.
 
@@ -565,15 +569,15 @@ class FocusBoardCore(wiring.Component):
     busy: Out(1)
     error: Out(1)
 
-    def __init__(self, params, divisor, *, icg_cell=None, **bridge):
+    def __init__(self, params, divisor, *, icg_cell=None, sic=True, **bridge):
         from rtl.focus_unit import FocusUnit
 
-        self.unit = FocusUnit(params, icg_cell=icg_cell)
-        self.bridge = UARTBridge(
-            divisor,
-            push=[self.unit.scores.signature.flip(), self.unit.tokens.signature.flip()],
-            pull=[self.unit.mask.signature, self.unit.code.signature, self.unit.sic.signature],
-            **bridge)
+        self.unit = unit = FocusUnit(params, icg_cell=icg_cell, sic=sic)
+        push = [unit.scores.signature.flip(), unit.tokens.signature.flip()]
+        pull = [unit.mask.signature, unit.code.signature, unit.sic.signature]
+        if not sic:
+            push, pull = push[:1], pull[:2]
+        self.bridge = UARTBridge(divisor, push=push, pull=pull, **bridge)
         super().__init__()
 
     def elaborate(self, platform):
@@ -582,10 +586,11 @@ class FocusBoardCore(wiring.Component):
         m.submodules.bridge = bridge = self.bridge
         wiring.connect(m, bridge.bus, unit.bus)
         wiring.connect(m, bridge.push_0, unit.scores)
-        wiring.connect(m, bridge.push_1, unit.tokens)
         wiring.connect(m, unit.mask, bridge.pull_0)
         wiring.connect(m, unit.code, bridge.pull_1)
-        wiring.connect(m, unit.sic, bridge.pull_2)
+        if unit.has_sic:
+            wiring.connect(m, bridge.push_1, unit.tokens)
+            wiring.connect(m, unit.sic, bridge.pull_2)
         m.d.comb += [bridge.rx.eq(self.rx), self.tx.eq(bridge.tx),
                      self.busy.eq(unit.busy | bridge.busy),
                      self.error.eq(unit.error | bridge.error)]

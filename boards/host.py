@@ -438,7 +438,10 @@ class FocusBoard(BridgeClient):
             info = self.ping()
         want_push = [beat_bytes(_layout_width(x)) for x in self._push]
         want_pull = [beat_bytes(_layout_width(x)) for x in self._pull]
-        if info["push"] != want_push or info["pull"] != want_pull:
+        #: Whether the board's unit has SIC (an iCEBreaker's is SEC only: its bridge has only
+        #: the SEC ports).
+        self.has_sic = (info["push"], info["pull"]) == (want_push, want_pull)
+        if not self.has_sic and (info["push"], info["pull"]) != (want_push[:1], want_pull[:2]):
             raise ProtocolError(f"the board's ports {info} do not match params {p.tag}")
 
     # -- helpers --
@@ -595,6 +598,11 @@ class FocusBoard(BridgeClient):
         maps = (np.stack(maps, axis=1) if maps else np.zeros((n, 0), np.int64)).reshape(n, -1)
         return maps, uniques
 
+    def _require_sic(self, what):
+        if not self.has_sic:
+            raise RuntimeError(f"{what}: this board's Focus unit was built without SIC (SEC "
+                               f"only, as on the iCEBreaker): use a board with SIC (ULX3S)")
+
     def sic(self, tokens, positions, *, frame_stride, row_stride, theta_q, theta_bits=8,
             tile=1024, window=256, representative="first", dim=32):
         """:func:`golden.sic` on the board: ``(maps, uniques)``.
@@ -602,7 +610,9 @@ class FocusBoard(BridgeClient):
         The board's SIC takes its positions from the offset code of the last SEC job, so this
         first runs an SEC job whose keep mask is exactly ``positions`` (one score row: 1 at the
         positions, 0 elsewhere; keep = their count). Positions must therefore be below the
-        board's ``tokens``, and the tokens must fit one tile."""
+        board's ``tokens``, and the tokens must fit one tile. ``RuntimeError`` on a board built
+        without SIC."""
+        self._require_sic("sic")
         check_config(frame_stride, row_stride, theta_q, theta_bits, tile, window, representative)
         orig, dim, _ = check_columns(tokens, dim)
         pos = check_positions(positions, len(orig))
@@ -622,7 +632,9 @@ class FocusBoard(BridgeClient):
     def focus(self, scores, tokens, keep, *, mode="spatial", order=None, word_bits=32,
               frame_stride, row_stride, theta_q, theta_bits=8, tile=1024, window=256,
               representative="first", dim=32):
-        """:func:`golden.focus` on the board: ``(mask, words, nbits, maps, uniques)``."""
+        """:func:`golden.focus` on the board: ``(mask, words, nbits, maps, uniques)``.
+        ``RuntimeError`` on a board built without SIC."""
+        self._require_sic("focus")
         a, orig, _ = check_focus_inputs(scores, tokens, frame_stride=frame_stride,
                                         row_stride=row_stride, theta_q=theta_q,
                                         theta_bits=theta_bits, tile=tile, window=window,

@@ -17,7 +17,8 @@ import golden
 from boards.bridge import FocusBoardCore
 from boards.host import FocusBoard, SerialTransport, SimTransport, token_rates
 from boards.protocol import Cmd, Status, encode_request, reply_bytes, request_bytes, stream_bytes
-from rtl.focus_unit import FOCUS_ID, Ctrl, Reg, Status
+from rtl.focus_unit import FOCUS_ID, Ctrl, Reg
+from rtl.focus_unit import Status as UnitStatus
 from rtl.params import FocusParams
 from test_bridge import _watch_rules, stream_rule_checker
 
@@ -34,9 +35,9 @@ class _CheckedCore(wiring.Component):
     tx: Out(1, init=1)
     rule_broken: Out(1)
 
-    def __init__(self):
+    def __init__(self, sic=True):
         self.core = FocusBoardCore(P, DIVISOR, byte_timeout=40 * DIVISOR,
-                                   push_timeout=20 * DIVISOR, pull_timeout=20 * DIVISOR)
+                                   push_timeout=20 * DIVISOR, pull_timeout=20 * DIVISOR, sic=sic)
         super().__init__()
 
     def elaborate(self, platform):
@@ -50,8 +51,8 @@ class _CheckedCore(wiring.Component):
         return m
 
 
-def _board(baud_error=0.0):
-    dut = _CheckedCore()
+def _board(baud_error=0.0, sic=True):
+    dut = _CheckedCore(sic)
     transport = SimTransport(dut, DIVISOR, baud_error=baud_error)
     transport.sim.add_testbench(_watch_rules(dut.rule_broken), background=True)
     return FocusBoard(transport, params=P), transport
@@ -112,6 +113,21 @@ def test_focus_equals_golden(board):
     _same(result, golden.focus(scores, tokens, 6, **SIC, dim=4))
 
 
+def test_a_board_without_sic():
+    """The iCEBreaker's SEC-only unit: the driver sees from PING that the bridge has only the
+    SEC ports; ``sec`` equals golden; ``sic`` and ``focus`` raise RuntimeError and send
+    nothing, and the board still works."""
+    board, _ = _board(sic=False)
+    assert not board.has_sic and len(board.info["push"]) == 1 and len(board.info["pull"]) == 2
+    scores = _scores(12)
+    _same(board.sec(scores, 6), golden.sec(scores, 6))
+    with pytest.raises(RuntimeError, match="sic: this board's Focus unit was built without SIC"):
+        board.sic(_tokens(1, M=4), np.arange(4), **SIC, dim=4)
+    with pytest.raises(RuntimeError, match="focus: .* without SIC"):
+        board.focus(scores, _tokens(2), 6, **SIC, dim=4)
+    _same(board.sec(scores, 3, mode="spatial", order=1), golden.sec(scores, 3, order=1))
+
+
 def test_a_stalled_job_is_aborted():
     """A SIC job whose tokens never come: the driver gives up after ``max_polls``, aborts the
     job (the board is idle, no flag left) and the next job equals golden."""
@@ -120,10 +136,10 @@ def test_a_stalled_job_is_aborted():
     board.sec(scores, 5)
     board.max_polls = 5
     board.write_reg(Reg.CTRL, Ctrl.START_SIC)
-    assert board.status() & Status.SIC_BUSY
+    assert board.status() & UnitStatus.SIC_BUSY
     with pytest.raises(RuntimeError, match="stopped.*aborted"):
         board._drain({"sic": None})
-    assert board.status() == Status.CODE_VALID
+    assert board.status() == UnitStatus.CODE_VALID
     _same(board.sec(scores, 7), golden.sec(scores, 7))
 
 
