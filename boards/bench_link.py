@@ -22,10 +22,11 @@ Conversion to seconds at ``baud`` (115200): with ``divisor`` clocks per bit, one
 the wire alone is ``bytes * 10 / baud`` (8N1). This is exact for everything counted in bit times
 (the characters, the bridge's timeouts, which default to multiples of the divisor) and pessimistic
 for what takes a fixed number of clocks (the unit's compute, the bridge's turnaround): those
-count ``217 / divisor`` times too long. The simulated host reacts instantly to a reply, within
-the 20-bit-time steps in which ``SimTransport.read`` advances the simulation; a real host adds its
-USB-serial latency (milliseconds per request with an FTDI chip), which neither this nor the model
-contains.
+count ``217 / divisor`` times too long (at the defaults, divisor 4 gave rates 5 to 6 % below
+``--divisor 217``, with the same bytes and requests; 2026-11-29). The simulated host reacts to
+a reply within the 20-bit-time steps in which ``SimTransport.read`` advances the simulation (up
+to 20 bit times per request are counted); a real host adds its USB-serial latency (milliseconds
+per request with an FTDI chip), which neither this nor the model contains.
 
 Rates: SEC in image tokens per second (``M`` per job); SIC in token-columns per second (kept
 tokens times ``D / V`` sub-vector columns). The model is :func:`boards.host.token_rates`: steady
@@ -149,6 +150,8 @@ def measure(params=None, *, rows=4, tokens=64, keep=16, columns=2, seed=0, divis
         ``sic`` rows also ``result``, the board's (equal to golden's).
     """
     p = FocusParams.board() if params is None else params
+    if rows < 1 or columns < 1:
+        raise ValueError(f"need rows >= 1 and columns >= 1: rows = {rows}, columns = {columns}")
     if not 1 <= keep <= tokens <= p.tokens:
         raise ValueError(f"need 1 <= keep <= tokens <= {p.tokens}: keep = {keep}, "
                          f"tokens = {tokens}")
@@ -222,7 +225,8 @@ def markdown(results, *, params, divisor, baud, title=None):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m boards.bench_link",
-                                     description=__doc__.splitlines()[0])
+                                     description="Host-link throughput of the Focus board, "
+                                                 "measured in simulation (see the module doc).")
     parser.add_argument("--rows", type=int, default=4, help="R score rows (default 4)")
     parser.add_argument("--tokens", "-M", type=int, default=64, help="M image tokens (64)")
     parser.add_argument("--keep", type=int, default=16, help="tokens kept by SEC (16)")
