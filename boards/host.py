@@ -468,27 +468,44 @@ class FocusBoard(BridgeClient):
         self.write_reg(self._reg("CTRL"), Ctrl.ABORT)
         self.write_reg(self._reg("CTRL"), Ctrl.CLEAR)
 
-    def _drain(self, pulls, pushes=()):
+    def _drain(self, pulls, pushes=(), paced=None):
         """Push ``pushes`` ((port, beats) pairs) and pull every port in ``pulls`` until a beat
         with ``last`` arrived on each (ports with ``count`` 0 are done at once).
 
-        ``pulls``: ``{port: expected count or None}``. Returns ``{port: beats}``."""
+        ``pulls``: ``{port: expected count or None}``. ``paced``: ``{pull port: push port}``
+        where each beat pushed gives at least one pulled beat (SIC: a map beat per token); such
+        a port is pulled for the beats owed, so that the bridge replies as soon as they are
+        there instead of waiting its pull timeout for a full frame. Returns ``{port: beats}``."""
+        paced = paced or {}
+        pushed = {port: 0 for port, _ in pushes}
         got = {port: [] for port in pulls}
         done = {port: count == 0 for port, count in pulls.items()}
         pending = {port: list(beats) for port, beats in pushes}
+        # Beats to offer per PUSH: after a PUSH that timed out having taken n beats, offer n at
+        # a time (the unit takes about that many before its output must be pulled), so that the
+        # rest is not sent, refused and sent again; double it after each PUSH taken whole.
+        window = {port: None for port in pending}
         idle = 0
         while not all(done.values()) or any(pending.values()):
             progress = False
             for port, beats in pending.items():
                 if beats:
-                    n = self.push(port, beats)
+                    offer = beats[:window[port]] if window[port] else beats
+                    n = self.push(port, offer)
+                    pushed[port] += n
                     pending[port] = beats[n:]
                     progress |= n > 0
+                    if n < len(offer):
+                        window[port] = max(1, n)
+                    elif window[port]:
+                        window[port] *= 2
             for port in pulls:
                 if done[port]:
                     continue
                 nb = self.info["pull"][FOCUS_PULL_PORTS.index(port)]
-                new = self.pull(port, self.info["max_len"] // nb)
+                count = self.info["max_len"] // nb
+                owed = pushed[paced[port]] - len(got[port]) if port in paced else 0
+                new = self.pull(port, min(count, owed) if owed > 0 else count)
                 got[port] += new
                 progress |= bool(new)
                 if new and new[-1]["last"]:
@@ -587,7 +604,8 @@ class FocusBoard(BridgeClient):
             self.write_reg(self._reg("CTRL"), 2)
             if len(kept):
                 got = self._drain({"sic": None},
-                                  [("tokens", token_beats(kept, column, p.dim))])["sic"]
+                                  [("tokens", token_beats(kept, column, p.dim))],
+                                  paced={"sic": "tokens"})["sic"]
             else:
                 got = []
             self._check_errors("a SIC job")
