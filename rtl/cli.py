@@ -64,7 +64,13 @@ Targets (per block, each in its own work directory under build/synth-work/<tag>/
            stat -liberty: cell area in um^2 (no timing). It needs osu018_stdcells.lib: `make
            liberty` fetches it (apt-get download qflow-tech-osu018, no root) into build/liberty/,
            or set FOCUS_LIBERTY=/path/to/it. Without it the flow is reported 'no_liberty' with
-           that command, and the other targets run as usual.
+           that command, and the other targets run as usual. Memories become flip-flops and
+           multiplexers (no SRAM macros), which dominates blocks with large buffers.
+  osu018-logic
+           the same, but memories are left as macros (synth without memory_map): the
+           standard-cell area of the logic alone, plus the list of memories (name, width x
+           depth, read/write ports, bits) to add SRAM macro area from your own memory compiler.
+           Same liberty file.
 
 The timing harness drives every input bit of the block from a shift chain fed by one pin and
 XOR-reduces every registered output bit into one pin, so every path is register to register.
@@ -81,7 +87,8 @@ ERROR, or --strict is given and some flow did not end 'ok'.
 Share of the systolic array: --relative-to systolic_array (automatic when --block lists
 systolic_array) also synthesizes the reference int8 weight-stationary systolic array of the unit's
 shape (dim x dim PEs of elem_bits: 32x32 int8 at the default and paper presets) and reports every
-block's transistors, um^2 and iCE40/ECP5 LUTs as a percentage of the array's. The array is not
+block's transistors, um^2 and iCE40/ECP5 LUTs as a percentage of the array's (with
+osu018-logic also the logic um^2 without memories). The array is not
 part of the Focus unit: it is never in the default block list.
 
 Output: report.json, report.md and a summary on stdout; with --sweep FIELD=V1,V2,...
@@ -93,6 +100,7 @@ examples:
   focus-rtl synth --set dim=4 --target generic,ice40
   focus-rtl synth --preset board --sweep dim=2,4,8 --target ice40,ecp5
   make liberty && focus-rtl synth --target generic,osu018 --relative-to systolic_array
+  focus-rtl synth --block focus_unit --target osu018-logic    # logic um^2 + list of memories
 """
 
 
@@ -144,8 +152,8 @@ def _parser():
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     _common(synth, "synth")
     synth.add_argument("--target", action="append", metavar="LIST",
-                       help="targets, comma-separated: generic, ice40, ecp5, osu018 "
-                            "(default: all)")
+                       help="targets, comma-separated: generic, ice40, ecp5, osu018, "
+                            "osu018-logic (default: all)")
     synth.add_argument("--relative-to", metavar="BLOCK",
                        help="also synthesize BLOCK (e.g. systolic_array) and report every "
                             "block's area as a percentage of it")

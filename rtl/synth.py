@@ -1,6 +1,6 @@
 """Area and timing reports of the registry blocks (``focus-rtl synth``, spec section 7).
 
-Four targets, one work directory per (params, block, target) under ``build/synth-work``:
+Five targets, one work directory per (params, block, target) under ``build/synth-work``:
 
 ``generic``
     The block alone: Yosys ``synth -flatten``, flip-flops legalized to plain ``$_DFF_P_`` (so
@@ -22,6 +22,22 @@ Four targets, one work directory per (params, block, target) under ``build/synth
     Its ``LATCH`` cell has area 0, so the area is a lower bound (``area_lower_bound``) when latches
     remain (the behavioural ICG, ``gating="icg"``). No timing: OpenSTA is not in the toolchain.
     Without the liberty file the result is ``"no_liberty"``, with the command that fetches it.
+    Every memory becomes flip-flops and read multiplexers (the library has no SRAM macros), which
+    dominates the area of the blocks with large buffers.
+``osu018-logic``
+    The same flow with the memories left as macros: Yosys ``synth -run begin:fine`` (up to and
+    including ``memory -nomap``), then the rest of ``synth``'s fine stage *without*
+    ``memory_map``, ``dfflibmap``, ``abc -liberty``, ``stat -liberty``. The ``$mem_v2`` cells pass
+    through untouched, with their ports connected (the logic around them stays), and are not in
+    the area (the liberty does not know them). ROMs (memories without a write port: constant
+    tables, and ``case`` statements that Yosys's ``proc_rom`` turns into tables) are mapped to
+    logic as in ``osu018`` (``memory_map -rom-only``). Gives the standard-cell area of the logic
+    (``area_um2``, memories excluded) and ``memories``: per memory its name, width, depth, read
+    ports (``sync_read_ports`` of them registered: a read-data register folded into the memory
+    by Yosys's ``memory_dff`` is part of the memory, as in a synchronous SRAM), write ports and
+    bits; ``memory_bits`` is their total. An engineer adds the SRAM macro area of their own memory
+    compiler. ``memories_dropped`` lists memories that were in the coarse netlist but not in the
+    final one (none expected). Same liberty and ``"no_liberty"`` handling as ``osu018``.
 
 FPGA numbers. The harness keeps the block's module boundary through synthesis
 (``keep_hierarchy``), so the Yosys per-module statistics split the LUT/FF/BRAM/DSP counts into
@@ -47,7 +63,11 @@ error line. A failing run never stops the others.
 Share of a reference design. With ``relative_to`` (``focus-rtl synth --relative-to
 systolic_array``; automatic when the block list holds ``systolic_array``) the report also gives
 each block's transistors, um^2 and iCE40/ECP5 LUTs as a percentage of the reference block's, from
-the same flows with the same parameters (:func:`relative_shares`). The reference
+the same flows with the same parameters (:func:`relative_shares`). The um^2 share uses ``osu018``
+(``area_um2``, memories as flip-flops); when ``osu018-logic`` ran, a separate share
+(``logic_area_um2``) gives the logic without the memories against the array (which has none, so
+its two areas are the same flow's): the two are reported side by side rather than one replacing
+the other, since neither includes SRAM macro area. The reference
 :class:`rtl.systolic_array.SystolicArray` has the unit's shape (``dim`` x ``dim`` PEs of
 ``elem_bits``: 32 x 32 int8 at the default and paper presets). The LUT shares count LUTs only
 (DSP and BRAM blocks are not converted to LUTs), and they use the Yosys counts of each block, which
@@ -78,9 +98,12 @@ from .emit import emit_block
 __all__ = ["TARGETS", "DEVICES", "DEFAULT_FREQ_MHZ", "ToolError", "TimingHarness",
            "harness_verilog", "synth_block", "run_synth", "run_sweep", "report_markdown",
            "sweep_markdown", "plot_sweep", "write_json", "HARD_FAILURES", "SKIPPED",
-           "SHARE_METRICS", "relative_shares", "liberty_info"]
+           "SHARE_METRICS", "relative_shares", "liberty_info", "LIBERTY_TARGETS"]
 
-TARGETS = ("generic", "ice40", "ecp5", "osu018")
+TARGETS = ("generic", "ice40", "ecp5", "osu018", "osu018-logic")
+
+#: The targets that need the OSU 0.18 um liberty file.
+LIBERTY_TARGETS = ("osu018", "osu018-logic")
 
 #: target -> (human-readable device, nextpnr device arguments)
 DEVICES = {
@@ -102,6 +125,8 @@ SKIPPED = ("no_liberty",)
 SHARE_METRICS = {
     "transistors": ("generic", lambda r: r.get("transistors") if r["status"] == "ok" else None),
     "area_um2": ("osu018", lambda r: r.get("area_um2") if r["status"] == "ok" else None),
+    "logic_area_um2": ("osu018-logic",
+                       lambda r: r.get("area_um2") if r["status"] == "ok" else None),
     "ice40_lut": ("ice40", lambda r: r.get("block", {}).get("lut")),
     "ecp5_lut": ("ecp5", lambda r: r.get("block", {}).get("lut")),
 }
@@ -410,7 +435,38 @@ def _no_liberty_message(path):
             f"{toolchain.LIBERTY_ENV}=/path/to/osu018_stdcells.lib")
 
 
-def _osu018(block, params, workdir, timeout):
+def _memories(path):
+    """The ``$mem_v2`` cells of a ``write_json -selected`` netlist: one dict per memory, by
+    name."""
+    def number(value):
+        return int(value, 2) if isinstance(value, str) else int(value)
+
+    memories = []
+    for module in json.loads(path.read_text())["modules"].values():
+        for cell_name, cell in module["cells"].items():
+            if cell["type"] != "$mem_v2":
+                continue
+            par, con = cell["parameters"], cell["connections"]
+            width, depth = number(par["WIDTH"]), number(par["SIZE"])
+            # A port is connected when some bit of it is a net, not a constant.
+            ports = ("RD_ADDR", "RD_DATA", "WR_ADDR", "WR_DATA", "WR_EN")
+            memories.append({
+                "name": str(par.get("MEMID", cell_name)).lstrip("\\"),
+                "width": width,
+                "depth": depth,
+                "read_ports": number(par["RD_PORTS"]),
+                "sync_read_ports": str(par.get("RD_CLK_ENABLE", "")).count("1"),
+                "write_ports": number(par["WR_PORTS"]),
+                "bits": width * depth,
+                "unconnected_ports": [port for port in ports if con.get(port) and all(
+                    isinstance(bit, str) for bit in con[port])],
+            })
+    return sorted(memories, key=lambda m: m["name"])
+
+
+def _osu018(block, params, workdir, timeout, logic=False):
+    """The ``osu018`` flow, or with ``logic`` the ``osu018-logic`` one (memories left as
+    macros)."""
     path = toolchain.liberty_path()
     if path is None or not path.is_file():
         return {"status": "no_liberty", "error": _no_liberty_message(path),
@@ -419,13 +475,37 @@ def _osu018(block, params, workdir, timeout):
     shutil.copyfile(path, workdir / "cells.lib")
     name = f"{block}.v"
     (workdir / name).write_text(emit_block(block, params))
+    if logic:
+        for stale in ("memories_coarse.json", "memories.json"):
+            (workdir / stale).unlink(missing_ok=True)
+        synth = [
+            # Up to and including the coarse stage, which ends with `memory -nomap`.
+            f"synth -top {block} -flatten -noabc -run begin:fine",
+            # ROMs (no write port: constant tables, and case statements that proc_rom turned
+            # into tables) are logic, not SRAM: map them as synth would.
+            "memory_map -rom-only",
+            "select t:$mem_v2",
+            "write_json -selected memories_coarse.json",
+            "select -clear",
+            # synth's fine stage (`help synth`, -noabc) less memory_map, and its check stage.
+            "opt -fast -full",
+            "opt -full",
+            "techmap",
+            "opt -fast",
+            "hierarchy -check",
+            "check",
+        ]
+    else:
+        synth = [f"synth -top {block} -flatten -noabc"]
     script = [
         f"read_verilog {name}",
-        f"synth -top {block} -flatten -noabc",
+        *synth,
         "dfflibmap -liberty cells.lib",
         f"abc -liberty cells.lib -script {_ABC_SCRIPT}",
         "opt_clean",
         "delete t:$scopeinfo",
+        *(["select t:$mem_v2", "write_json -selected memories.json", "select -clear"]
+          if logic else []),
         "tee -q -o stat.json stat -json -liberty cells.lib",
     ]
     status, error, seconds = _yosys(workdir, script, timeout)
@@ -434,7 +514,9 @@ def _osu018(block, params, workdir, timeout):
     if status != "ok":
         return result
     design = json.loads((workdir / "stat.json").read_text())["design"]
-    cells = dict(sorted(design["num_cells_by_type"].items()))
+    # stat -liberty leaves the memory cells out of the area ("area ... is unknown").
+    cells = dict(sorted((c, n) for c, n in design["num_cells_by_type"].items()
+                        if c != "$mem_v2"))
     latch = _count(cells, "LATCH", r"\$_DLATCH\w*")
     result.update({
         "cells": sum(cells.values()),
@@ -446,6 +528,15 @@ def _osu018(block, params, workdir, timeout):
         "unmapped_cells": {c: n for c, n in cells.items() if c.startswith("$")},
         "cells_by_type": cells,
     })
+    if logic:
+        memories = _memories(workdir / "memories.json")
+        final = {m["name"] for m in memories}
+        result.update({
+            "memories": memories,
+            "memory_bits": sum(m["bits"] for m in memories),
+            "memories_dropped": sorted(m["name"] for m in _memories(
+                workdir / "memories_coarse.json") if m["name"] not in final),
+        })
     return result
 
 
@@ -542,7 +633,7 @@ def synth_block(block, target, params, *, work_root=None, dsp="auto", freq=None,
     block : str
         A :data:`rtl.blocks.BLOCKS` name.
     target : str
-        ``"generic"``, ``"ice40"``, ``"ecp5"`` or ``"osu018"``.
+        ``"generic"``, ``"ice40"``, ``"ecp5"``, ``"osu018"`` or ``"osu018-logic"``.
     params : FocusParams
     work_root : path-like, optional
         Root of the work directories (default ``build/synth-work``). It must not be under
@@ -571,8 +662,8 @@ def synth_block(block, target, params, *, work_root=None, dsp="auto", freq=None,
     start = time.monotonic()
     if target == "generic":
         result = _generic(block, params, workdir, timeout)
-    elif target == "osu018":
-        result = _osu018(block, params, workdir, timeout)
+    elif target in LIBERTY_TARGETS:
+        result = _osu018(block, params, workdir, timeout, logic=target == "osu018-logic")
     else:
         freq = freq if freq is not None else DEFAULT_FREQ_MHZ[target]
         result = _fpga(target, block, params, workdir, dsp, freq, timeout)
@@ -592,7 +683,12 @@ def _summary(result):
         return f"ok, {result['cells']} cells, {result['transistors']}{plus} transistors"
     if "area_um2" in result:
         plus = "+" if result["area_lower_bound"] else ""
-        return f"ok, {result['cells']} cells, {result['area_um2']:.0f}{plus} um^2"
+        line = f"ok, {result['cells']} cells, {result['area_um2']:.0f}{plus} um^2"
+        if "memories" in result:
+            n = len(result["memories"])
+            line += (f" of logic + {n} {'memory' if n == 1 else 'memories'} "
+                     f"({result['memory_bits'] / 1024:.1f} kbit)")
+        return line
     fmax = result.get("fmax_mhz")
     b = result["block"]
     return (f"ok, {b['lut']} LUT, {b['ff']} FF, {b['dsp']} DSP"
@@ -714,7 +810,7 @@ def _report_header(params, targets, dsp, freq, meta):
         "freq_target_mhz": {t: (freq or {}).get(t, DEFAULT_FREQ_MHZ[t])
                             for t in targets if t in DEVICES},
         "tools": tool_versions(targets),
-        **({"liberty": liberty_info()} if "osu018" in targets else {}),
+        **({"liberty": liberty_info()} if set(LIBERTY_TARGETS) & set(targets) else {}),
         "notes": _notes(targets),
     }
 
@@ -740,8 +836,22 @@ def _notes(targets):
     if "osu018" in targets:
         notes.append("osu018: the block alone, Yosys synth + dfflibmap + abc -liberty, stat "
                      "-liberty on the OSU 0.18 um cells: cell area only (no placement density, "
-                     "wires or clock tree); no timing (OpenSTA is not in the toolchain). '+': "
-                     "latches remain, which the library costs at 0 um^2.")
+                     "wires or clock tree; memories as flip-flops and multiplexers); no timing "
+                     "(OpenSTA is not in the toolchain). '+': latches remain, which the library "
+                     "costs at 0 um^2.")
+    if "osu018-logic" in targets:
+        notes.append("osu018-logic: as osu018, but the memories are left as macros (synth "
+                     "without memory_map): logic area um^2 is the standard cells of everything "
+                     "but the memories, whose SRAM macro area is to be added from a memory "
+                     "compiler (ROMs, i.e. memories without a write port, are mapped to logic "
+                     "as in osu018); each memory is listed (width x depth, read ports (sync), "
+                     "write ports, bits). A read-data register folded into a memory by Yosys "
+                     "counts as part of it (a synchronous-read SRAM). Compared with osu018, the "
+                     "memories' flip-flops, write-enable multiplexers and read multiplexers are "
+                     "gone.")
+    if "osu018" in targets and "osu018-logic" in targets:
+        notes.append("Share of the reference: '% um^2 (osu018)' counts memories as flip-flops, "
+                     "'% logic um^2 (osu018-logic)' leaves them out; neither has SRAM macros.")
     return notes
 
 
@@ -808,6 +918,40 @@ def _osu018_row(prefix, result):
             f"{result['seconds']['total']:.1f} |")
 
 
+def _osu018_logic_row(prefix, result):
+    if result["status"] != "ok":
+        return (f"| {prefix} | {result['status']} | - | - | - | - | - | "
+                f"{result['seconds']['total']:.1f} |")
+    plus = "+" if result["area_lower_bound"] else ""
+    return (f"| {prefix} | ok | {result['cells']} | {result['ff']} | "
+            f"{result['area_um2']:.0f}{plus} | {len(result['memories'])} | "
+            f"{result['memory_bits'] / 1024:.1f} | {result['seconds']['total']:.1f} |")
+
+
+def _plural(n, word):
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _memory_lines(rows):
+    """One line per memory of the ``osu018-logic`` results ``[(label, result)]``, and a warning
+    per memory that lost its ports or disappeared between the coarse and the final netlist."""
+    lines = []
+    for label, result in rows:
+        if result["status"] != "ok":
+            continue
+        for m in result["memories"]:
+            lines.append(
+                f"- {label}: `{m['name']}` {m['width']} x {m['depth']} = {m['bits']} bits "
+                f"({m['bits'] / 1024:.1f} kbit), {_plural(m['read_ports'], 'read port')} "
+                f"({m['sync_read_ports']} sync), {_plural(m['write_ports'], 'write port')}")
+            if m["unconnected_ports"]:
+                lines[-1] += f"; constant ports: {', '.join(m['unconnected_ports'])}"
+        if result["memories_dropped"]:
+            lines.append(f"- {label}: memories not in the final netlist: "
+                         f"{', '.join(result['memories_dropped'])}")
+    return lines
+
+
 def _fpga_row(prefix, result):
     b, h = result.get("block", {}), result.get("harness", {})
     status = result["status"]
@@ -824,6 +968,8 @@ _GENERIC_HEAD = ["| {} | status | cells | FF | transistors | s |",
                  "|---|---|---:|---:|---:|---:|"]
 _OSU018_HEAD = ["| {} | status | cells | FF | area um^2 | of which FF um^2 | s |",
                 "|---|---|---:|---:|---:|---:|---:|"]
+_OSU018_LOGIC_HEAD = ["| {} | status | cells | FF | logic area um^2 | memories | memory kbit | s |",
+                      "|---|---|---:|---:|---:|---:|---:|---:|"]
 _FPGA_HEAD = [
     "| {} | status | LUT | FF | carry | BRAM | DSP | Fmax MHz (with harness) | "
     "logic cells used (with harness) | harness LUT / FF | s |",
@@ -855,6 +1001,16 @@ def _tables(rows_by_target, first_column):
                       "Yosys `abc -liberty`, block only)", ""]
             lines += [_OSU018_HEAD[0].format(first_column), _OSU018_HEAD[1]]
             lines += [_osu018_row(label, r) for label, r in rows]
+        elif target == "osu018-logic":
+            library = next((r["liberty"]["library"] for _, r in rows if r.get("liberty")), None)
+            lines += [f"### osu018-logic (standard cells{f' of {library}' if library else ''}, "
+                      "memories left as macros: logic area without them, block only)", ""]
+            lines += [_OSU018_LOGIC_HEAD[0].format(first_column), _OSU018_LOGIC_HEAD[1]]
+            lines += [_osu018_logic_row(label, r) for label, r in rows]
+            memories = _memory_lines(rows)
+            if memories:
+                lines += ["", "Memories (SRAM macro area not included; width x depth):", ""]
+                lines += memories
         else:
             device = rows[0][1].get("device_name", target)
             freq = rows[0][1].get("freq_target_mhz")
@@ -863,7 +1019,7 @@ def _tables(rows_by_target, first_column):
             lines += [_fpga_row(label, r) for label, r in rows]
         notes = [f"- {label}: {r['status']}: `{r['error']}`" for label, r in rows
                  if r["status"] != "ok"]
-        if target == "osu018" and len(notes) == len(rows) > 1 and all(
+        if target in LIBERTY_TARGETS and len(notes) == len(rows) > 1 and all(
                 r["status"] == "no_liberty" for _, r in rows):
             notes = [f"- {rows[0][1]['error']}"]
         notes += [f"- {label}: {_dsp_note(r)}; redone with LUT multipliers." for label, r in rows
@@ -874,6 +1030,7 @@ def _tables(rows_by_target, first_column):
 
 
 _SHARE_HEAD = {"transistors": "transistors", "area_um2": "um^2 (osu018)",
+               "logic_area_um2": "logic um^2 (osu018-logic)",
                "ice40_lut": "iCE40 LUT", "ecp5_lut": "ECP5 LUT"}
 
 
@@ -951,7 +1108,8 @@ def sweep_markdown(sweep):
 
 def plot_sweep(sweep, path):
     """A PNG of the block LUTs (iCE40, ECP5) and the Fmax against the swept parameter, and of the
-    area (um^2 with ``osu018``, else transistors with ``generic``) when one of them ran."""
+    area when it ran: um^2 of ``osu018`` and of ``osu018-logic`` (logic without the memories),
+    else transistors with ``generic``."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -959,7 +1117,9 @@ def plot_sweep(sweep, path):
     values = [run["value"] for run in sweep["runs"]]
     numeric = all(isinstance(v, int) for v in values)
     xs = values if numeric else list(range(len(values)))
-    area_target = next((t for t in ("osu018", "generic") if t in sweep["targets"]), None)
+    area_targets = ([t for t in LIBERTY_TARGETS if t in sweep["targets"]]
+                    or [t for t in ("generic",) if t in sweep["targets"]])
+    area_target = area_targets[0] if area_targets else None
     fig = Figure(figsize=(15 if area_target else 10, 4), layout="constrained")
     FigureCanvasAgg(fig)
     axes = list(fig.subplots(1, 3 if area_target else 2))
@@ -986,14 +1146,17 @@ def plot_sweep(sweep, path):
                 marked = True
     panels = [(ax_lut, "LUTs (block, without harness)"), (ax_fmax, "Fmax, MHz (with harness)")]
     if area_target:
-        key, ylabel = {"osu018": ("area_um2", "standard-cell area, um^2 (osu018)"),
-                       "generic": ("transistors", "transistors (generic estimate)")}[area_target]
+        if area_target == "generic":
+            key, ylabel = "transistors", "transistors (generic estimate)"
+        else:
+            key, ylabel = "area_um2", f"standard-cell area, um^2 ({', '.join(area_targets)})"
         for block in blocks:
-            points = [(x, run["results"][block][area_target][key])
-                      for x, run in zip(xs, sweep["runs"])
-                      if run["results"][block][area_target]["status"] == "ok"]
-            if points:
-                axes[2].plot(*zip(*points), marker="o", label=f"{block} {area_target}")
+            for target in area_targets:
+                points = [(x, run["results"][block][target][key])
+                          for x, run in zip(xs, sweep["runs"])
+                          if run["results"][block][target]["status"] == "ok"]
+                if points:
+                    axes[2].plot(*zip(*points), marker="o", label=f"{block} {target}")
         panels.append((axes[2], ylabel))
     for ax, ylabel in panels:
         ax.set_xlabel(sweep["field"])

@@ -256,10 +256,11 @@ def test_osu018_icg_latches_are_a_lower_bound(work):
 def test_no_liberty_is_reported_with_the_command(work, monkeypatch, capsys):
     missing = work / "nowhere" / "osu018_stdcells.lib"
     monkeypatch.setenv("FOCUS_LIBERTY", str(missing))
-    result = synth_block(BLOCK, "osu018", TINY, work_root=work)
-    assert result["status"] == "no_liberty"
-    assert "run `make liberty`" in result["error"] and str(missing) in result["error"]
-    assert not (work / TINY.tag / BLOCK / "osu018" / "synth.ys").exists()
+    for target in ("osu018", "osu018-logic"):
+        result = synth_block(BLOCK, target, TINY, work_root=work)
+        assert result["status"] == "no_liberty"
+        assert "run `make liberty`" in result["error"] and str(missing) in result["error"]
+        assert not (work / TINY.tag / BLOCK / target / "synth.ys").exists()
 
     monkeypatch.delenv("FOCUS_LIBERTY")
     monkeypatch.setattr(toolchain, "LIBERTY_FETCHED", missing)
@@ -276,6 +277,93 @@ def test_no_liberty_is_reported_with_the_command(work, monkeypatch, capsys):
     text = (out / "report.md").read_text()
     assert f"| {BLOCK} | no_liberty |" in text and "run `make liberty`" in text
     assert "no_liberty" in capsys.readouterr().out
+
+
+# ---- osu018-logic: memories left as macros ------------------------------------------------------
+
+# The importance analyzer has one memory, the importance buffer: ceil(tokens / lanes) words of
+# lanes * score_bits bits (rtl/importance_buffer.py). 16 tokens keep it to seconds.
+BUFFERED = "importance_analyzer"
+SMALL = FocusParams().replace(tokens=16)
+
+
+@pytest.mark.synth
+def test_osu018_logic_leaves_memories_as_macros(work):
+    areas = _cell_areas(_liberty_or_skip())
+    lines = []
+    report = run_synth(SMALL, [BUFFERED], ["osu018", "osu018-logic"], jobs=2,
+                       progress=lines.append, work_root=work, meta={"preset": "default"})
+    full = report["results"][BUFFERED]["osu018"]
+    logic = report["results"][BUFFERED]["osu018-logic"]
+    assert full["status"] == logic["status"] == "ok", (full["error"], logic["error"])
+
+    width, depth = SMALL.lanes * SMALL.score_bits, -(-SMALL.tokens // SMALL.lanes)
+    [memory] = logic["memories"]
+    assert memory["name"].endswith(".mem")
+    assert (memory["width"], memory["depth"], memory["bits"]) == (width, depth, width * depth)
+    assert memory["read_ports"] == memory["write_ports"] == 1
+    # The memory's address, data and enable ports are still driven by / drive the logic.
+    assert memory["unconnected_ports"] == [] and logic["memories_dropped"] == []
+    assert logic["memory_bits"] == width * depth
+
+    # Only library cells are counted: the memory is not in the area.
+    cells = logic["cells_by_type"]
+    assert logic["unmapped_cells"] == {} and set(cells) <= set(areas)
+    assert logic["area_um2"] == pytest.approx(sum(n * areas[c] for c, n in cells.items()))
+    # The flip-flops are those of osu018 less the memory's bits and its read-data register,
+    # which a synchronous-read SRAM holds (so no logic flip-flop was optimised away); the area
+    # saved is at least those flip-flops' (plus the write-enable and read multiplexers).
+    in_memory = memory["bits"] + memory["sync_read_ports"] * memory["width"]
+    assert memory["sync_read_ports"] == 1
+    assert logic["ff"] == full["ff"] - in_memory > 0
+    assert 0 < logic["area_um2"] < full["area_um2"] - in_memory * areas["DFFPOSX1"]
+
+    assert any(line.startswith(f"[2/2] {BUFFERED} osu018-logic: ok, ") and
+               f"um^2 of logic + 1 memory ({width * depth / 1024:.1f} kbit)" in line
+               for line in lines)
+    text = report_markdown(report)
+    assert "### osu018-logic" in text and "### osu018 (" in text
+    assert re.search(rf"^\| {BUFFERED} \| ok \| {logic['cells']} \| {logic['ff']} \| "
+                     rf"{logic['area_um2']:.0f} \| 1 \| {width * depth / 1024:.1f} \| ", text,
+                     re.MULTILINE)
+    assert (f"- {BUFFERED}: `{memory['name']}` {width} x {depth} = {width * depth} bits"
+            in text)
+    assert any(note.startswith("osu018-logic: ") for note in report["notes"])
+    assert report["liberty"]["found"]
+
+
+def test_osu018_logic_report_and_sweep(work):
+    """The osu018-logic table, memory list, share and sweep plot, on made-up results."""
+    def result(area, memories=(), status="ok"):
+        if status != "ok":
+            return {"status": status, "error": "ERROR: x", "seconds": {"total": 1.0}}
+        memories = [{"name": name, "width": w, "depth": d, "read_ports": 2,
+                     "sync_read_ports": 1, "write_ports": 1, "bits": w * d,
+                     "unconnected_ports": []} for name, w, d in memories]
+        return {"status": "ok", "error": None, "seconds": {"total": 2.5}, "cells": 10, "ff": 3,
+                "area_um2": area, "area_lower_bound": False, "memories": memories,
+                "memory_bits": sum(m["bits"] for m in memories), "memories_dropped": ["lost"]}
+
+    results = {"a": {"osu018-logic": result(150.0, [("u.mem", 8, 256), ("v.mem", 4, 16)])},
+               "b": {"osu018-logic": result(None, status="tool_crashed")},
+               "systolic_array": {"osu018-logic": result(600.0)}}
+    report = {"tag": "t", "params": {"dim": 2, "elem_bits": 4}, "targets": ["osu018-logic"],
+              "results": results, "notes": synth._notes(["osu018-logic"]), "tools": {},
+              "relative_to": "systolic_array",
+              "relative": relative_shares(results, "systolic_array")}
+    assert report["relative"] == {"a": {"logic_area_um2": 25.0}, "b": {"logic_area_um2": None}}
+    text = report_markdown(report)
+    assert "| a | ok | 10 | 3 | 150 | 2 | 2.1 | 2.5 |" in text
+    assert "| b | tool_crashed | - | - | - | - | - | 1.0 |" in text
+    assert "- a: `u.mem` 8 x 256 = 2048 bits (2.0 kbit), 2 read ports (1 sync), 1 write port" \
+        in text
+    assert "- a: memories not in the final netlist: lost" in text
+    assert "| block | % logic um^2 (osu018-logic) |" in text and "| a | 25.00 |" in text
+
+    runs = [{"value": v, "results": {"a": {"osu018-logic": result(100.0 * v)}}} for v in (2, 4)]
+    sweep = {"field": "dim", "targets": ["osu018-logic"], "runs": runs}
+    png = plot_sweep(sweep, work / "sweep.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 # ---- share of the systolic array ----------------------------------------------------------------
