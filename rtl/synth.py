@@ -900,32 +900,31 @@ def _device_logic(result):
     return "-"
 
 
+def _row(prefix, result, columns, values):
+    """A markdown row: the block, the status, ``values(result)`` (``columns`` of them) when the
+    flow ended ok (dashes otherwise), and the seconds."""
+    cells = values(result) if result["status"] == "ok" else ["-"] * columns
+    row = [prefix, result["status"], *map(str, cells), f"{result['seconds']['total']:.1f}"]
+    return "| " + " | ".join(row) + " |"
+
+
 def _generic_row(prefix, result):
-    if result["status"] != "ok":
-        return f"| {prefix} | {result['status']} | - | - | - | {result['seconds']['total']:.1f} |"
-    plus = "+" if result["transistors_lower_bound"] else ""
-    return (f"| {prefix} | ok | {result['cells']} | {result['ff']} | "
-            f"{result['transistors']}{plus} | {result['seconds']['total']:.1f} |")
+    return _row(prefix, result, 3, lambda r: [
+        r["cells"], r["ff"], f"{r['transistors']}{'+' if r['transistors_lower_bound'] else ''}"])
+
+
+def _area(result):
+    return f"{result['area_um2']:.0f}{'+' if result['area_lower_bound'] else ''}"
 
 
 def _osu018_row(prefix, result):
-    if result["status"] != "ok":
-        return (f"| {prefix} | {result['status']} | - | - | - | - | "
-                f"{result['seconds']['total']:.1f} |")
-    plus = "+" if result["area_lower_bound"] else ""
-    return (f"| {prefix} | ok | {result['cells']} | {result['ff']} | "
-            f"{result['area_um2']:.0f}{plus} | {result['sequential_area_um2']:.0f} | "
-            f"{result['seconds']['total']:.1f} |")
+    return _row(prefix, result, 4, lambda r: [
+        r["cells"], r["ff"], _area(r), f"{r['sequential_area_um2']:.0f}"])
 
 
 def _osu018_logic_row(prefix, result):
-    if result["status"] != "ok":
-        return (f"| {prefix} | {result['status']} | - | - | - | - | - | "
-                f"{result['seconds']['total']:.1f} |")
-    plus = "+" if result["area_lower_bound"] else ""
-    return (f"| {prefix} | ok | {result['cells']} | {result['ff']} | "
-            f"{result['area_um2']:.0f}{plus} | {len(result['memories'])} | "
-            f"{result['memory_bits'] / 1024:.1f} | {result['seconds']['total']:.1f} |")
+    return _row(prefix, result, 5, lambda r: [
+        r["cells"], r["ff"], _area(r), len(r["memories"]), f"{r['memory_bits'] / 1024:.1f}"])
 
 
 def _plural(n, word):
