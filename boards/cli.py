@@ -61,9 +61,8 @@ Designs: focus (default; the Focus unit behind the UART bridge, FocusParams.boar
 iCEBreaker SEC only: the whole unit does not fit the UP5K) and blinky (LEDs only: checks a board,
 its clock and the programmer in seconds).
 
-Timing: nextpnr is told the core clock (iCEBreaker 6 MHz, its 12 MHz oscillator divided by 2;
-ULX3S 25 MHz; --freq overrides the constraint, not the clock) and the build fails, exit 1, when
-the achieved Fmax is lower.
+Timing: nextpnr is told the board clock (iCEBreaker 12 MHz, ULX3S 25 MHz; --freq overrides the
+constraint, not the board's clock) and the build fails, exit 1, when the achieved Fmax is lower.
 
 Programmer (flash): $FOCUS_PROGRAMMER if set (a command, split like a shell would; the bitstream
 path is appended), else iCEBreaker: iceprog, or openFPGALoader -b ice40_generic; ULX3S:
@@ -251,17 +250,11 @@ def build(board, design="focus", output=None, *, freq_mhz=None, overrides=(), ti
         stale.unlink(missing_ok=True)
     toolchain.apply()
 
-    clock_mhz = freq_mhz if freq_mhz is not None else spec.core_hz / 1e6
+    clock_mhz = freq_mhz if freq_mhz is not None else spec.clock_hz / 1e6
     started = time.monotonic()
     log(f"board build: {design} for {spec.description}, clock constraint {clock_mhz:g} MHz")
-    # --freq constrains the core clock: the oscillator on a board that runs the core on it,
-    # else the divided clock (through nextpnr's --freq, see boards.top).
-    divided = spec.clock_div != 1
-    platform = make_platform(board, None if freq_mhz is None or divided else freq_mhz * 1e6)
-    templates = _overrides(spec, name)
-    if divided:
-        templates["nextpnr_opts"] += f" --freq {clock_mhz:g}"
-    plan = platform.prepare(make_top(design, board, params), name=name, **templates)
+    platform = make_platform(board, None if freq_mhz is None else freq_mhz * 1e6)
+    plan = platform.prepare(make_top(design, board, params), name=name, **_overrides(spec, name))
     for stale in (f"{name}.report.json", f"{name}.stat.json", f"{name}.{spec.bitstream_ext}",
                   f"{name}.tim"):
         (work / stale).unlink(missing_ok=True)
@@ -412,7 +405,7 @@ def flash(board, design="focus", output=None, *, freq_mhz=None, overrides=(), ti
 def add_parser(sub):
     """Add ``board build`` and ``board flash`` to the ``focus-rtl`` subparsers ``sub``."""
     epilog = _EPILOG.format(boards="".join(
-        f"\n  {n:11s}{b.description}, core clock {b.core_hz / 1e6:g} MHz"
+        f"\n  {n:11s}{b.description}, {b.clock_hz / 1e6:g} MHz"
         f"{'' if b.sic else ', SEC only'}" for n, b in BOARDS.items()))
     parser = sub.add_parser("board", help="build a board bitstream or program a board",
                             description="Build the Focus unit's bitstream for a board (YoWASP "

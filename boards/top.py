@@ -14,10 +14,7 @@ Boards (:data:`BOARDS`)
     ice40_generic``). **SEC only**: the whole unit does not fit the UP5K (with SIC, 4 lanes: 16 786
     of 5 280 logic cells and 38 of 8 DSPs; the smallest shape tried, ``tokens=128 lanes=1 dim=1
     comparators=1 window=16 tile=64``, still 8 313), so the iCEBreaker's unit is built with
-    ``sic=False`` (about 84 % of the logic cells with the bridge). Its offset encoder's carry
-    chains close at about 11 MHz, short of the 12 MHz oscillator, so the core runs at 6 MHz: the
-    oscillator divided by 2 in a flip-flop (``clock_div``; there is no PLL setting below 16
-    MHz).
+    ``sic=False`` (about 84 % of the logic cells with the bridge).
 ``ulx3s``
     Radiona ULX3S with the LFE5U-85F (``ulx3s`` is the 85F; the 12F/25F/45F are ``ulx3s-12f``,
     ``ulx3s-25f``, ``ulx3s-45f``), 25 MHz oscillator, the FT231X as the UART. Bitstream ``.bit``,
@@ -25,9 +22,8 @@ Boards (:data:`BOARDS`)
     ``FocusParams.board()`` uses 41 DSPs: the 12F and 25F have 28 (Lattice data sheet), so expect
     "does not fit" there; the 45F (72) and 85F (156) have room.
 
-The core runs on the board oscillator (ULX3S, 25 MHz) or on it divided by ``clock_div``
-(iCEBreaker, 6 MHz); no PLL. Both are fine for a 115200-baud UART (divisors 217 and 52, 0.2 %
-off) and nothing in the design needs a faster clock.
+The core runs directly on the board oscillator (no PLL): 12 MHz and 25 MHz are both fine for a
+115200-baud UART (divisor 104 and 217) and nothing in the design needs a faster clock.
 
 LEDs
 ----
@@ -46,7 +42,7 @@ heartbeat ``led_g`` #2 (break-off PMOD, green LED 3)  LED 7
 
 idle: no job runs, no request is being handled, and no error is flagged. error: a sticky error
 flag of the Focus unit is set (cleared by a ``CTRL.CLEAR`` write), or the bridge's last reply was
-an error (cleared by the next good reply). heartbeat: blinks at about 1.5 Hz (6 MHz / 2**22;
+an error (cleared by the next good reply). heartbeat: blinks at about 1.5 Hz (12 MHz / 2**23;
 25 MHz / 2**24): the bitstream is loaded and the clock runs.
 
 Reset: a power-on reset of 4096 cycles (the iCE40's block RAMs need a few microseconds after
@@ -73,23 +69,17 @@ class Board:
     family: str              # "ice40" or "ecp5"
     platform_module: str     # amaranth_boards module
     platform_class: str
-    clock_hz: float          # the oscillator
+    clock_hz: float          # the oscillator; the UART divisor is computed from it
     bitstream_ext: str       # "bin" or "bit"
     programmers: tuple       # candidate commands (argv without the bitstream), first found wins
-    clock_div: int = 1       # the core clock is the oscillator divided by this (1 or even)
     sic: bool = True         # False: the FocusUnit is built without SIC (see the module doc)
-
-    @property
-    def core_hz(self):
-        """The core clock: the UART divisor, the LEDs' timing and the timing constraint use it."""
-        return self.clock_hz / self.clock_div
 
 
 BOARDS = {
     "icebreaker": Board("icebreaker", "iCEBreaker (iCE40UP5K-SG48)", "ice40",
                         "amaranth_boards.icebreaker", "ICEBreakerPlatform", 12e6, "bin",
                         (("iceprog",), ("openFPGALoader", "-b", "ice40_generic")),
-                        clock_div=2, sic=False),
+                        sic=False),
     "ulx3s": Board("ulx3s", "ULX3S (LFE5U-85F-6BG381)", "ecp5",
                    "amaranth_boards.ulx3s", "ULX3S_85F_Platform", 25e6, "bit",
                    (("openFPGALoader", "-b", "ulx3s"),)),
@@ -144,26 +134,13 @@ class _BoardBase(wiring.Component):
         super().__init__({})
 
     def _clock_and_reset(self, m, platform):
-        """The ``sync`` domain on the core clock (the board oscillator, or the oscillator divided
-        by ``clock_div`` in a flip-flop), with power-on and button reset. The oscillator's
-        constraint is the platform's (see :func:`make_platform`); a divided clock is constrained
-        by the build (nextpnr ``--freq``: Amaranth names the divided net in its constraint file
-        after a submodule's port, which nextpnr does not find)."""
+        """The ``sync`` domain on the board oscillator, with power-on and button reset."""
         spec = self.board
         m.submodules.clk_buf = clk_buf = io.Buffer("i", platform.request(platform.default_clk,
                                                                          0, dir="-"))
-        m.domains.sync = cd_sync = ClockDomain("sync")
+        m.domains.sync = ClockDomain("sync")
         m.domains.por = ClockDomain("por", reset_less=True, local=True)
-        m.d.comb += ClockSignal("por").eq(clk_buf.i)
-        if spec.clock_div == 1:
-            m.d.comb += cd_sync.clk.eq(clk_buf.i)
-        else:
-            half = spec.clock_div // 2
-            count = Signal(range(half))
-            with m.If(count == half - 1):
-                m.d.por += [count.eq(0), cd_sync.clk.eq(~cd_sync.clk)]
-            with m.Else():
-                m.d.por += count.eq(count + 1)
+        m.d.comb += [ClockSignal("sync").eq(clk_buf.i), ClockSignal("por").eq(clk_buf.i)]
         por = Signal(range(POR_CYCLES + 1))
         with m.If(por != POR_CYCLES):
             m.d.por += por.eq(por + 1)
@@ -202,7 +179,7 @@ class _BoardBase(wiring.Component):
         return rx.i, tx.o
 
     def _heartbeat(self, m):
-        bits = max(2, int(self.board.core_hz).bit_length() - 1)    # about 1.5 Hz
+        bits = max(2, int(self.board.clock_hz).bit_length() - 1)    # about 1.5 Hz
         count = Signal(bits)
         m.d.sync += count.eq(count + 1)
         return count[-1]
@@ -234,12 +211,12 @@ class BoardTop(_BoardBase):
         m = Module()
         self._clock_and_reset(m, platform)
         m.submodules.core = core = FocusBoardCore(self.params,
-                                                  uart_divisor(self.board.core_hz),
+                                                  uart_divisor(self.board.clock_hz),
                                                   icg_cell=None, sic=self.board.sic)
         rx, tx = self._uart(m, platform)
         m.d.comb += [core.rx.eq(rx), tx.eq(core.tx)]
 
-        stretch_bits = max(1, int(self.board.core_hz * _STRETCH_SECONDS).bit_length())
+        stretch_bits = max(1, int(self.board.clock_hz * _STRETCH_SECONDS).bit_length())
         stretch = Signal(stretch_bits)
         with m.If(core.busy):
             m.d.sync += stretch.eq((1 << stretch_bits) - 1)

@@ -79,13 +79,14 @@ class SemanticConcentrator(FocusBlock):
       one word per cycle.
 
     Measured, from the first score beat in to the last output out (the tests check it for every
-    job of a mixed regression, both sorters, lanes 1 to 32, word_bits 8 to 32; the 4 to 6 is the
-    encoder's packer, whose own model has the same 3-cycle window)::
+    job of a mixed regression, both sorters, lanes 1 to 32, word_bits 8 to 32; the 12 to 14 is
+    the encoder's eight-cycle choice of the order and its packer, whose own model has the same
+    3-cycle window)::
 
         cycles = importance_cycles(R, M, a, mode) - ceil(M/a)       # the analyzer, no readout
                + topk_cycles(M, k, a, score_bits, sorter) - ceil(M/a)   # the selector's sweep
                + sum over mask beats of max(1, kept in the beat)         # mask out, encoder in
-               + max(n + 1, words) + (4 to 6)                            # the code
+               + max(n + 1, words) + (12 to 14)                          # the code
 
     with the models of :mod:`golden.cycles`. It differs from the plain sum of the three blocks'
     models: inside SEC there is no importance readout and no vector loading (fewer cycles), but

@@ -49,15 +49,15 @@ def cycle_terms(mask, lanes, words):
 @pytest.mark.parametrize("p", SHAPES, ids=tag)
 def test_random_masks_match_golden(p):
     """Edges and random masks (M 1..tokens, densities 0..1, every order and adaptive), back to
-    back, no stalls; the cycles follow the documented ingest + emission model to within 6..8."""
+    back, no stalls; the cycles follow the documented ingest + emission model to within 14..16."""
     jobs = regression_masks(p, 90, seed=p.tokens + p.word_bits)
     results = run_encoder_jobs(p, jobs)
     check_against_golden(p, jobs, results)
     for (mask, order), result in zip(jobs, results):
         ingest, emission = cycle_terms(mask, p.lanes, len(result["o_stream"]))
-        assert ingest + emission + 6 <= result["cycles"] <= ingest + emission + 8, (
+        assert ingest + emission + 14 <= result["cycles"] <= ingest + emission + 16, (
             f"M {mask.size}, n {int(mask.sum())}: {result['cycles']} cycles, model "
-            f"{ingest} + {emission} + 6..8")
+            f"{ingest} + {emission} + 14..16")
 
 
 @pytest.mark.parametrize("backpressure", [0.0, 0.3], ids=["nobp", "bp"])
@@ -115,7 +115,7 @@ def test_one_code_per_cycle_once_the_order_is_known():
     (result,) = run_encoder_jobs(p, [(mask, 0)])
     ingest, emission = cycle_terms(mask, p.lanes, len(result["o_stream"]))
     assert emission == 257
-    assert result["cycles"] <= ingest + 257 + 8
+    assert result["cycles"] <= ingest + 257 + 16
 
 
 def _error_job(p, cfg, beats):
