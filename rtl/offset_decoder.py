@@ -172,11 +172,6 @@ class OffsetDecoder(FocusBlock):
         p = self._params
         m = Module()
         cfg, i, x = self.cfg_stream, self.i_stream, self.idx_stream
-        if self._mask:
-            o = self.o_stream
-        else:                           # a stand-in that nothing reads: never valid
-            o = stream.Signature(mask_beat_layout(p)).create()
-            m.d.comb += o.ready.eq(1)
         lanes, wb, cb = p.lanes, p.word_bits, p.count_bits
         zmax = leading_zero_limit(p)
         fw = decode_field_bits(p)
@@ -210,12 +205,7 @@ class OffsetDecoder(FocusBlock):
             queue = fifo.SyncFIFOBuffered(width=p.index_bits, depth=INDEX_FIFO_DEPTH)
             m.submodules.queue = ResetInserter(flush)(queue)
 
-        # Mask builder state.
-        ob_base = Signal(cb + 1)        # token index of the current beat's lane 0
-        obits = Signal(lanes)
-        mask_done = Signal()
-
-        m.d.comb += self.busy.eq(running | o.valid | x.valid)
+        m.d.comb += self.busy.eq(running | x.valid | (self.o_stream.valid if self._mask else 0))
 
         # ---- a new job --------------------------------------------------------------------------
         cfg_fire = cfg.valid & cfg.ready
@@ -228,7 +218,6 @@ class OffsetDecoder(FocusBlock):
                 running.eq(1), in_done.eq(0), phase.eq(HDR), codes_left.eq(0), prev_end.eq(0),
                 tokens.eq(cfg_m), hb.eq(cfg_hb), e.eq(0), n.eq(0),
                 buf.eq(0), fill.eq(0), rem.eq(cfg.payload.nbits), need.eq(cfg.payload.nbits),
-                ob_base.eq(0), obits.eq(0), mask_done.eq(0),
                 error.eq(bad_m | short),
                 cause.eq(Mux(bad_m, DecodeError.CONFIG,
                              Mux(short, DecodeError.HEADER, DecodeError.NONE))),
@@ -261,7 +250,6 @@ class OffsetDecoder(FocusBlock):
         hdr_n = Signal(cb)
         m.d.comb += hdr_n.eq(hdr & ((1 << hb) - 1))
 
-        out_free = ~o.valid | o.ready
         j_free = (~x.valid | x.ready) & (queue.w_rdy if self._mask else 1)
         used = Signal(range(fw + 1))    # string bits consumed this cycle
         push = Signal()
@@ -337,6 +325,13 @@ class OffsetDecoder(FocusBlock):
         m.d.comb += [queue.w_data.eq(j), queue.w_en.eq(push)]
 
         # ---- the mask builder -------------------------------------------------------------------
+        o = self.o_stream
+        ob_base = Signal(cb + 1)        # token index of the current beat's lane 0
+        obits = Signal(lanes)
+        mask_done = Signal()
+        with m.If(cfg_fire):
+            m.d.sync += [ob_base.eq(0), obits.eq(0), mask_done.eq(0)]
+        out_free = ~o.valid | o.ready
         rel = Signal(cb + 2)
         m.d.comb += rel.eq(queue.r_data - ob_base)
         emit = Signal()
