@@ -122,11 +122,15 @@ HARD_FAILURES = ("synth_failed",)
 SKIPPED = ("no_liberty",)
 
 #: Metrics of :func:`relative_shares`: name -> (target, how to read it from a result).
+def _if_ok(key):
+    """The result's ``key`` when its flow ended ``ok``, else None."""
+    return lambda r: r.get(key) if r["status"] == "ok" else None
+
+
 SHARE_METRICS = {
-    "transistors": ("generic", lambda r: r.get("transistors") if r["status"] == "ok" else None),
-    "area_um2": ("osu018", lambda r: r.get("area_um2") if r["status"] == "ok" else None),
-    "logic_area_um2": ("osu018-logic",
-                       lambda r: r.get("area_um2") if r["status"] == "ok" else None),
+    "transistors": ("generic", _if_ok("transistors")),
+    "area_um2": ("osu018", _if_ok("area_um2")),
+    "logic_area_um2": ("osu018-logic", _if_ok("area_um2")),
     "ice40_lut": ("ice40", lambda r: r.get("block", {}).get("lut")),
     "ecp5_lut": ("ecp5", lambda r: r.get("block", {}).get("lut")),
 }
@@ -983,6 +987,16 @@ def _dsp_note(result):
     return f"DSP inference needed {', '.join(use) or 'more DSPs than the device has'}"
 
 
+#: The cell-count targets' sections: title (``{of}``: " of <library>"), table head, row.
+_CELL_SECTIONS = {
+    "generic": ("generic (Yosys `abc -g cmos2`, block only)", _GENERIC_HEAD, _generic_row),
+    "osu018": ("osu018 (standard cells{of}, Yosys `abc -liberty`, block only)", _OSU018_HEAD,
+               _osu018_row),
+    "osu018-logic": ("osu018-logic (standard cells{of}, memories left as macros: logic area "
+                     "without them, block only)", _OSU018_LOGIC_HEAD, _osu018_logic_row),
+}
+
+
 def _tables(rows_by_target, first_column):
     """Markdown sections, one per target, from {target: [(label, result)]}, each table followed
     by the tool error lines of the runs that did not end ``ok``."""
@@ -990,23 +1004,13 @@ def _tables(rows_by_target, first_column):
     for target, rows in rows_by_target.items():
         if not rows:
             continue
-        if target == "generic":
-            lines += ["### generic (Yosys `abc -g cmos2`, block only)", ""]
-            lines += [_GENERIC_HEAD[0].format(first_column), _GENERIC_HEAD[1]]
-            lines += [_generic_row(label, r) for label, r in rows]
-        elif target == "osu018":
+        if target in _CELL_SECTIONS:
+            title, head, row = _CELL_SECTIONS[target]
             library = next((r["liberty"]["library"] for _, r in rows if r.get("liberty")), None)
-            lines += [f"### osu018 (standard cells{f' of {library}' if library else ''}, "
-                      "Yosys `abc -liberty`, block only)", ""]
-            lines += [_OSU018_HEAD[0].format(first_column), _OSU018_HEAD[1]]
-            lines += [_osu018_row(label, r) for label, r in rows]
-        elif target == "osu018-logic":
-            library = next((r["liberty"]["library"] for _, r in rows if r.get("liberty")), None)
-            lines += [f"### osu018-logic (standard cells{f' of {library}' if library else ''}, "
-                      "memories left as macros: logic area without them, block only)", ""]
-            lines += [_OSU018_LOGIC_HEAD[0].format(first_column), _OSU018_LOGIC_HEAD[1]]
-            lines += [_osu018_logic_row(label, r) for label, r in rows]
-            memories = _memory_lines(rows)
+            lines += [f"### {title.format(of=f' of {library}' if library else '')}", ""]
+            lines += [head[0].format(first_column), head[1]]
+            lines += [row(label, r) for label, r in rows]
+            memories = _memory_lines(rows) if target == "osu018-logic" else []
             if memories:
                 lines += ["", "Memories (SRAM macro area not included; width x depth):", ""]
                 lines += memories
