@@ -45,18 +45,19 @@ from typing import NamedTuple
 import numpy as np
 
 import golden
+from rtl.cli_args import BadArgs, add_param_arguments, params_from
 from rtl.params import FocusParams
 
 from .bridge import FocusBoardCore
 from .host import FocusBoard, SimTransport, token_rates
 from .protocol import Cmd, Status, reply_bytes, request_bytes
+from .top import BOARDS
 from .uart import BAUD_RATE, uart_divisor
 
 __all__ = ["Request", "measure", "frame_bytes", "markdown", "main"]
 
-#: The ULX3S core clock and UART divisor (what the real board runs).
-BOARD_HZ = 25e6
-BOARD_DIVISOR = uart_divisor(BOARD_HZ)
+#: The ULX3S's UART divisor (what the real board runs).
+BOARD_DIVISOR = uart_divisor(BOARDS["ulx3s"].clock_hz)
 
 #: The SIC job's settings (frame_stride + row_stride + 1 < window = 64 of the board).
 SIC = {"frame_stride": 32, "row_stride": 8, "theta_q": 200}
@@ -236,15 +237,15 @@ def main(argv=None):
     parser.add_argument("--divisor", type=int, default=4,
                         help=f"UART clocks per bit in simulation (4; the ULX3S's is "
                              f"{BOARD_DIVISOR}, about 50 times slower to simulate)")
-    parser.add_argument("--preset", default="board", help="FocusParams preset (board)")
+    add_param_arguments(parser, preset_default="board")
     parser.add_argument("--out", type=Path, default=Path("build/bench/link.md"),
                         help="markdown output (build/bench/link.md)")
     args = parser.parse_args(argv)
     try:
-        params = FocusParams.preset(args.preset)
+        params = params_from(args.preset, args.set)
         results = measure(params, rows=args.rows, tokens=args.tokens, keep=args.keep,
                           columns=args.columns, seed=args.seed, divisor=args.divisor)
-    except (ValueError, TypeError) as e:
+    except (BadArgs, ValueError, TypeError) as e:
         print(f"focus-rtl: error: {e}", file=sys.stderr)
         return 2
     title = (f"# Host link throughput (M = {args.tokens}, R = {args.rows}, keep = {args.keep}, "
