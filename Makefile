@@ -1,5 +1,5 @@
 # The Makefile only forwards: every target sets up .venv (pinned, no root) and calls focus-rtl or
-# pytest. Parameters live in rtl/params.py; tool wiring lives in rtl/toolchain.py.
+# pytest. Parameters live in rtl/params.py; tool wiring lives in rtl/flow/toolchain.py.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -58,7 +58,7 @@ warm: $(STAMP)
 
 # The OSU 0.18 um standard-cell liberty for `focus-rtl synth --target osu018` (um^2), from
 # Debian's qflow-tech-osu018, fetched and unpacked without root and without installing qflow.
-# rtl/toolchain.py finds it there (FOCUS_LIBERTY=/path/to/file.lib overrides).
+# rtl/flow/toolchain.py finds it there (FOCUS_LIBERTY=/path/to/file.lib overrides).
 LIBERTY_DIR := build/liberty
 LIBERTY     := $(LIBERTY_DIR)/usr/share/qflow/tech/osu018/osu018_stdcells.lib
 

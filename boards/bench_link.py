@@ -45,7 +45,7 @@ from typing import NamedTuple
 import numpy as np
 
 import golden
-from rtl.cli_args import BadArgs, add_param_arguments, params_from
+from rtl.flow.cli_args import BadArgs, add_param_arguments, params_from
 from rtl.params import FocusParams
 
 from .bridge import FocusBoardCore
@@ -115,7 +115,7 @@ def _row(board, job, units, unit, start, end, model, divisor, baud):
 def _same(name, got, expected):
     for n, (g, e) in enumerate(zip(got, expected, strict=True)):
         if isinstance(e, list):
-            ok = len(g) == len(e) and all(np.array_equal(x, y) for x, y in zip(g, e))
+            ok = len(g) == len(e) and all(np.array_equal(x, y) for x, y in zip(g, e, strict=True))
         else:
             ok = np.array_equal(np.asarray(g), np.asarray(e))
         if not ok:
@@ -205,14 +205,14 @@ def markdown(results, *, params, divisor, baud, title=None):
     lines = []
     if title:
         lines += [title, ""]
-    lines += [f"Simulated FocusBoardCore `{params.tag}`, UART divisor {divisor} in simulation, "
-              f"cycles converted at {baud} baud 8N1: seconds = cycles / ({divisor} * {baud}).",
+    lines += [(f"Simulated FocusBoardCore `{params.tag}`, UART divisor {divisor} in simulation, "
+              f"cycles converted at {baud} baud 8N1: seconds = cycles / ({divisor} * {baud})."),
               "",
-              "Requests: all of the job's (PUSH replies with TIMEOUT: the port stopped taking "
-              "beats). Line busy: time on the wire (bytes * 10 / baud) over the job's time.",
+              ("Requests: all of the job's (PUSH replies with TIMEOUT: the port stopped taking "
+              "beats). Line busy: time on the wire (bytes * 10 / baud) over the job's time."),
               "",
-              "| job | tokens | wire bytes host->board | board->host | requests (PUSH timeouts) "
-              f"| cycles | s at {baud} | line busy | measured /s | model /s | measured/model |",
+              ("| job | tokens | wire bytes host->board | board->host | requests (PUSH timeouts) "
+              f"| cycles | s at {baud} | line busy | measured /s | model /s | measured/model |"),
               "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
         timeouts = sum(q.cmd == Cmd.PUSH and q.status == Status.TIMEOUT for q in r["log"])

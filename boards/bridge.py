@@ -1,7 +1,7 @@
 """The board's UART bridge: the serial protocol of :mod:`boards.protocol` in hardware.
 
 :class:`UARTBridge` receives request frames on ``rx``, checks them, masters the register bus
-(:class:`rtl.register_bus.RegisterSignature`), pushes beats into the design's input streams,
+(:class:`rtl.lib.register_bus.RegisterSignature`), pushes beats into the design's input streams,
 pulls beats from its output streams, and sends one reply frame per request on ``tx``.
 """
 
@@ -9,7 +9,7 @@ from amaranth.hdl import Array, Cat, Const, Module, Shape, Signal, Value
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.register_bus import RegisterSignature
+from rtl.lib.register_bus import RegisterSignature
 
 from .crc16 import CRC16
 from .protocol import PROTOCOL_VERSION, REPLY_SYNC, SYNC, Cmd, Status, beat_bytes
@@ -230,7 +230,7 @@ class UARTBridge(wiring.Component):
 
         def switch_port(ports, nbs):
             """``with`` cases per existing port: yields (i, stream, bytes per beat)."""
-            for i, (p, nb) in enumerate(zip(ports, nbs)):
+            for i, (p, nb) in enumerate(zip(ports, nbs, strict=True)):
                 with m.Case(i):
                     yield i, p, nb
 
@@ -533,7 +533,7 @@ FOCUS_PULL_PORTS = ("mask", "code", "sic")
 
 
 class FocusBoardCore(wiring.Component):
-    """The board's logic without the platform: :class:`rtl.focus_unit.FocusUnit` behind a
+    """The board's logic without the platform: :class:`rtl.top.focus_unit.FocusUnit` behind a
     :class:`UARTBridge`. Board tops wrap this (pins, reset, LEDs); the host's simulated transport
     drives it directly.
 
@@ -548,9 +548,9 @@ class FocusBoardCore(wiring.Component):
     divisor : int
         UART clock cycles per bit.
     icg_cell : str or None
-        As for :class:`rtl.focus_unit.FocusUnit` (``None`` for the Amaranth simulator).
+        As for :class:`rtl.top.focus_unit.FocusUnit` (``None`` for the Amaranth simulator).
     sic : bool
-        As for :class:`rtl.focus_unit.FocusUnit`: False builds SEC only.
+        As for :class:`rtl.top.focus_unit.FocusUnit`: False builds SEC only.
     **bridge
         ``max_len``, ``byte_timeout``, ``push_timeout``, ``pull_timeout`` of the bridge.
 
@@ -570,7 +570,7 @@ class FocusBoardCore(wiring.Component):
     error: Out(1)
 
     def __init__(self, params, divisor, *, icg_cell=None, sic=True, **bridge):
-        from rtl.focus_unit import FocusUnit
+        from rtl.top.focus_unit import FocusUnit
 
         self.unit = unit = FocusUnit(params, icg_cell=icg_cell, sic=sic)
         push = [unit.scores.signature.flip(), unit.tokens.signature.flip()]

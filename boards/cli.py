@@ -2,7 +2,7 @@
 
 ``build`` elaborates :class:`boards.top.BoardTop` (or :class:`boards.top.Blinky`) for a board,
 runs amaranth-boards' build script with the YoWASP tools (Yosys, nextpnr, icepack/ecppack; the
-tool variables come from :mod:`rtl.toolchain`), reads nextpnr's JSON report and Yosys's
+tool variables come from :mod:`rtl.flow.toolchain`), reads nextpnr's JSON report and Yosys's
 statistics, checks the achieved Fmax against the board clock, and copies the bitstream to
 ``build/board/<board>/<design>.bin`` (iCE40) or ``.bit`` (ECP5). ``flash`` builds when the
 bitstream is missing or stale, then runs the programmer.
@@ -26,9 +26,9 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-from rtl import toolchain
-from rtl.cli_args import BadArgs, params_from
-from rtl.toolchain import display_path
+from rtl.flow import toolchain
+from rtl.flow.cli_args import BadArgs, params_from
+from rtl.flow.toolchain import display_path
 
 from .top import BOARDS, DESIGNS, make_platform, make_top
 
@@ -332,11 +332,11 @@ def summary(result):
 
     logic = "logic cells" if BOARDS[result["board"]].family == "ice40" else "LUT4"
     return [
-        f"  {result['device']}: {c['lut']} LUT, {c['ff']} FF, {c['bram']} BRAM, {c['dsp']} DSP "
-        f"(Yosys); {logic} {part('logic')}, BRAM {part('bram')}, DSP {part('dsp')} (nextpnr)",
-        f"  Fmax {result['fmax_mhz']:.2f} MHz at a {result['clock_mhz']:g} MHz constraint "
+        (f"  {result['device']}: {c['lut']} LUT, {c['ff']} FF, {c['bram']} BRAM, {c['dsp']} DSP "
+        f"(Yosys); {logic} {part('logic')}, BRAM {part('bram')}, DSP {part('dsp')} (nextpnr)"),
+        (f"  Fmax {result['fmax_mhz']:.2f} MHz at a {result['clock_mhz']:g} MHz constraint "
         f"({'met' if result['fmax_mhz'] >= result['clock_mhz'] else 'NOT met'}); "
-        f"{result['seconds']:.0f} s",
+        f"{result['seconds']:.0f} s"),
     ]
 
 
@@ -412,8 +412,8 @@ def add_parser(sub):
                                         "tools through amaranth-boards) or program a board.",
                             epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
     actions = parser.add_subparsers(dest="board_action", metavar="ACTION", required=True)
-    for action, text in (("build", "build the bitstream into build/board/<board>/ and report "
-                                   "utilization and Fmax"),
+    for action, text in (("build", ("build the bitstream into build/board/<board>/ and report "
+                                   "utilization and Fmax")),
                          ("flash", "build if missing or stale, then program the board")):
         p = actions.add_parser(action, help=text, description=text[0].upper() + text[1:] + ".",
                                epilog=epilog,

@@ -19,7 +19,7 @@ Transports (anything with ``write``, ``read``, ``send_break``, ``close`` and ``d
 
 Example (on a real board; see the README)::
 
-    from boards.host import FocusBoard
+    from .host import FocusBoard
     board = FocusBoard("/dev/ttyUSB1")
     mask, words, nbits = board.sec(scores, keep=16)
 """
@@ -38,8 +38,16 @@ from golden.sec import MODES, check_keep, check_scores
 from rtl.params import FocusParams
 
 from .bridge import FOCUS_PULL_PORTS, FOCUS_PUSH_PORTS
-from .protocol import (PROTOCOL_VERSION, Cmd, ProtocolError, ReplyParser, Status, beat_bytes,
-                       encode_request, stream_bytes)
+from .protocol import (
+    PROTOCOL_VERSION,
+    Cmd,
+    ProtocolError,
+    ReplyParser,
+    Status,
+    beat_bytes,
+    encode_request,
+    stream_bytes,
+)
 from .uart import BAUD_RATE
 
 __all__ = ["SerialTransport", "SimTransport", "BoardError", "BridgeClient", "FocusBoard",
@@ -416,9 +424,9 @@ class FocusBoard(BridgeClient):
     """
 
     def __init__(self, port_or_transport, *, params=None, timeout=None, max_polls=200):
-        from rtl.block_matcher import match_output_layout
-        from rtl.focus_unit import token_layout
         from rtl.layouts import mask_beat_layout, offset_word_layout, score_beat_layout
+        from rtl.sic.block_matcher import match_output_layout
+        from rtl.top.focus_unit import token_layout
 
         p = FocusParams.board() if params is None else params
         self.params = p
@@ -447,7 +455,7 @@ class FocusBoard(BridgeClient):
     # -- helpers --
 
     def _reg(self, name):
-        from rtl.focus_unit import Reg
+        from rtl.top.focus_unit import Reg
         return Reg[name]
 
     def status(self):
@@ -455,7 +463,7 @@ class FocusBoard(BridgeClient):
         return self.read_reg(self._reg("STATUS"))
 
     def _check_errors(self, what):
-        from rtl.focus_unit import ERROR_SHIFT, ErrorFlag
+        from rtl.top.focus_unit import ERROR_SHIFT, ErrorFlag
         status = self.status()
         flags = ErrorFlag(status >> ERROR_SHIFT & 0xFF)
         if flags:
@@ -464,7 +472,7 @@ class FocusBoard(BridgeClient):
 
     def _abort(self):
         """End the running job (``CTRL.ABORT``) and clear the ``ABORTED`` flag it sets."""
-        from rtl.focus_unit import Ctrl
+        from rtl.top.focus_unit import Ctrl
         self.write_reg(self._reg("CTRL"), Ctrl.ABORT)
         self.write_reg(self._reg("CTRL"), Ctrl.CLEAR)
 
@@ -591,8 +599,8 @@ class FocusBoard(BridgeClient):
                              f"range of the board: min {orig.min()}, max {orig.max()}")
 
     def _sic_columns(self, kept, *, frame_stride, row_stride, theta_q, representative):
+        from sim.block_match import decode_beats
         from sim.focus import token_beats
-        from sim.sic import decode_beats
         p = self.params
         self.write_reg(self._reg("THETA_ADDR"), 0)
         self.write_reg(self._reg("THETA_DATA"), theta_q)
@@ -684,9 +692,9 @@ def token_rates(params=None, *, rows=16, tokens=None, max_len=256, baud=BAUD_RAT
     Returns a dict: ``sec_bytes``, ``sic_bytes`` (per token / token-column), ``sec_tokens_s``,
     ``sic_tokens_s`` (token-columns per second), ``bytes_s`` (baud / 10, 8N1).
     """
-    from rtl.block_matcher import match_output_layout
-    from rtl.focus_unit import token_layout
     from rtl.layouts import mask_beat_layout, score_beat_layout
+    from rtl.sic.block_matcher import match_output_layout
+    from rtl.top.focus_unit import token_layout
 
     p = FocusParams.board() if params is None else params
     M = p.tokens if tokens is None else tokens

@@ -153,10 +153,11 @@ def run_board_job(params, divisor, scores, tokens, keep, *, simulator="icarus", 
     (``mask``, ``words``, ``nbits``, ``maps``, ``uniques`` as lists, ``bytes`` on the wire)."""
     from cocotb_tools.runner import get_runner
 
-    from boards.bridge import FocusBoardCore
-    from rtl import toolchain
-    from rtl.emit import emit_verilog
+    from rtl.flow import toolchain
+    from rtl.flow.emit import emit_verilog
     from sim.runner import BUILD_ARGS, CocotbFailure, case_dir, check_results, locked
+
+    from .bridge import FocusBoardCore
 
     toolchain.apply()
     directory = case_dir(BOARD_TOP, params, simulator, f"{case}-d{divisor}")

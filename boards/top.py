@@ -135,7 +135,6 @@ class _BoardBase(wiring.Component):
 
     def _clock_and_reset(self, m, platform):
         """The ``sync`` domain on the board oscillator, with power-on and button reset."""
-        spec = self.board
         m.submodules.clk_buf = clk_buf = io.Buffer("i", platform.request(platform.default_clk,
                                                                          0, dir="-"))
         m.domains.sync = ClockDomain("sync")

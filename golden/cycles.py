@@ -38,7 +38,7 @@ RADIX_MASK_LATENCY = 1
 ENCODE_LATENCY = 7
 # Offset decoder: word unpacker, prefix counter, value extraction and mask write stages.
 DECODE_LATENCY = 5
-# Block matcher (rtl.block_matcher.matcher_latency): input register, window read, read register,
+# Block matcher (rtl.sic.block_matcher.matcher_latency): input register, window read, read register,
 # comparators (3), best-candidate selection (4 for any comparator count), map lookup, output reg.
 BLOCK_MATCH_LATENCY = 12
 # The constant term of the spec's targets ("... + 64 cycles").

@@ -150,7 +150,7 @@ def block_match(vectors, positions, *, frame_stride, row_stride, theta, tile=102
                     cnum.append(c)
     cos = cosine(v[who], v[cand]) if who else np.zeros(0)
     best = [None] * count                          # (cosine, -c, candidate index)
-    for s, j, c, cs in zip(who, cand, cnum, cos.tolist()):
+    for s, j, c, cs in zip(who, cand, cnum, cos.tolist(), strict=True):
         if cs > theta and (best[s] is None or (cs, -c) > best[s][:2]):
             best[s] = (cs, -c, j)
     mp = np.zeros(count, dtype=np.int64)

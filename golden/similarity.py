@@ -1,4 +1,5 @@
-"""Exact integer cosine similarity (spec 4.1), the model of :class:`rtl.similarity.SimilarityComparator`.
+"""Exact integer cosine similarity (spec 4.1), the model of
+:class:`rtl.sic.similarity_comparator.SimilarityComparator`.
 
 For sub-vectors x and y of V signed integers, with dot = sum(x*y), nx = sum(x*x), ny = sum(y*y)::
 
@@ -58,7 +59,8 @@ def _as_object(a):
 
 
 def similar(x, y, theta_q, theta_bits=8):
-    """cos(x, y) > theta_q / 2**theta_bits, exactly, over the last axis (V); broadcasts leading dims.
+    """cos(x, y) > theta_q / 2**theta_bits, exactly, over the last axis (V); broadcasts leading
+    dims.
 
     Returns a bool array of the broadcast leading shape (a 0-d array for single vectors). Raises
     ``ValueError`` for non-integer vectors, mismatched V, or theta_q outside [0, 2**F).

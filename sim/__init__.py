@@ -11,11 +11,11 @@ The harness the drivers share: :mod:`sim.streams` (Amaranth simulator), :mod:`si
 (cocotb drivers and monitors) and :mod:`sim.runner` (builds and runs cocotb per case).
 """
 
+from .block_match import block_match, sic
 from .focus import focus
 from .offsets import decode_offsets, encode_offsets
 from .sec import importance, topk_mask
 from .sec_unit import sec
-from .sic import block_match, sic
 from .similarity import similar
 
 __all__ = ["importance", "topk_mask", "sec", "encode_offsets", "decode_offsets", "similar",

@@ -1,4 +1,5 @@
-"""The Focus unit's RTL (:class:`rtl.focus_unit.FocusUnit`) behind :func:`golden.focus` (spec 5, 6).
+"""The Focus unit's RTL (:class:`rtl.top.focus_unit.FocusUnit`) behind :func:`golden.focus` (spec 5,
+6).
 
 :func:`focus` runs one whole job through the top level the way a host would: it writes the
 settings and the threshold over the register bus, starts an SEC job (``CTRL.START_SEC``), streams
@@ -11,7 +12,7 @@ same bad input.
 The host side is one async program, :func:`focus_program`, written against a small I/O interface
 (``write``, ``read``, ``send``, ``wait_sent``, ``beats``) that two adapters implement:
 :class:`AmaranthIO` (the Amaranth simulator, :func:`run_program`) and
-:class:`sim.tb_focus_unit.CocotbIO` (the emitted Verilog under cocotb). Tests write their own
+:class:`sim.tb.focus_unit.CocotbIO` (the emitted Verilog under cocotb). Tests write their own
 programs (register accesses, bad jobs) against the same interface.
 """
 
@@ -26,12 +27,12 @@ from golden.block_match import REPRESENTATIVES
 from golden.focus import check_focus_inputs
 from golden.offsets import check_order, check_word_bits
 from golden.sec import MODES, check_keep
-from rtl.focus_unit import Ctrl, FocusUnit, Reg, Status
-from rtl.importance_analyzer import ROWS_BITS
 from rtl.params import FocusParams
+from rtl.sec.importance_analyzer import ROWS_BITS
+from rtl.top.focus_unit import Ctrl, FocusUnit, Reg, Status
 
+from .block_match import decode_beats
 from .sec import mask_from_beats, score_beats
-from .sic import decode_beats
 
 __all__ = ["SIMULATORS", "INPUTS", "OUTPUTS", "COUNTERS", "focus", "fit_params",
            "focus_program", "wait_idle", "read_counters", "AmaranthIO", "run_program",
@@ -356,7 +357,7 @@ def _cocotb_run(params, job, simulator, stalls, seed):
     job_in, job_out = stem.with_suffix(".in.json"), stem.with_suffix(".out.json")
     job_in.write_text(json.dumps({"job": job, "stalls": float(stalls), "seed": int(seed)}))
     job_out.unlink(missing_ok=True)
-    run_cocotb("focus_unit", params, test_module="sim.tb_focus_unit", simulator=simulator,
+    run_cocotb("focus_unit", params, test_module="sim.tb.focus_unit", simulator=simulator,
                case="focus", testcase="job",
                extra_env={"FOCUS_JOB": str(job_in), "FOCUS_JOB_OUT": str(job_out)})
     out = json.loads(job_out.read_text())
@@ -368,7 +369,7 @@ def _cocotb_run(params, job, simulator, stalls, seed):
 def focus(scores, tokens, keep, *, mode="spatial", order=None, word_bits=32, frame_stride,
           row_stride, theta_q, theta_bits=8, tile=1024, window=256, representative="first",
           dim=32, params=None, simulator="amaranth", stalls=0.0, stats=None, seed=0):
-    """:func:`golden.focus`, computed by :class:`rtl.focus_unit.FocusUnit`: the same result for
+    """:func:`golden.focus`, computed by :class:`rtl.top.focus_unit.FocusUnit`: the same result for
     the same arguments, and the same ``ValueError`` for the same bad input.
 
     Parameters

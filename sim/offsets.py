@@ -1,7 +1,7 @@
 """The offset encoder's and decoder's RTL behind :mod:`golden.offsets`' signatures (spec 3.3, 6).
 
-:func:`encode_offsets` runs :class:`rtl.offset_encoder.OffsetEncoder` and :func:`decode_offsets`
-runs :class:`rtl.offset_decoder.OffsetDecoder`, in the Amaranth simulator or as emitted Verilog
+:func:`encode_offsets` runs :class:`rtl.sec.offset_encoder.OffsetEncoder` and :func:`decode_offsets`
+runs :class:`rtl.sec.offset_decoder.OffsetDecoder`, in the Amaranth simulator or as emitted Verilog
 under cocotb (Icarus or Verilator), and return what golden returns for the same arguments. Bad
 arguments raise golden's own ``ValueError``; a malformed code, which the RTL decoder flags with
 its ``error`` output, raises ``ValueError`` naming the RTL's :class:`DecodeError` cause.
@@ -26,11 +26,10 @@ from numbers import Integral
 
 import numpy as np
 
-from golden.offsets import (_check_tokens, _check_words, check_mask, check_order,
-                            check_word_bits)
-from rtl.offset_decoder import DecodeError, OffsetDecoder
-from rtl.offset_encoder import EncodeError, OffsetEncoder
+from golden.offsets import _check_tokens, _check_words, check_mask, check_order, check_word_bits
 from rtl.params import FocusParams
+from rtl.sec.offset_decoder import DecodeError, OffsetDecoder
+from rtl.sec.offset_encoder import EncodeError, OffsetEncoder
 
 from .streams import pack, stall_sources, stream_monitor, unpack
 
@@ -430,7 +429,7 @@ def _run_cocotb(block, params, payloads, simulator, stalls, seed):
     job_in, job_out = stem.with_suffix(".in.json"), stem.with_suffix(".out.json")
     job_in.write_text(json.dumps({"jobs": payloads, "stalls": stalls, "seed": seed}))
     job_out.unlink(missing_ok=True)
-    run_cocotb(block, params, test_module="sim.tb_offsets", simulator=simulator, case="main",
+    run_cocotb(block, params, test_module="sim.tb.offsets", simulator=simulator, case="main",
                testcase="job", extra_env={"FOCUS_JOB": str(job_in), "FOCUS_JOB_OUT": str(job_out)})
     results = json.loads(job_out.read_text())
     job_in.unlink()

@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from rtl.cli_args import BadArgs, add_param_arguments, params_from
+from rtl.flow.cli_args import BadArgs, add_param_arguments, params_from
 
 __all__ = ["add_parser", "run", "JOBS", "load_npz"]
 

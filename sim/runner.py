@@ -4,8 +4,8 @@ Each case has its own persistent build directory, so cases run in parallel under
 failed case keeps its netlist and logs::
 
     build/cocotb/<block>/<simulator>/<params.tag>/<case>/
-        <block>.v       the Verilog from rtl.emit.emit_block (with the behavioural ICG for "icg")
-        build.log       compiler output
+        <block>.v       the Verilog from rtl.flow.emit.emit_block (with the behavioural ICG for
+        "icg") build.log       compiler output
         test.log        simulator and cocotb output
         results.xml     cocotb's JUnit results
 
@@ -18,7 +18,7 @@ Verilator notes: the cocotb runner passes ``--public-flat-rw``, so Verilator 5.4
 VPI access to Amaranth's ``<port>__valid``/``__ready``/``__payload`` names. (verilator#6140 only
 hides ``__`` signals made public by a ``.vlt`` control file.) Warnings stay fatal: the emitted
 Verilog turns off only the three lint warnings that Amaranth's output always trips
-(:data:`rtl.emit.LINT_OFF`), so any other warning fails the build and shows in ``build.log``.
+(:data:`rtl.flow.emit.LINT_OFF`), so any other warning fails the build and shows in ``build.log``.
 """
 
 import fcntl
@@ -26,8 +26,8 @@ import json
 from contextlib import contextmanager
 from xml.etree import ElementTree
 
-from rtl import toolchain
-from rtl.emit import emit_block
+from rtl.flow import toolchain
+from rtl.flow.emit import emit_block
 
 __all__ = ["SIMULATORS", "BUILD_ARGS", "CocotbFailure", "case_dir", "check_results", "locked",
            "run_cocotb"]
@@ -87,11 +87,11 @@ def run_cocotb(block, params, *, test_module, simulator, case, extra_env=None, t
     Parameters
     ----------
     block : str
-        A block of :data:`rtl.blocks.BLOCKS`; it is also the HDL top-level name.
+        A block of :data:`rtl.flow.blocks.BLOCKS`; it is also the HDL top-level name.
     params : FocusParams
         Passed to the test module as JSON in the environment variable ``FOCUS_PARAMS``.
     test_module : str
-        Python module with the cocotb tests, e.g. ``"sim.tb_similarity_comparator"``.
+        Python module with the cocotb tests, e.g. ``"sim.tb.similarity_comparator"``.
     simulator : str
         ``"icarus"`` or ``"verilator"``.
     case : str

@@ -1,11 +1,11 @@
 """SEC's importance analyzer and top-k selector behind the signatures of :func:`golden.importance`
 and :func:`golden.topk_mask` (spec 3.1, 3.2 and 6).
 
-:func:`importance` runs :class:`rtl.importance_analyzer.ImportanceAnalyzer` (with ``readout=1``)
-and :func:`topk_mask` runs :class:`rtl.topk_selector.TopKSelector` (with the vector on
+:func:`importance` runs :class:`rtl.sec.importance_analyzer.ImportanceAnalyzer` (with ``readout=1``)
+and :func:`topk_mask` runs :class:`rtl.sec.topk_selector.TopKSelector` (with the vector on
 ``i_stream``) in the Amaranth simulator, or their emitted Verilog under cocotb on Icarus or
-Verilator (:mod:`sim.tb_sec`). Both return what ``golden`` returns for the same arguments and raise
-the same ``ValueError`` for the same bad input.
+Verilator (:mod:`sim.tb.importance_topk`). Both return what ``golden`` returns for the same
+arguments and raise the same ``ValueError`` for the same bad input.
 
 The lower-level pieces are shared with the tests and the cocotb testbench: the beat builders
 (:func:`score_beats`, :func:`vector_beats`), the decoders (:func:`vector_from_beats`,
@@ -21,9 +21,9 @@ import numpy as np
 from amaranth.sim import Simulator
 
 from golden.sec import MODES, _unsigned, check_keep, check_scores
-from rtl.importance_analyzer import ROWS_BITS, Dataflow, ImportanceAnalyzer
 from rtl.params import FocusParams
-from rtl.topk_selector import TopKSelector
+from rtl.sec.importance_analyzer import ROWS_BITS, Dataflow, ImportanceAnalyzer
+from rtl.sec.topk_selector import TopKSelector
 
 from .streams import CLOCK_PERIOD, stall_sources, stream_get, stream_monitor, stream_put
 
@@ -187,7 +187,7 @@ def run_jobs(dut, jobs, *, stalls=0.0, seed=0, max_cycles=None, watch=("error", 
     async def recorder(ctx):
         while True:
             sampled = await ctx.tick().sample(*(getattr(dut, name) for name in watch))
-            for name, value in zip(watch, sampled[2:]):
+            for name, value in zip(watch, sampled[2:], strict=True):
                 trace[name].append(int(value))
 
     async def watchdog(ctx):
@@ -225,7 +225,8 @@ def run_jobs(dut, jobs, *, stalls=0.0, seed=0, max_cycles=None, watch=("error", 
 # ---- the drivers --------------------------------------------------------------------------------
 
 def _cocotb_job(block, params, simulator, arrays):
-    """Run one job under cocotb (:mod:`sim.tb_sec`, test ``job``); returns the output arrays."""
+    """Run one job under cocotb (:mod:`sim.tb.importance_topk`, test ``job``); returns the
+    output arrays."""
     from .runner import case_dir, run_cocotb
 
     directory = case_dir(block, params, simulator, "sec")
@@ -234,7 +235,7 @@ def _cocotb_job(block, params, simulator, arrays):
     job_in, job_out = stem.with_suffix(".in.npz"), stem.with_suffix(".out.npz")
     np.savez(job_in, **arrays)
     job_out.unlink(missing_ok=True)
-    run_cocotb(block, params, test_module="sim.tb_sec", simulator=simulator, case="sec",
+    run_cocotb(block, params, test_module="sim.tb.importance_topk", simulator=simulator, case="sec",
                testcase="job", extra_env={"FOCUS_JOB": str(job_in), "FOCUS_JOB_OUT": str(job_out)})
     with np.load(job_out) as out:
         result = {key: out[key] for key in out.files}

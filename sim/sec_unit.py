@@ -1,10 +1,11 @@
-"""The complete SEC (:class:`rtl.semantic_concentrator.SemanticConcentrator`) behind the signature
-of :func:`golden.sec` (spec 3 and 6).
+"""The complete SEC (:class:`rtl.sec.semantic_concentrator.SemanticConcentrator`) behind the
+signature of :func:`golden.sec` (spec 3 and 6).
 
 :func:`sec` streams an [R, M] score matrix into the RTL, in either dataflow, and returns the keep
 mask and the offset code it produces: the same ``(mask, words, nbits)`` as :func:`golden.sec` for
 the same arguments, and the same ``ValueError`` for the same bad input. It runs the Amaranth
-simulator, or the emitted Verilog under cocotb on Icarus or Verilator (:mod:`sim.tb_sec_unit`).
+simulator, or the emitted Verilog under cocotb on Icarus or Verilator
+(:mod:`sim.tb.semantic_concentrator`).
 
 The lower level, shared with the tests and the cocotb testbench:
 
@@ -29,8 +30,8 @@ import numpy as np
 
 from golden.offsets import check_order, check_word_bits
 from golden.sec import MODES, check_keep, check_scores
-from rtl.importance_analyzer import ROWS_BITS, Dataflow
 from rtl.params import FocusParams
+from rtl.sec.importance_analyzer import ROWS_BITS, Dataflow
 
 from .sec import SCORE_KINDS, _pick_M, _scores, fit_params, mask_from_beats, score_beats
 from .streams import CLOCK_PERIOD, stall_sources, stream_monitor, unpack
@@ -153,7 +154,7 @@ def collect(params, jobs, transfers, trace, values):
                 done = following[0]
                 result.update(done=done, end_error=int(trace["error"][done]),
                               end_cause=int(trace["cause"][done]))
-                result.update(zip(("kept", "nbits", "order"), by_cycle[done]))
+                result.update(zip(("kept", "nbits", "order"), by_cycle[done], strict=True))
         results.append(result)
     return results
 
@@ -175,7 +176,7 @@ def run_sec_jobs(params, jobs, *, simulator="amaranth", stalls=0.0, seed=0, max_
         return _run_cocotb(params, jobs, simulator, stalls, seed, trace)
     from amaranth.sim import Simulator
 
-    from rtl.semantic_concentrator import SemanticConcentrator
+    from rtl.sec.semantic_concentrator import SemanticConcentrator
 
     inputs, outputs = PORTS
     sources = stall_sources(stalls, (*inputs, *outputs), seed)
@@ -228,7 +229,7 @@ def run_sec_jobs(params, jobs, *, simulator="amaranth", stalls=0.0, seed=0, max_
             got = (await ctx.tick().sample(*watched, *sampled))[2:]
             busy, done, error, cause, kept, nbits, order = (
                 int(v.value if hasattr(v, "value") else v) for v in got[:7])
-            for name, v in zip(TRACED, (busy, done, error, cause)):
+            for name, v in zip(TRACED, (busy, done, error, cause), strict=True):
                 record[name].append(str(v))
             if done:
                 values.append((cycle, kept, nbits, order))
@@ -281,7 +282,8 @@ def _json_job(job):
 
 
 def _run_cocotb(params, jobs, simulator, stalls, seed, trace):
-    """The jobs under cocotb (:mod:`sim.tb_sec_unit`, test ``job``) on the emitted ``sec``."""
+    """The jobs under cocotb (:mod:`sim.tb.semantic_concentrator`, test ``job``) on the emitted
+    ``sec``."""
     from .runner import case_dir, run_cocotb
 
     if isinstance(stalls, dict):
@@ -293,8 +295,9 @@ def _run_cocotb(params, jobs, simulator, stalls, seed, trace):
     job_in.write_text(json.dumps({"jobs": [_json_job(j) for j in jobs], "stalls": float(stalls),
                                   "seed": seed, "budget": job_budget(params, jobs, stalls)}))
     job_out.unlink(missing_ok=True)
-    run_cocotb("sec", params, test_module="sim.tb_sec_unit", simulator=simulator, case="main",
-               testcase="job", extra_env={"FOCUS_JOB": str(job_in), "FOCUS_JOB_OUT": str(job_out)})
+    run_cocotb("sec", params, test_module="sim.tb.semantic_concentrator", simulator=simulator,
+               case="main", testcase="job",
+               extra_env={"FOCUS_JOB": str(job_in), "FOCUS_JOB_OUT": str(job_out)})
     record = json.loads(job_out.read_text())
     job_in.unlink()
     job_out.unlink()

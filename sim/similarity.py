@@ -1,7 +1,7 @@
 """The similarity comparator's RTL behind the signature of :func:`golden.similarity.similar`
 (spec 4.1 and 6).
 
-:func:`similar` runs :class:`rtl.similarity_comparator.SimilarityComparator` in the Amaranth
+:func:`similar` runs :class:`rtl.sic.similarity_comparator.SimilarityComparator` in the Amaranth
 simulator, or its emitted Verilog under cocotb on Icarus or Verilator, and returns what
 ``golden.similar`` returns for the same arguments. :func:`compare` is the lower-level driver (one
 threshold per comparison; also returns the dot products), and :func:`comparison_vectors` makes the
@@ -15,7 +15,7 @@ import numpy as np
 
 from golden.similarity import check_theta_q, check_vectors, dot, sqnorm
 from rtl.params import FocusParams
-from rtl.similarity_comparator import SimilarityComparator
+from rtl.sic.similarity_comparator import SimilarityComparator
 
 from .streams import run_streams
 
@@ -144,7 +144,7 @@ def compare(x, y, theta_q, params, *, simulator="amaranth", stalls=0.0, seed=0):
 
 def _compare_amaranth(x, y, nx, ny, theta_q, params, stalls, seed):
     payloads = [{"x": a, "y": b, "nx": int(na), "ny": int(nb), "theta_q": int(t)}
-                for a, b, na, nb, t in zip(x.tolist(), y.tolist(), nx, ny, theta_q)]
+                for a, b, na, nb, t in zip(x.tolist(), y.tolist(), nx, ny, theta_q, strict=True)]
     dut = SimilarityComparator(params, icg_cell=None)
     outputs, run = run_streams(dut, {"i_stream": payloads}, {"o_stream": len(payloads)},
                                stalls=stalls, seed=seed, probes=("active", "gated"))
@@ -166,7 +166,7 @@ def _compare_cocotb(x, y, nx, ny, theta_q, params, simulator, stalls, seed):
     np.savez(job_in, x=x, y=y, nx=nx, ny=ny, theta_q=theta_q, stalls=float(stalls),
              seed=int(seed))
     job_out.unlink(missing_ok=True)
-    run_cocotb(_BLOCK, params, test_module="sim.tb_similarity_comparator", simulator=simulator,
+    run_cocotb(_BLOCK, params, test_module="sim.tb.similarity_comparator", simulator=simulator,
                case="similar", testcase="job",
                extra_env={"FOCUS_JOB": str(job_in), "FOCUS_JOB_OUT": str(job_out)})
     with np.load(job_out) as out:

@@ -32,7 +32,7 @@ from amaranth.lib import data
 from amaranth.lib.stream import Signature as StreamSignature
 from amaranth.sim import Simulator
 
-from rtl.toolchain import BUILD_ROOT
+from rtl.flow.toolchain import BUILD_ROOT
 
 __all__ = ["Stalls", "stall_sources", "pack", "unpack", "stream_put", "stream_get",
            "stream_monitor", "run_streams", "CLOCK_PERIOD"]

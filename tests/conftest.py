@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from rtl import toolchain
+from rtl.flow import toolchain
 
 toolchain.apply()
 

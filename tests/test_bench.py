@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rtl import toolchain
+from rtl.flow import toolchain
 
 TINY = ["--preset", "board", "--set", "tokens=32", "--set", "lanes=2", "--set", "dim=2",
         "--set", "elem_bits=4", "--set", "theta_bits=4", "--set", "window=16", "--set",
@@ -18,7 +18,7 @@ TINY = ["--preset", "board", "--set", "tokens=32", "--set", "lanes=2", "--set", 
 
 def _command():
     script = Path(sys.executable).parent / "focus-rtl"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "rtl.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "focus_rtl.cli"]
 
 
 def focus_rtl(*args, cwd):
@@ -40,7 +40,7 @@ def _table(text):
     """The rows of the summary table as dicts keyed by the header."""
     lines = [line for line in text.splitlines() if line.startswith("|")]
     header = [cell.strip() for cell in lines[0].strip("|").split("|")]
-    return [dict(zip(header, (cell.strip() for cell in line.strip("|").split("|"))))
+    return [dict(zip(header, (cell.strip() for cell in line.strip("|").split("|")), strict=True))
             for line in lines[2:]]
 
 
@@ -107,7 +107,7 @@ def test_bad_arguments(home, args, message):
     import contextlib
     import io
 
-    from rtl import cli
+    from focus_rtl import cli
 
     err = io.StringIO()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
@@ -125,13 +125,13 @@ def test_a_failing_job_is_reported_and_the_rest_still_runs(home, monkeypatch):
     import contextlib
     import io
 
-    import sim.bench_sic
-    from rtl import cli
+    import sim.bench.sic
+    from focus_rtl import cli
 
     def broken(*args, **kwargs):
         raise AssertionError("the RTL differs")
 
-    monkeypatch.setattr(sim.bench_sic, "cycles_row", broken)
+    monkeypatch.setattr(sim.bench.sic, "cycles_row", broken)
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         status = cli.main(["bench", "--quick", *TINY, "--only", "sic,sec", "-o",

@@ -1,7 +1,7 @@
 # amaranth: UnusedElaboratable=no
-"""The block matcher (rtl.block_matcher) in the Amaranth simulator, against golden.block_match.
+"""The block matcher (rtl.sic.block_matcher) in the Amaranth simulator, against golden.block_match.
 
-Every run goes through :func:`sim.sic.run_jobs` or ``sim.block_match``/``sim.sic``: protocol
+Every run goes through :func:`sim.block_match.run_jobs` or ``sim.block_match``/``sim.sic``: protocol
 monitors on the three stream ports, a cycle limit (a hang fails), and the output decoded and
 compared with golden job by job. Small parameters (V = 4, window 16, tile 24) test the same logic
 as the default; one real-photograph case runs at the default V = 32.
@@ -13,9 +13,9 @@ import pytest
 import golden
 import sim
 from golden.photo import photo_tokens
-from rtl.block_matcher import matcher_rounds
 from rtl.params import FocusParams
-from sim.sic import Job, decode_beats, golden_job, regression_jobs, run_jobs
+from rtl.sic.block_matcher import matcher_rounds
+from sim.block_match import Job, decode_beats, golden_job, regression_jobs, run_jobs
 from sim.streams import Stalls
 
 SMALL = dict(dim=4, window=16, tile=24, layers=4)
@@ -48,7 +48,7 @@ def check(p, jobs, thetas, results, errors=None):
     """Each good job equals golden; counters add up; the error flags are as expected."""
     errors = errors or [False] * len(jobs)
     slots = p.comparators * matcher_rounds(p)
-    for n, (job, result, error) in enumerate(zip(jobs, results, errors)):
+    for n, (job, result, error) in enumerate(zip(jobs, results, errors, strict=True)):
         assert result.error == error, f"job {n}: error flag {result.error}, expected {error}"
         if error:
             continue
@@ -337,7 +337,7 @@ def test_sic_columns_equal_golden():
         want_maps, want_uniques = golden.sic(tokens, pos, representative=representative, **args)
         np.testing.assert_array_equal(maps, want_maps)
         assert len(uniques) == 3
-        for u, w in zip(uniques, want_uniques):
+        for u, w in zip(uniques, want_uniques, strict=True):
             np.testing.assert_array_equal(u, w)
         assert len(stats["column_cycles"]) == 3 and stats["cycles"] >= sum(stats["column_cycles"])
     assert not np.array_equal(want_maps[:, 0], want_maps[:, 1])
@@ -383,6 +383,6 @@ def test_ungated_comparators_give_the_same_results():
 
 
 def test_block_is_registered_and_emits_icg():
-    from rtl.emit import emit_block
+    from rtl.flow.emit import emit_block
     text = emit_block("block_matcher", small(gating="icg"))
     assert "focus_icg" in text and "module block_matcher" in text

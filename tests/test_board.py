@@ -14,9 +14,9 @@ import pytest
 
 from boards import cli as board_cli
 from boards.top import BOARDS
-from rtl import toolchain
-from rtl.toolchain import display_path
-from rtl.cli import main
+from focus_rtl.cli import main
+from rtl.flow import toolchain
+from rtl.flow.toolchain import display_path
 
 pytestmark = pytest.mark.synth
 

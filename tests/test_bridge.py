@@ -17,9 +17,16 @@ from amaranth.lib.wiring import In, Out
 from boards.bridge import UARTBridge
 from boards.crc16 import crc16
 from boards.host import BoardError, BridgeClient, SimTransport
-from boards.protocol import (REPLY_SYNC, SYNC, Cmd, Status, decode_reply, encode_reply,
-                             encode_request)
-from rtl.register_bus import RegisterSignature
+from boards.protocol import (
+    REPLY_SYNC,
+    SYNC,
+    Cmd,
+    Status,
+    decode_reply,
+    encode_reply,
+    encode_request,
+)
+from rtl.lib.register_bus import RegisterSignature
 
 DIVISOR = 8
 MAX_LEN = 32

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rtl import toolchain
+from rtl.flow import toolchain
 from rtl.params import FocusParams
 
 TINY = ["--set", "dim=2", "--set", "elem_bits=4", "--set", "theta_bits=2"]
@@ -18,7 +18,7 @@ TINY = ["--set", "dim=2", "--set", "elem_bits=4", "--set", "theta_bits=2"]
 
 def _command():
     script = Path(sys.executable).parent / "focus-rtl"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "rtl.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "focus_rtl.cli"]
 
 
 @pytest.fixture
@@ -167,7 +167,7 @@ def test_cli_args():
     """The shared plumbing: list flattening, --preset/--set defaults, parsing and its errors."""
     import argparse
 
-    from rtl.cli_args import BadArgs, add_param_arguments, params_from, split_list
+    from rtl.flow.cli_args import BadArgs, add_param_arguments, params_from, split_list
 
     assert split_list(None) == []
     assert split_list(["a,b", " c ", ",", "d,,e"]) == ["a", "b", "c", "d", "e"]

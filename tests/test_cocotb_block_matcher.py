@@ -43,9 +43,9 @@ def verilator_pch(monkeypatch):
 def test_regression(simulator, p, require_simulator, verilator_pch):
     """8 mixed jobs with 3 bad jobs between them, against golden job by job, without stalls and
     with 30 % input idles and output back-pressure, protocol monitors on all stream ports (see
-    sim/tb_block_matcher.py)."""
+    sim/tb/block_matcher.py)."""
     require_simulator(simulator)
-    run_cocotb("block_matcher", p, test_module="sim.tb_block_matcher", simulator=simulator,
+    run_cocotb("block_matcher", p, test_module="sim.tb.block_matcher", simulator=simulator,
                case="regression")
 
 
@@ -81,5 +81,5 @@ def test_real_photo_default_dim(require_simulator):
     maps, uniques = sim.sic(x, pos, params=p, simulator="icarus", **args)
     want_maps, want_uniques = golden.sic(x, pos, **args)
     np.testing.assert_array_equal(maps, want_maps)
-    for got, want in zip(uniques, want_uniques):
+    for got, want in zip(uniques, want_uniques, strict=True):
         np.testing.assert_array_equal(got, want)

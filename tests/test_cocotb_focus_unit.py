@@ -2,7 +2,7 @@
 with stalls, against golden.focus and against the Amaranth simulator's counters.
 
 Each case builds in its own directory under ``build/cocotb/focus_unit/`` (see :mod:`sim.runner`).
-The testbench is :mod:`sim.tb_focus_unit`: the same host program as the Amaranth runs
+The testbench is :mod:`sim.tb.focus_unit`: the same host program as the Amaranth runs
 (:func:`sim.focus.focus_program`) over the register bus, with a stream-rule monitor on every
 stream port.
 """
@@ -35,10 +35,10 @@ def _job(seed, M):
 
 def assert_same_focus(got, want):
     """``(mask, words, nbits, maps, uniques)`` of sim.focus equal golden.focus's."""
-    for g, w in zip(got[:4], want[:4]):
+    for g, w in zip(got[:4], want[:4], strict=True):
         np.testing.assert_array_equal(g, w)
     assert len(got[4]) == len(want[4])
-    for g, w in zip(got[4], want[4]):
+    for g, w in zip(got[4], want[4], strict=True):
         np.testing.assert_array_equal(g, w)
 
 

@@ -2,7 +2,7 @@
 
 Each (block, simulator, parameters) builds once in ``build/cocotb/<block>/<simulator>/<tag>/main``
 (see :mod:`sim.runner`); the regressions and the ``sim`` API calls of one netlist share it. The
-regressions (see ``sim/tb_offsets.py``) run without stalls and with 30 % input idles and output
+regressions (see ``sim/tb/offsets.py``) run without stalls and with 30 % input idles and output
 back-pressure, with stream monitors on every port:
 
 - encoder: 120 edge and random masks (M 1..tokens, densities 0..1, long gaps, every fixed order
@@ -41,7 +41,7 @@ def case_id(case):
 def test_encoder_regression(case, require_simulator):
     simulator, p = case
     require_simulator(simulator)
-    run_cocotb("offset_encoder", p, test_module="sim.tb_offsets", simulator=simulator,
+    run_cocotb("offset_encoder", p, test_module="sim.tb.offsets", simulator=simulator,
                case="main", testcase="encoder_regression")
 
 
@@ -50,7 +50,7 @@ def test_decoder_regression(case, require_simulator):
     simulator, p = case
     require_simulator(simulator)
     extra = {"FOCUS_JOBS": "60"} if p is W16 else {}    # its M up to 256 makes jobs long
-    run_cocotb("offset_decoder", p, test_module="sim.tb_offsets", simulator=simulator,
+    run_cocotb("offset_decoder", p, test_module="sim.tb.offsets", simulator=simulator,
                case="main", testcase="decoder_regression", extra_env=extra)
 
 

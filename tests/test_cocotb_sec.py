@@ -9,8 +9,9 @@ Building with ``--output-split 0`` avoids it. Each case builds in its own direct
 ``build/cocotb/<block>/`` (see :mod:`sim.runner`); ``sim.importance`` and ``sim.topk_mask`` on a
 simulator share that build (case ``sec``).
 
-The complete SEC (block ``sec``, :mod:`sim.tb_sec_unit`) runs end to end on both simulators with
-both sorters, at one small shape: its regression jobs and ``sim.sec`` share one build per case.
+The complete SEC (block ``sec``, :mod:`sim.tb.semantic_concentrator`) runs end to end on both
+simulators with both sorters, at one small shape: its regression jobs and ``sim.sec`` share one
+build per case.
 """
 
 import numpy as np
@@ -38,10 +39,10 @@ BLOCKS = [("importance_analyzer", "bubble", "importance_regression"),
 @pytest.mark.parametrize("simulator, lanes", CASES, ids=[f"{s}-a{a}" for s, a in CASES])
 def test_regression(simulator, lanes, block, sorter, regression, require_simulator):
     """40 mixed jobs against golden without stalls (and the exact model cycles) and with 30 %
-    idles and back-pressure, plus the bad-settings test (see sim/tb_sec.py)."""
+    idles and back-pressure, plus the bad-settings test (see sim/tb/importance_topk.py)."""
     require_simulator(simulator)
     p = FocusParams(sorter=sorter, **SHAPES[lanes])
-    run_cocotb(block, p, test_module="sim.tb_sec", simulator=simulator, case="sec",
+    run_cocotb(block, p, test_module="sim.tb.importance_topk", simulator=simulator, case="sec",
                testcase=f"{regression},bad_settings", extra_env={"FOCUS_BLOCK": block})
 
 
@@ -89,7 +90,8 @@ def test_sec_end_to_end(simulator, sorter, require_simulator):
     for stalls in (0.0, 0.3):
         got = run_sec_jobs(p, jobs, simulator=simulator, stalls=stalls, seed=5)
         reference = run_sec_jobs(p, jobs, stalls=stalls, seed=5)
-        for n, ((scores, mode, keep, order), r, ref) in enumerate(zip(cases, got, reference)):
+        for n, ((scores, mode, keep, order), r, ref) in enumerate(zip(cases, got, reference,
+                                                                      strict=True)):
             want_mask, want_words, want_nbits = golden.sec(scores, keep, mode=mode, order=order,
                                                            word_bits=p.word_bits)
             what = f"job {n}: {mode}, shape {scores.shape}, keep {keep}, order {order}"

@@ -24,9 +24,9 @@ GATINGS = [FocusParams(), FocusParams(gating="icg")]
 @pytest.mark.parametrize("p", GATINGS, ids=lambda p: p.tag)
 def test_regression(p, simulator, require_simulator):
     """10 000 mixed pairs at V = 32 against golden, without stalls and with 30 % input idles and
-    output back-pressure, plus the monitor self-test (see sim/tb_similarity_comparator.py)."""
+    output back-pressure, plus the monitor self-test (see sim/tb/similarity_comparator.py)."""
     require_simulator(simulator)
-    run_cocotb("similarity_comparator", p, test_module="sim.tb_similarity_comparator",
+    run_cocotb("similarity_comparator", p, test_module="sim.tb.similarity_comparator",
                simulator=simulator, case="regression")
 
 

@@ -2,8 +2,8 @@
 Verilog lints (Verilator's default warning set and ``-Wall``), compiles (Icarus ``-g2012``) file
 by file and all together, and has no ``x`` on its control outputs after reset under Icarus.
 
-Every check that walks the blocks iterates over :data:`rtl.blocks.BLOCKS`, so a block added to the
-registry is covered without editing this file. The lint and simulation checks run at small
+Every check that walks the blocks iterates over :data:`rtl.flow.blocks.BLOCKS`, so a block added to
+the registry is covered without editing this file. The lint and simulation checks run at small
 parameters (:data:`SMALL`); the board preset is linted once, compiled together.
 """
 
@@ -21,10 +21,17 @@ from amaranth.hdl import Array, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl import toolchain
-from rtl.blocks import BLOCKS
-from rtl.emit import (LINT_OFF, check_icg_cell, emit_block, emit_files, emit_verilog,
-                      icg_model_guard, params_record)
+from rtl.flow import toolchain
+from rtl.flow.blocks import BLOCKS
+from rtl.flow.emit import (
+    LINT_OFF,
+    check_icg_cell,
+    emit_block,
+    emit_files,
+    emit_verilog,
+    icg_model_guard,
+    params_record,
+)
 from rtl.params import FocusParams
 
 #: Small parameters: every block's logic, at a fraction of the emission and lint time.
@@ -57,7 +64,7 @@ def _run(cmd, cwd):
 
 @pytest.fixture
 def outdir(request):
-    """A fresh per-test directory under build/ (never /tmp: see rtl.toolchain)."""
+    """A fresh per-test directory under build/ (never /tmp: see rtl.flow.toolchain)."""
     toolchain.apply()
     name = re.sub(r"[^\w.-]+", "_", request.node.name)
     path = toolchain.BUILD_ROOT / "test-emit" / name
@@ -113,8 +120,8 @@ def test_emit_files_deterministic(emitted, outdir):
     the same bytes; no file holds a path."""
     directory = emitted["icg"][next(iter(BLOCKS))].parent
     script = textwrap.dedent(f"""
-        from rtl import toolchain; toolchain.apply()
-        from rtl.emit import emit_files
+        from rtl.flow import toolchain; toolchain.apply()
+        from rtl.flow.emit import emit_files
         from rtl.params import FocusParams
         emit_files(FocusParams.from_dict({SMALL.replace(gating="icg").to_dict()!r}),
                    {str(outdir)!r}, preset=None)
@@ -274,7 +281,7 @@ def test_iverilog_compiles(emitted, block, gating):
 
 def test_lint_waivers_are_needed(outdir):
     """Each waiver of LINT_OFF is still needed: without the file's pragmas Verilator's default set
-    reports it somewhere (else drop it from rtl/emit.py)."""
+    reports it somewhere (else drop it from rtl/flow/emit.py)."""
     _verilator()
     found = set()
     for block in ("similarity_comparator", "topk_selector", "offset_decoder"):
@@ -333,7 +340,7 @@ def test_zero_width_signal_declaration_dropped(outdir):
 
 def test_zero_width_declaration_kept_when_named():
     """Only dead declarations go: one that the text names elsewhere stays (and lint shows it)."""
-    from rtl.emit import _drop_zero_width
+    from rtl.flow.emit import _drop_zero_width
 
     text = "module m(a);\n  wire [-1:0] a;\n  wire [-1:0] b;\n  wire [-1:0] \\m.c ;\nendmodule\n"
     assert _drop_zero_width(text) == "module m(a);\n  wire [-1:0] a;\nendmodule\n"
@@ -408,13 +415,14 @@ def test_icg_library_cell(outdir):
 
 
 def _documented_wrapper():
-    """The wrapper example of rtl.emit's docstring, checked to be the one in ``emit --help``."""
-    import rtl.cli
-    import rtl.emit
+    """The wrapper example of rtl.flow.emit's docstring, checked to be the one in
+    ``emit --help``."""
+    import focus_rtl.cli
+    import rtl.flow.emit
 
     pattern = r"^\s*module sky130_icg .*?endmodule$"
-    doc = re.search(pattern, rtl.emit.__doc__, re.MULTILINE | re.DOTALL)
-    epilog = re.search(pattern, rtl.cli._EMIT_EPILOG, re.MULTILINE | re.DOTALL)
+    doc = re.search(pattern, rtl.flow.emit.__doc__, re.MULTILINE | re.DOTALL)
+    epilog = re.search(pattern, focus_rtl.cli._EMIT_EPILOG, re.MULTILINE | re.DOTALL)
     assert doc and epilog
     assert doc[0].split() == epilog[0].split()
     return textwrap.dedent(doc[0].strip("\n")) + "\n"
@@ -515,7 +523,7 @@ def _x_outputs(directory, top, text):
 def test_icarus_time_zero_fix(outdir):
     """Amaranth's raw Verilog leaves ``dout`` x after reset under Icarus -g2012 when the design is
     the top level; the emitted Verilog does not. (If the first assertion fails, Amaranth, Yosys or
-    Icarus fixed the race: the post-processing in rtl.emit may go.)"""
+    Icarus fixed the race: the post-processing in rtl.flow.emit may go.)"""
     _icarus()
     raw = verilog.convert(_RegisterOnly(), name="regonly", emit_src=False)
     assert _x_outputs(outdir, "regonly", raw) == ["dout"]

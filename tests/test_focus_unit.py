@@ -9,18 +9,32 @@ import pytest
 
 import golden
 import sim
-from golden.cycles import (block_match_cycles, block_match_target, encode_cycles,
-                           importance_cycles, topk_cycles)
-from rtl.block_matcher import matcher_rounds
-from rtl.focus_unit import (ERROR_SHIFT, FOCUS_ID, READABLE, SIC_SETTINGS, WRITABLE, Ctrl,
-                            ErrorFlag, FocusUnit, Reg, Status)
-from rtl.offset_decoder import DecodeError
+from golden.cycles import (
+    block_match_cycles,
+    block_match_target,
+    encode_cycles,
+    importance_cycles,
+    topk_cycles,
+)
 from rtl.params import FocusParams
-from rtl.semantic_concentrator import SecError
-from sim.focus import (focus_program, job_record, read_counters, run_program, token_beats,
-                       wait_idle)
+from rtl.sec.offset_decoder import DecodeError
+from rtl.sec.semantic_concentrator import SecError
+from rtl.sic.block_matcher import matcher_rounds
+from rtl.top.focus_unit import (
+    ERROR_SHIFT,
+    FOCUS_ID,
+    READABLE,
+    SIC_SETTINGS,
+    WRITABLE,
+    Ctrl,
+    ErrorFlag,
+    FocusUnit,
+    Reg,
+    Status,
+)
+from sim.block_match import decode_beats
+from sim.focus import focus_program, job_record, read_counters, run_program, token_beats, wait_idle
 from sim.sec import mask_from_beats
-from sim.sic import decode_beats
 from sim.streams import Stalls
 
 SMALL = dict(tokens=48, lanes=4, dim=4, window=16, tile=32, layers=4)
@@ -162,7 +176,7 @@ def test_random_jobs_under_stalls(p):
     rng = np.random.default_rng(p.comparators)
     jobs = [random_job(rng, p, keep=k) for k in (None, 0, None, 100, None, 1)]
     records, io = run_jobs(p, jobs, stalls=0.3, seed=p.comparators)
-    for job, rec in zip(jobs, records):
+    for job, rec in zip(jobs, records, strict=True):
         check_job(p, job, rec, io)
 
 
@@ -190,7 +204,7 @@ def test_cycles_within_model_bounds():
         for job in jobs:
             job["representative"] = "first"
         records, io = run_jobs(p, jobs)
-        for job, rec in zip(jobs, records):
+        for job, rec in zip(jobs, records, strict=True):
             M, R, n = check_job(p, job, rec, io)
             mode, a = job["mode"], p.lanes
             words = rec["sec"]["CODE_WORDS"]
@@ -218,9 +232,9 @@ def test_photo_two_columns_under_stalls():
     stats = {}
     got = sim.focus(scores, x, 30, params=p, stalls=0.25, seed=9, stats=stats, **args)
     want = golden.focus(scores, x, 30, **args)
-    for g, w in zip(got[:4], want[:4]):
+    for g, w in zip(got[:4], want[:4], strict=True):
         np.testing.assert_array_equal(g, w)
-    for g, w in zip(got[4], want[4]):
+    for g, w in zip(got[4], want[4], strict=True):
         np.testing.assert_array_equal(g, w)
         assert g.dtype == w.dtype
     assert stats["kept"] == 30 and stats["nbits"] == want[2]
@@ -475,7 +489,7 @@ def test_unit_without_sic():
     assert unit.writable == WRITABLE - SIC_SETTINGS and FocusUnit(p).readable == READABLE
     results, io = run_program(p, program, stalls=0.2, seed=3, dut=unit)
     assert not io.beats("sic")
-    for job, (mask_beats, code_beats, counters) in zip(jobs, results):
+    for job, (mask_beats, code_beats, counters) in zip(jobs, results, strict=True):
         scores = np.asarray(job["scores"])
         mask, words, nbits = golden.sec(scores, job["keep"], mode=job["mode"],
                                         order=job["order"], word_bits=p.word_bits)
@@ -617,7 +631,7 @@ def test_start_latencies(p):
     """Data offered before the start waits for it: the first score transfers 2 cycles after the
     cycle of the START_SEC write, the first token 5 cycles after START_SIC's, and its map beat
     ``matcher_latency + rounds - 1`` cycles after the token (no stalls)."""
-    from rtl.block_matcher import matcher_latency
+    from rtl.sic.block_matcher import matcher_latency
     from sim.focus import token_beats
 
     rng = np.random.default_rng(6)

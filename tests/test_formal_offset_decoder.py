@@ -1,7 +1,7 @@
 # amaranth: UnusedElaboratable=no
 """Formal check of the offset decoder at a small size (yowasp-sby, smtbmc with z3).
 
-The harness drives :class:`rtl.offset_decoder.OffsetDecoder` with *any* configuration beat (M
+The harness drives :class:`rtl.sec.offset_decoder.OffsetDecoder` with *any* configuration beat (M
 from 0 to 7 against ``tokens = 4``, so out of range too; any ``nbits``) and *any* words, under a
 cooperative environment: the outputs are always ready, a word is always offered, payloads follow
 the stream rules, and a job's words end (``last``) by the ``MAX_WORDS``-th word. It proves by
@@ -22,11 +22,11 @@ import subprocess
 
 import pytest
 from amaranth.back import rtlil
-from amaranth.hdl import (Assert, Assume, ClockDomain, Cover, Elaboratable, Module, Signal)
+from amaranth.hdl import Assert, Assume, ClockDomain, Cover, Elaboratable, Module, Signal
 
-from rtl import toolchain
-from rtl.offset_decoder import DecodeError, OffsetDecoder, decoder_config_layout
+from rtl.flow import toolchain
 from rtl.params import FocusParams
+from rtl.sec.offset_decoder import DecodeError, OffsetDecoder, decoder_config_layout
 
 pytestmark = pytest.mark.slow
 

@@ -31,9 +31,9 @@ from amaranth.asserts import AnyConst, AnySeq, Initial
 from amaranth.back import rtlil
 from amaranth.hdl import Assert, Assume, ClockDomain, Cover, Elaboratable, Module, Mux, Signal
 
-from rtl import toolchain
+from rtl.flow import toolchain
 from rtl.params import FocusParams
-from rtl.topk_selector import TopKSelector
+from rtl.sec.topk_selector import TopKSelector
 
 pytestmark = pytest.mark.synth
 

@@ -40,7 +40,7 @@ def naive_block_match(vectors, positions, fs, hs, theta_q, theta_bits, tile, rep
             ny = sum(e * e for e in y)
             if ny == 0:
                 continue
-            d = sum(a * b for a, b in zip(x, y))
+            d = sum(a * b for a, b in zip(x, y, strict=True))
             if not (nx > 0 and d > 0 and d * d * (1 << (2 * theta_bits))
                     > theta_q * theta_q * nx * ny):
                 continue

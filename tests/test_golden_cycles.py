@@ -1,11 +1,21 @@
 """The analytic cycle model: hand values, scaling, and the spec's bounds where they hold."""
 
+import itertools
+
 import pytest
 
 from golden import cycles
-from golden.cycles import (block_match_cycles, block_match_target, decode_cycles, encode_cycles,
-                           importance_cycles, similar_cycles, topk_cycles, topk_paper,
-                           topk_target)
+from golden.cycles import (
+    block_match_cycles,
+    block_match_target,
+    decode_cycles,
+    encode_cycles,
+    importance_cycles,
+    similar_cycles,
+    topk_cycles,
+    topk_paper,
+    topk_target,
+)
 
 
 def test_similar_cycles():
@@ -59,7 +69,7 @@ def test_topk_bubble_steps_with_passes():
     values = [topk_cycles(100, k, 8) for k in range(0, 101)]
     steps = [k for k in range(1, 101) if values[k] != values[k - 1]]
     assert steps == [1 + 8 * p for p in range(13)]
-    assert all(b >= a for a, b in zip(values, values[1:]))
+    assert all(b >= a for a, b in itertools.pairwise(values))
 
 
 def test_topk_radix_independent_of_k():
@@ -114,7 +124,7 @@ def test_block_match_cycles():
     assert block_match_cycles(100, 2) == 4 * 100 + BL and block_match_cycles(100, 4) == 200 + BL
     for S in (1, 10, 1024, 65536):
         c = [block_match_cycles(S, k) for k in range(1, 8)]
-        assert all(a >= b for a, b in zip(c, c[1:]))        # more comparators never slower
+        assert all(a >= b for a, b in itertools.pairwise(c))     # more comparators never slower
         for k in range(1, 8):
             assert block_match_cycles(S, k) <= block_match_target(S, k)
     assert block_match_target(1000, 7) == 1100 + 64

@@ -45,7 +45,7 @@ def plain_match(vectors, positions, fs, hs, theta_q, F, tile, representative):
                 continue
             y = vec[t]
             ny = sum(a * a for a in y)
-            dot = sum(a * b for a, b in zip(x, y))
+            dot = sum(a * b for a, b in zip(x, y, strict=True))
             if not (nx > 0 and ny > 0 and dot > 0
                     and dot * dot * (1 << 2 * F) > theta_q * theta_q * nx * ny):
                 continue
@@ -127,7 +127,7 @@ def test_focus_equals_plain_composition(seed):
     assert nbits == want[2]
     n = sum(want[0])
     assert maps.shape == (n, len(want[3]))
-    for j, (mp, u) in enumerate(zip(want[3], want[4])):
+    for j, (mp, u) in enumerate(zip(want[3], want[4], strict=True)):
         assert maps[:, j].tolist() == mp
         assert uniques[j].tolist() == u
         assert uniques[j].dtype == c["tokens"].dtype
@@ -144,7 +144,7 @@ def test_photo_job():
                        1024, "first", 4)
     assert mask.tolist() == want[0] and nbits == want[2]
     assert [maps[:, j].tolist() for j in range(2)] == want[3]
-    assert np.flatnonzero(mask).tolist() == [p for p, k in zip(pos, mask) if k]
+    assert np.flatnonzero(mask).tolist() == [p for p, k in zip(pos, mask, strict=True) if k]
 
 
 @pytest.mark.parametrize("bad, message", [

@@ -9,8 +9,16 @@ import time
 import numpy as np
 import pytest
 
-from golden.offsets import (adaptive_order, all_code_bits, code_bits, decode_offsets,
-                            encode_offsets, expgolomb_bits, gaps_from_mask, header_bits)
+from golden.offsets import (
+    adaptive_order,
+    all_code_bits,
+    code_bits,
+    decode_offsets,
+    encode_offsets,
+    expgolomb_bits,
+    gaps_from_mask,
+    header_bits,
+)
 
 # ---- independent references ----------------------------------------------------------------------
 

@@ -92,7 +92,7 @@ def test_sic_agrees():
     mf, uf = ref.sic(v, pos, frame_stride=196, row_stride=14, theta=230 / 256)
     assert mf.shape == maps.shape == (588, 2)
     assert np.array_equal(maps, mf)
-    assert all(np.array_equal(a, b) for a, b in zip(uniques, uf))
+    assert all(np.array_equal(a, b) for a, b in zip(uniques, uf, strict=True))
 
 
 def test_float_inputs_and_float_ties():

@@ -18,7 +18,7 @@ def float_cos(x, y):
 
 def rational_similar(x, y, theta_q, theta_bits):
     """cos(x, y) > theta_q / 2**F with Fractions: dot > 0 and dot**2 / (nx*ny) > theta**2."""
-    d = sum(int(a) * int(b) for a, b in zip(x, y))
+    d = sum(int(a) * int(b) for a, b in zip(x, y, strict=True))
     nx = sum(int(a) ** 2 for a in x)
     ny = sum(int(b) ** 2 for b in y)
     if nx == 0 or ny == 0 or d <= 0:
@@ -57,7 +57,7 @@ def test_random_pairs_match_rational_check(theta_bits):
     rng = np.random.default_rng(theta_bits)
     x, y = correlated_pairs(rng, 300, 5, -8, 7)
     tqs = rng.integers(0, 1 << theta_bits, 300)
-    for xi, yi, tq in zip(x, y, tqs):
+    for xi, yi, tq in zip(x, y, tqs, strict=True):
         assert bool(similar(xi, yi, int(tq), theta_bits)) == rational_similar(xi, yi, tq,
                                                                              theta_bits)
 

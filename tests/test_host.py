@@ -12,15 +12,15 @@ import pytest
 from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
+from test_bridge import _watch_rules, stream_rule_checker
 
 import golden
 from boards.bridge import FocusBoardCore
 from boards.host import FocusBoard, SerialTransport, SimTransport, token_rates
 from boards.protocol import Cmd, Status, encode_request, reply_bytes, request_bytes, stream_bytes
-from rtl.focus_unit import FOCUS_ID, Ctrl, Reg
-from rtl.focus_unit import Status as UnitStatus
 from rtl.params import FocusParams
-from test_bridge import _watch_rules, stream_rule_checker
+from rtl.top.focus_unit import FOCUS_ID, Ctrl, Reg
+from rtl.top.focus_unit import Status as UnitStatus
 
 P = FocusParams(tokens=16, lanes=4, dim=4, layers=2, window=16, tile=16, comparators=2,
                 word_bits=16)
@@ -65,9 +65,9 @@ def board():
 
 def _same(result, expected):
     assert len(result) == len(expected)
-    for r, e in zip(result, expected):
+    for r, e in zip(result, expected, strict=True):
         if isinstance(e, list):
-            assert len(r) == len(e) and all(np.array_equal(x, y) for x, y in zip(r, e))
+            assert len(r) == len(e) and all(np.array_equal(x, y) for x, y in zip(r, e, strict=True))
         else:
             assert np.array_equal(np.asarray(r), np.asarray(e)), (r, e)
 

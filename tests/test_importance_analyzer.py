@@ -9,8 +9,8 @@ import pytest
 import golden
 import sim
 from golden.cycles import importance_cycles
-from rtl.importance_analyzer import ANALYZER_DONE_LATENCY, ImportanceAnalyzer
 from rtl.params import FocusParams
+from rtl.sec.importance_analyzer import ANALYZER_DONE_LATENCY, ImportanceAnalyzer
 from sim.sec import analyzer_config, importance_cases, run_jobs, score_beats, vector_from_beats
 from sim.streams import Stalls
 
@@ -29,24 +29,24 @@ def cdiv(a, b):
 
 def run_analyzer(p, cases, stalls=0.0, seed=0):
     """The cases back to back in one simulation; each vector checked against golden."""
-    jobs = [{"cfg": analyzer_config(I.shape[1], I.shape[0], mode),
-             "beats": score_beats(I, mode, p.lanes), "outputs": cdiv(I.shape[1], p.lanes)}
-            for I, mode in cases]
+    jobs = [{"cfg": analyzer_config(att.shape[1], att.shape[0], mode),
+             "beats": score_beats(att, mode, p.lanes), "outputs": cdiv(att.shape[1], p.lanes)}
+            for att, mode in cases]
     results, trace = run_jobs(ImportanceAnalyzer(p), jobs, stalls=stalls, seed=seed)
-    for n, ((I, mode), result) in enumerate(zip(cases, results)):
-        got = vector_from_beats(result["outputs"], I.shape[1])
-        want = golden.importance(I, mode)
+    for n, ((att, mode), result) in enumerate(zip(cases, results, strict=True)):
+        got = vector_from_beats(result["outputs"], att.shape[1])
+        want = golden.importance(att, mode)
         assert (got == want).all(), (
-            f"job {n} ({mode}, R = {I.shape[0]}, M = {I.shape[1]}, lanes {p.lanes}): "
+            f"job {n} ({mode}, R = {att.shape[0]}, M = {att.shape[1]}, lanes {p.lanes}): "
             f"{got.tolist()} != golden {want.tolist()}")
     return results, trace
 
 
 def check_timing(p, cases, results, trace):
     """Exact cycles, one beat per cycle, and done within 3 cycles of the last beat."""
-    for (I, mode), result in zip(cases, results):
-        R, M = I.shape
-        beats = len(score_beats(I, mode, p.lanes))
+    for (att, mode), result in zip(cases, results, strict=True):
+        R, M = att.shape
+        beats = len(score_beats(att, mode, p.lanes))
         assert result["last_input"] - result["first_input"] + 1 == beats, "input stalled"
         assert result["cycles"] == importance_cycles(R, M, p.lanes, mode), (mode, R, M)
         done = trace["done"].index(1, result["last_input"])
@@ -114,10 +114,10 @@ def test_bad_settings_raise_error_and_recover(cfg):
     """M = 0, M > tokens, R = 0: error from the cycle after the configuration beat, never busy,
     stray beats dropped; the next job runs normally and clears the error."""
     p = FocusParams(tokens=24, lanes=4)
-    I = np.random.default_rng(3).integers(0, 99, (3, 10))
+    att = np.random.default_rng(3).integers(0, 99, (3, 10))
     bad = {"cfg": {**analyzer_config(1, 1, "spatial"), **cfg},
-           "beats": score_beats(I, "spatial", 4)[:3], "outputs": 0}
-    good = {"cfg": analyzer_config(10, 3, "temporal"), "beats": score_beats(I, "temporal", 4),
+           "beats": score_beats(att, "spatial", 4)[:3], "outputs": 0}
+    good = {"cfg": analyzer_config(10, 3, "temporal"), "beats": score_beats(att, "temporal", 4),
             "outputs": 3}
     results, trace = run_jobs(ImportanceAnalyzer(p), [bad, good], max_cycles=500)
     c0, c1 = results[0]["cfg_cycle"], results[1]["cfg_cycle"]
@@ -125,7 +125,7 @@ def test_bad_settings_raise_error_and_recover(cfg):
     assert all(trace["error"][c0 + 1:c1 + 1]) and not any(trace["busy"][c0 + 1:c1 + 1])
     assert not any(trace["done"][c0:c1 + 1])
     assert not any(trace["error"][c1 + 1:]) and trace["busy"][c1 + 1]
-    assert (vector_from_beats(results[1]["outputs"], 10) == I.max(axis=0)).all()
+    assert (vector_from_beats(results[1]["outputs"], 10) == att.max(axis=0)).all()
 
 
 # ---- the Python API -----------------------------------------------------------------------------

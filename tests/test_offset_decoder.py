@@ -9,10 +9,17 @@ import pytest
 
 import golden
 import sim
-from rtl.offset_decoder import DecodeError, OffsetDecoder
 from rtl.params import FocusParams
-from sim.offsets import (DECODER_PORTS, decoder_job, decoder_result, fuzz_codes,
-                         regression_masks, run_decoder_jobs, run_jobs)
+from rtl.sec.offset_decoder import DecodeError, OffsetDecoder
+from sim.offsets import (
+    DECODER_PORTS,
+    decoder_job,
+    decoder_result,
+    fuzz_codes,
+    regression_masks,
+    run_decoder_jobs,
+    run_jobs,
+)
 from sim.streams import Stalls
 
 SMALL = FocusParams(tokens=64, lanes=4, word_bits=8)
@@ -46,7 +53,7 @@ def check_jobs(p, jobs, results, bound=True):
     error flag; without stalls, within ``words + indices written + ceil(M/lanes) + 8`` cycles of
     its config beat. Returns the number of rejected jobs."""
     rejected = 0
-    for k, ((words, nbits, M), result) in enumerate(zip(jobs, results)):
+    for k, ((words, nbits, M), result) in enumerate(zip(jobs, results, strict=True)):
         want = golden_or_none(words, nbits, M, p.word_bits)
         what = f"job {k}: words {words}, nbits {nbits}, M {M}"
         if want is None:
@@ -71,7 +78,7 @@ def test_valid_codes_match_golden(p):
     jobs = valid_codes(p, 80, seed=p.tokens + p.word_bits)
     results = run_decoder_jobs(p, jobs)
     assert check_jobs(p, jobs, results) == 0
-    for (words, nbits, M), result in zip(jobs, results):
+    for (words, _nbits, M), result in zip(jobs, results, strict=True):
         n, beats = len(result["idx_stream"]), -(-M // p.lanes)
         low, high = max(len(words), n, beats) + 5, len(words) + n + beats + 5
         assert low <= result["cycles"] <= high, (M, n, len(words), result["cycles"])
@@ -224,7 +231,7 @@ def check_index_jobs(p, jobs, results, bound=True):
     cycles and is idle within ``words + n + 8`` cycles of its config beat. Returns the number
     of rejected jobs."""
     rejected = 0
-    for k, ((words, nbits, M), result) in enumerate(zip(jobs, results)):
+    for k, ((words, nbits, M), result) in enumerate(zip(jobs, results, strict=True)):
         want = golden_or_none(words, nbits, M, p.word_bits)
         what = f"job {k}: words {words}, nbits {nbits}, M {M}"
         beats = result["idx_stream"]
@@ -254,7 +261,7 @@ def test_index_only_decoder_matches_golden(p):
     results = run_jobs(dec, INDEX_PORTS, [decoder_job(*job) for job in jobs])
     full = run_decoder_jobs(p, jobs)
     assert check_index_jobs(p, jobs, results) > 50
-    for job, mine, theirs in zip(jobs, results, full):
+    for job, mine, theirs in zip(jobs, results, full, strict=True):
         assert (mine["error"], mine["cause"]) == (theirs["error"], theirs["cause"]), job
 
 

@@ -7,10 +7,17 @@ import pytest
 import golden
 import sim
 from golden.offsets import adaptive_order
-from rtl.offset_encoder import EncodeError, OffsetEncoder
 from rtl.params import FocusParams
-from sim.offsets import (ENCODER_PORTS, encoder_job, encoder_result, mask_beats,
-                         regression_masks, run_encoder_jobs, run_jobs)
+from rtl.sec.offset_encoder import EncodeError, OffsetEncoder
+from sim.offsets import (
+    ENCODER_PORTS,
+    encoder_job,
+    encoder_result,
+    mask_beats,
+    regression_masks,
+    run_encoder_jobs,
+    run_jobs,
+)
 from sim.streams import Stalls
 
 SMALL = FocusParams(tokens=64, lanes=4, word_bits=8)
@@ -29,7 +36,7 @@ def tag(p):
 
 
 def check_against_golden(p, jobs, results):
-    for k, ((mask, order), result) in enumerate(zip(jobs, results)):
+    for k, ((mask, order), result) in enumerate(zip(jobs, results, strict=True)):
         words, nbits = encoder_result(result)
         want, want_nbits = golden.encode_offsets(mask, order, p.word_bits)
         assert nbits == want_nbits and np.array_equal(words, want), (
@@ -53,7 +60,7 @@ def test_random_masks_match_golden(p):
     jobs = regression_masks(p, 90, seed=p.tokens + p.word_bits)
     results = run_encoder_jobs(p, jobs)
     check_against_golden(p, jobs, results)
-    for (mask, order), result in zip(jobs, results):
+    for (mask, _order), result in zip(jobs, results, strict=True):
         ingest, emission = cycle_terms(mask, p.lanes, len(result["o_stream"]))
         assert ingest + emission + 14 <= result["cycles"] <= ingest + emission + 16, (
             f"M {mask.size}, n {int(mask.sum())}: {result['cycles']} cycles, model "

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import golden
-from rtl import cli, toolchain
+from focus_rtl import cli
+from rtl.flow import toolchain
 
 BOARD = ["--preset", "board", "--set", "dim=2"]
 SIC = ["--frame-stride", "16", "--row-stride", "4"]
@@ -192,13 +193,13 @@ def _bad(home, name):
     ("sec", "array.npy", ["--keep", 1], r"array\.npy is a single \.npy array, not an \.npz"),
     ("sec", "truncated.npz", ["--keep", 1], r"truncated\.npz is not (an|a readable) \.npz"),
     ("sec", "tokens-only.npz", ["--keep", 1],
-     r"has no 'scores' array: `run sec` needs scores, unsigned integer \[R, M\] \(or "
-     r"attention, float \[R, M\]\); the file has tokens"),
+     (r"has no 'scores' array: `run sec` needs scores, unsigned integer \[R, M\] \(or "
+     r"attention, float \[R, M\]\); the file has tokens")),
     ("sic", "ok.npz", [*SIC, "--theta", 0.5], None),
     ("focus", "tokens-only.npz", ["--keep", 1, *SIC, "--theta", 0.5], r"has no 'scores'"),
     ("sec", "float-scores.npz", ["--keep", 1],
-     r"scores must be an unsigned integer array \(use scores_from_fp16 for fp16 values\), not "
-     r"dtype float64"),
+     (r"scores must be an unsigned integer array \(use scores_from_fp16 for fp16 values\), not "
+     r"dtype float64")),
     ("sec", "flat-scores.npz", ["--keep", 1], r"scores must be 2-D \[R rows, M tokens\]"),
     ("sic", "flat-tokens.npz", [*SIC, "--theta", 0.5], r"tokens must be a 2-D"),
     ("sic", "bad-positions.npz", [*SIC, "--theta", 0.5], r"strictly increasing"),
@@ -226,7 +227,7 @@ def test_bad_input(home, job, name, args, message):
 def test_subprocess_exit_status(home):
     """The console script itself: a bad file exits 2 with one line on stderr."""
     script = Path(sys.executable).parent / "focus-rtl"
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "rtl.cli"]
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "focus_rtl.cli"]
     proc = subprocess.run(command + ["run", "sec", "-i", "nope.npz", "-o", "out.npz",
                                      "--keep", "3"],
                           cwd=home, env=dict(os.environ), capture_output=True, text=True,

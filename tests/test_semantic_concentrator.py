@@ -10,9 +10,9 @@ from amaranth.sim import Simulator
 import golden
 import sim
 from golden.cycles import importance_cycles, topk_cycles
+from rtl.lib.stream_fork import StreamFork
 from rtl.params import FocusParams
-from rtl.semantic_concentrator import SecError, SemanticConcentrator, sec_config_layout
-from rtl.stream_fork import StreamFork
+from rtl.sec.semantic_concentrator import SecError, SemanticConcentrator, sec_config_layout
 from sim.sec import mask_from_beats
 from sim.sec_unit import code_from_words, run_sec_jobs, sec_cases, sec_config, sec_job
 from sim.streams import Stalls, stream_get, stream_monitor, stream_put
@@ -50,7 +50,7 @@ def run_and_check(p, cases, stalls=0.0, seed=0, exact=None):
     pulse per job. ``exact``: also check the cycles against :func:`model` (no stalls)."""
     jobs = [sec_job(p, *case) for case in cases]
     results = run_sec_jobs(p, jobs, stalls=stalls, seed=seed)
-    for n, ((scores, mode, keep, order), r) in enumerate(zip(cases, results)):
+    for n, ((scores, mode, keep, order), r) in enumerate(zip(cases, results, strict=True)):
         want_mask, want_words, want_nbits = golden.sec(scores, keep, mode=mode, order=order,
                                                        word_bits=p.word_bits)
         what = (f"job {n}: {mode}, R x M = {scores.shape}, keep {keep}, order {order}, "

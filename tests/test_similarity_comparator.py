@@ -14,8 +14,8 @@ import sim
 from golden.cycles import similar_cycles
 from golden.similarity import dot, sqnorm
 from rtl.params import FocusParams
-from rtl.similarity_comparator import SimilarityComparator
-from sim.similarity import comparison_vectors, compare
+from rtl.sic.similarity_comparator import SimilarityComparator
+from sim.similarity import compare, comparison_vectors
 from sim.streams import Stalls, run_streams, stream_get, stream_put
 
 DEFAULT = FocusParams()
@@ -32,7 +32,7 @@ def tag(p):
 def expected(p, x, y, theta_q):
     """Golden similar and dot per comparison (dot is 0 where the comparator skips)."""
     want = np.array([golden.similar(a, b, int(t), p.theta_bits)
-                     for a, b, t in zip(x, y, theta_q)], bool)
+                     for a, b, t in zip(x, y, theta_q, strict=True)], bool)
     dots = np.where((sqnorm(x) > 0) & (sqnorm(y) > 0), dot(x, y), 0)
     return want, dots
 
@@ -40,7 +40,8 @@ def expected(p, x, y, theta_q):
 def run_comparator(p, x, y, theta_q, stalls=0.0, seed=0):
     """The comparator under ``stalls`` (float or per-port dict) via run_streams."""
     payloads = [{"x": a, "y": b, "nx": int(na), "ny": int(nb), "theta_q": int(t)}
-                for a, b, na, nb, t in zip(x.tolist(), y.tolist(), sqnorm(x), sqnorm(y), theta_q)]
+                for a, b, na, nb, t in zip(x.tolist(), y.tolist(), sqnorm(x), sqnorm(y), theta_q,
+                                           strict=True)]
     outputs, stats = run_streams(SimilarityComparator(p, icg_cell=None),
                                  {"i_stream": payloads}, {"o_stream": len(payloads)},
                                  stalls=stalls, seed=seed, probes=("active", "gated"))

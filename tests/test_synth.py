@@ -14,10 +14,19 @@ import shutil
 import pytest
 from amaranth.hdl import Value
 
-from rtl import cli, synth, toolchain
+from focus_rtl import cli
+from rtl.flow import synth, toolchain
+from rtl.flow.synth import (
+    harness_verilog,
+    plot_sweep,
+    relative_shares,
+    report_markdown,
+    run_sweep,
+    run_synth,
+    sweep_markdown,
+    synth_block,
+)
 from rtl.params import FocusParams
-from rtl.synth import (harness_verilog, plot_sweep, relative_shares, report_markdown,
-                       run_sweep, run_synth, sweep_markdown, synth_block)
 
 BLOCK = "similarity_comparator"
 TINY = FocusParams(dim=2, elem_bits=4, theta_bits=2)
@@ -192,8 +201,8 @@ def test_report_and_sweep(work):
 @pytest.mark.parametrize("script,status,error", [
     ('echo "ERROR: Module foo not found" > yosys.log; exit 1', "synth_failed",
      "ERROR: Module foo not found"),
-    ('echo "4. Executing ABC pass (technology mapping using ABC)." > yosys.log; '
-     'echo "thrown Wasm exception" >&2; exit 1', "tool_crashed",
+    (('echo "4. Executing ABC pass (technology mapping using ABC)." > yosys.log; '
+     'echo "thrown Wasm exception" >&2; exit 1'), "tool_crashed",
      "yosys crashed in ABC pass (technology mapping using ABC): thrown Wasm exception"),
 ], ids=["error", "crash"])
 def test_yosys_failures_are_classified(work, monkeypatch, script, status, error):
@@ -282,7 +291,7 @@ def test_no_liberty_is_reported_with_the_command(work, monkeypatch, capsys):
 # ---- osu018-logic: memories left as macros ------------------------------------------------------
 
 # The importance analyzer has one memory, the importance buffer: ceil(tokens / lanes) words of
-# lanes * score_bits bits (rtl/importance_buffer.py). 16 tokens keep it to seconds.
+# lanes * score_bits bits (rtl/sec/importance_buffer.py). 16 tokens keep it to seconds.
 BUFFERED = "importance_analyzer"
 SMALL = FocusParams().replace(tokens=16)
 

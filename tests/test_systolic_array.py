@@ -1,16 +1,16 @@
 # amaranth: UnusedElaboratable=no
-"""The reference systolic array (rtl/systolic_array.py) in the Amaranth simulator against NumPy's
-integer matmul, under input idles and output back-pressure, with a stream-rule monitor on every
-port; and a weight reload while activations are still in flight."""
+"""The reference systolic array (rtl/tile/systolic_array.py) in the Amaranth simulator against
+NumPy's integer matmul, under input idles and output back-pressure, with a stream-rule monitor on
+every port; and a weight reload while activations are still in flight."""
 
 import numpy as np
 import pytest
 from amaranth.hdl import Fragment
 from amaranth.sim import Simulator
 
-from rtl.blocks import BLOCKS, REFERENCE_BLOCKS, build_block
+from rtl.flow.blocks import BLOCKS, REFERENCE_BLOCKS, build_block
 from rtl.params import FocusParams
-from rtl.systolic_array import SystolicArray, array_latency, min_acc_bits
+from rtl.tile.systolic_array import SystolicArray, array_latency, min_acc_bits
 from sim.streams import CLOCK_PERIOD, Stalls, stream_get, stream_monitor, stream_put
 
 
@@ -102,7 +102,7 @@ def test_registry_and_bad_arguments():
     assert "systolic_array" in REFERENCE_BLOCKS and "systolic_array" not in BLOCKS
     array = build_block("systolic_array", FocusParams(dim=5, elem_bits=6))
     assert (array.rows, array.cols, array.data_bits, array.acc_bits) == (5, 5, 6, 15)
-    Fragment.get(array, None)   # used (it was built in rtl/blocks.py, where unused would warn)
+    Fragment.get(array, None)   # used (it was built in rtl/flow/blocks.py, where unused would warn)
     assert SystolicArray().acc_bits == 21
     with pytest.raises(ValueError, match=r"rows = 0: it must be an integer >= 1"):
         SystolicArray(rows=0)

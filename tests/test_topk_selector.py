@@ -12,13 +12,20 @@ from amaranth.sim import Simulator
 import golden
 import sim
 from golden.cycles import topk_cycles, topk_target
-from rtl.importance_analyzer import ImportanceAnalyzer, analyzer_config_layout
-from rtl.importance_buffer import ImportanceBuffer
 from rtl.layouts import mask_beat_layout, score_beat_layout
 from rtl.params import FocusParams
-from rtl.topk_selector import TopKSelector, selector_config_layout
-from sim.sec import (analyzer_config, mask_from_beats, run_jobs, score_beats, selector_config,
-                     topk_cases, vector_beats)
+from rtl.sec.importance_analyzer import ImportanceAnalyzer, analyzer_config_layout
+from rtl.sec.importance_buffer import ImportanceBuffer
+from rtl.sec.topk_selector import TopKSelector, selector_config_layout
+from sim.sec import (
+    analyzer_config,
+    mask_from_beats,
+    run_jobs,
+    score_beats,
+    selector_config,
+    topk_cases,
+    vector_beats,
+)
 from sim.streams import Stalls, stream_get, stream_monitor, stream_put
 
 SORTERS = ["bubble", "radix"]
@@ -48,7 +55,7 @@ def run_topk(p, cases, stalls=0.0, seed=0):
     budget = sum(model(p, len(s), keep) + 20 for s, keep in cases)
     results, trace = run_jobs(TopKSelector(p), jobs, stalls=stalls, seed=seed,
                               max_cycles=2000 + int(3 * budget / (1 - p_max)))
-    for n, ((s, keep), result) in enumerate(zip(cases, results)):
+    for n, ((s, keep), result) in enumerate(zip(cases, results, strict=True)):
         got = mask_from_beats(result["outputs"], len(s), p.lanes)
         want = golden.topk_mask(s, keep)
         assert (got == want).all(), (
@@ -66,7 +73,7 @@ def test_regression_exact_cycles(sorter, shape):
     p = FocusParams(sorter=sorter, **shape)
     cases = topk_cases(p, 24, seed=shape["lanes"])
     results, _ = run_topk(p, cases)
-    for (s, keep), result in zip(cases, results):
+    for (s, keep), result in zip(cases, results, strict=True):
         assert result["cycles"] == model(p, len(s), keep), (len(s), keep)
 
 
@@ -289,5 +296,5 @@ def test_analyzer_hands_its_buffer_to_the_selector(sorter):
     simulator.add_testbench(watchdog, background=True)
     simulator.run()
     assert len(got) == 2
-    for (scores, _, keep), mask in zip(jobs, got):
+    for (scores, _, keep), mask in zip(jobs, got, strict=True):
         assert (mask == golden.topk_mask(golden.importance(scores), keep)).all()

@@ -6,8 +6,8 @@ import pytest
 from amaranth.sim import Simulator
 
 from rtl.params import FocusParams
-from rtl.vector_norm import VectorNorm
-from rtl.window_buffer import WindowBuffer, window_slots
+from rtl.sic.vector_norm import VectorNorm
+from rtl.sic.window_buffer import WindowBuffer, window_slots
 from sim.streams import CLOCK_PERIOD
 
 
@@ -60,7 +60,7 @@ def test_window_buffer_matches_model(window, lanes):
                     if 0 < rpos - target < slots:
                         offsets[0] = rpos - target
                         wants[0] = 1
-                wants = [w and rpos - o >= 0 for w, o in zip(wants, offsets)]
+                wants = [w and rpos - o >= 0 for w, o in zip(wants, offsets, strict=True)]
                 ctx.set(dut.r_en, 1)
                 ctx.set(dut.r_pos, max(rpos, 0))
                 for j in range(lanes):

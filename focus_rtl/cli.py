@@ -1,0 +1,313 @@
+"""The ``focus-rtl`` command line (spec section 7): ``emit`` and ``synth``.
+
+Exit status: 0 on success; 1 on a real error (a tool is missing or cannot run, Yosys rejects a
+design, or, with ``synth --strict``, any flow that did not end ``ok``); 2 on bad arguments
+(unknown or badly valued ``--set`` field, unknown preset, block or target), with one line
+``focus-rtl: error: ...`` on stderr.
+"""
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from rtl.flow import toolchain
+from rtl.flow.blocks import BLOCKS
+from rtl.flow.cli_args import BadArgs, add_param_arguments, params_from, split_list
+from rtl.flow.synth import ToolError
+from rtl.flow.toolchain import display_path
+
+__all__ = ["main"]
+
+_EMIT_EPILOG = """\
+Output: <block>.v for each block (module name = block name) and params.json (the FocusParams
+fields, the derived widths, the preset and the overrides). The same arguments give the same bytes.
+Each file compiles on its own, and all the files of one run compile together in one Icarus or
+Verilator invocation: submodules are named <block>.<path>, so no two files define the same module
+(the ICG model below is guarded).
+
+Lint: every file is clean under plain `verilator --lint-only` and `iverilog -g2012`. Amaranth's
+Verilog trips three warnings of Verilator's default set by construction (WIDTHEXPAND, WIDTHTRUNC:
+operands are not padded to the expression width; CASEINCOMPLETE: casez without default after a
+default assignment); each file turns off exactly these between /* verilator lint_save */ and
+/* verilator lint_restore */. Each file also pulses Yosys's always @* trigger with an `initial #0`
+(not for SYNTHESIS or VERILATOR), without which Icarus -g2012 leaves combinational outputs x at
+time 0 when the design is the top level, as under cocotb.
+
+Clock gates: with --set gating=icg every gated stage instantiates an ICG cell with ports CLK, EN
+and GCLK. By default the cell is focus_icg and its behavioural latch-and-AND model is appended to
+each file that uses it, inside `ifndef FOCUS_ICG_MODEL / `define FOCUS_ICG_MODEL, so that each
+file simulates and lints on its own and, compiled together, the model is defined once. Define
+FOCUS_ICG_MODEL (+define+FOCUS_ICG_MODEL, -DFOCUS_ICG_MODEL) to supply your own focus_icg.
+--icg-cell NAME instantiates the library cell NAME instead and leaves the behavioural model out:
+compile the library's cell model with the emitted files (or map it in synthesis). A cell with
+other pin names needs a small wrapper module called NAME, e.g. for SkyWater 130:
+  module sky130_icg (input wire CLK, input wire EN, output wire GCLK);
+    sky130_fd_sc_hd__dlclkp_1 u_icg (.CLK(CLK), .GATE(EN), .GCLK(GCLK));
+  endmodule
+and emit with --icg-cell sky130_icg.
+
+examples:
+  focus-rtl emit                                  # build/verilog/default/
+  focus-rtl emit --preset board --block similarity_comparator -o out/
+  focus-rtl emit --set gating=icg --icg-cell sky130_icg
+"""
+
+_SYNTH_EPILOG = """\
+Targets (per block, each in its own work directory under build/synth-work/<tag>/<block>/<target>):
+  generic  the block alone: Yosys synth, abc -g cmos2, stat -tech cmos: generic cells and the
+           transistor estimate (a lower bound, marked '+', when latches of the behavioural ICG
+           remain).
+  ice40    the block in a timing harness, synth_ice40, nextpnr-ice40 --up5k --package sg48.
+  ecp5     the block in a timing harness, synth_ecp5, nextpnr-ecp5 --85k --package CABGA381.
+  osu018   the block alone on the OSU 0.18 um standard cells: synth, dfflibmap, abc -liberty,
+           stat -liberty: cell area in um^2 (no timing). It needs osu018_stdcells.lib: `make
+           liberty` fetches it (apt-get download qflow-tech-osu018, no root) into build/liberty/,
+           or set FOCUS_LIBERTY=/path/to/it. Without it the flow is reported 'no_liberty' with
+           that command, and the other targets run as usual. Memories become flip-flops and
+           multiplexers (no SRAM macros), which dominates blocks with large buffers.
+  osu018-logic
+           the same, but memories are left as macros (synth without memory_map): the
+           standard-cell area of the logic alone, plus the list of memories (name, width x
+           depth, read/write ports, bits) to add SRAM macro area from your own memory compiler.
+           Same liberty file.
+
+The timing harness drives every input bit of the block from a shift chain fed by one pin and
+XOR-reduces every registered output bit into one pin, so every path is register to register.
+The LUT/FF/carry/BRAM/DSP columns are the block's own cells (Yosys per-module statistics, without
+the harness); the harness's overhead is reported beside them; the Fmax and the device
+utilization come from nextpnr and include the harness.
+
+--dsp auto (default) maps multipliers to DSP blocks and, when they do not fit the device, redoes
+the run with LUT multipliers (the report says so). A design that does not fit or fails place and
+route (or on which the WebAssembly Yosys runs out of memory) is reported with the tool's error
+line and the run goes on; the exit status is 0 unless a tool is missing or Yosys reports an
+ERROR, or --strict is given and some flow did not end 'ok'.
+
+Share of the systolic array: --relative-to systolic_array (automatic when --block lists
+systolic_array) also synthesizes the reference int8 weight-stationary systolic array of the unit's
+shape (dim x dim PEs of elem_bits: 32x32 int8 at the default and paper presets) and reports every
+block's transistors, um^2 and iCE40/ECP5 LUTs as a percentage of the array's (with
+osu018-logic also the logic um^2 without memories). The array is not
+part of the Focus unit: it is never in the default block list.
+
+Output: report.json, report.md and a summary on stdout; with --sweep FIELD=V1,V2,...
+sweep.json, sweep.md and sweep.png (LUTs, Fmax and area against FIELD), by default in
+build/synth/<preset>/sweep-<FIELD>.
+
+examples:
+  focus-rtl synth --preset board
+  focus-rtl synth --set dim=4 --target generic,ice40
+  focus-rtl synth --preset board --sweep dim=2,4,8 --target ice40,ecp5
+  make liberty && focus-rtl synth --target generic,osu018 --relative-to systolic_array
+  focus-rtl synth --block focus_unit --target osu018-logic    # logic um^2 + list of memories
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """Bad arguments: one line ``focus-rtl: error: ...`` and exit status 2."""
+
+    def error(self, message):
+        self.exit(2, f"focus-rtl: error: {message}\n")
+
+
+def _blocks(args, reference=()):
+    """The --block list (default: every block of the unit); ``reference`` names extra blocks
+    allowed on request (the synth reference designs)."""
+    blocks = split_list(args.block) or list(BLOCKS)
+    known = [*BLOCKS, *reference]
+    for block in blocks:
+        if block not in known:
+            raise BadArgs(f"unknown block {block!r}: blocks are {', '.join(sorted(known))}")
+    return list(dict.fromkeys(blocks))
+
+
+def _common(parser, what):
+    add_param_arguments(parser)
+    parser.add_argument("--block", action="append", metavar="NAME",
+                        help=f"only these blocks (repeatable or comma-separated; default all: "
+                             f"{', '.join(BLOCKS)})")
+    parser.add_argument("-o", "--output", metavar="DIR",
+                        help=f"output directory (default: build/{what}/<preset>)")
+
+
+def _parser():
+    parser = _Parser(prog="focus-rtl",
+                     description="Verilog and synthesis reports of the Focus unit's blocks.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    emit = sub.add_parser("emit", help="write the Verilog of each block and params.json",
+                          description="Write the Verilog of each block and params.json.",
+                          epilog=_EMIT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _common(emit, "verilog")
+    emit.add_argument("--icg-cell", metavar="NAME",
+                      help="with gating=icg: instantiate library cell NAME (ports CLK, EN, GCLK) "
+                           "and leave out the behavioural focus_icg model")
+
+    synth = sub.add_parser("synth", help="area and timing reports (Yosys, nextpnr)",
+                           description="Area and timing reports of each block: Yosys generic "
+                                       "cells and transistors, iCE40 and ECP5 LUT/FF/BRAM/DSP "
+                                       "and nextpnr Fmax.",
+                           epilog=_SYNTH_EPILOG,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    _common(synth, "synth")
+    synth.add_argument("--target", action="append", metavar="LIST",
+                       help="targets, comma-separated: generic, ice40, ecp5, osu018, "
+                            "osu018-logic (default: all)")
+    synth.add_argument("--relative-to", metavar="BLOCK",
+                       help="also synthesize BLOCK (e.g. systolic_array) and report every "
+                            "block's area as a percentage of it")
+    synth.add_argument("--sweep", metavar="FIELD=V1,V2,...",
+                       help="run the flows once per value of FIELD and plot LUTs and Fmax")
+    synth.add_argument("--dsp", choices=("auto", "on", "off"), default="auto",
+                       help="DSP inference on the FPGAs (default: auto, see below)")
+    synth.add_argument("--freq", action="append", metavar="TARGET=MHZ",
+                       help="nextpnr timing target (default: ice40=48, ecp5=100); the achieved "
+                            "Fmax is reported either way")
+    synth.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
+                       help="flows run in parallel (default: the number of CPUs)")
+    synth.add_argument("--timeout", type=float, default=3600.0, metavar="SECONDS",
+                       help="time allowed per tool run (default: 3600)")
+    synth.add_argument("--strict", action="store_true",
+                       help="exit 1 when a flow does not end 'ok' (does not fit, place and route "
+                            "failed, timeout, tool crashed; a missing liberty file is not a "
+                            "failure)")
+    synth.add_argument("--work-dir", metavar="DIR",
+                       help="root of the tool work directories (default: build/synth-work; not "
+                            "under /tmp, which the YoWASP tools cannot see)")
+    from boards import cli as board_cli
+    from sim import run_npz  # subcommands in their own modules; heavy imports in run()
+    from sim.bench import suite as bench
+    for module in (bench, run_npz, board_cli):
+        module.add_parser(sub).set_defaults(run=module.run)
+    return parser
+
+
+def _emit(args):
+    from rtl.flow.emit import check_icg_cell, emit_files
+
+    params, blocks = params_from(args.preset, args.set), _blocks(args)
+    if args.icg_cell is not None:
+        try:
+            check_icg_cell(args.icg_cell)
+        except ValueError as exc:
+            raise BadArgs(str(exc)) from None
+    out = Path(args.output) if args.output else toolchain.BUILD_ROOT / "verilog" / args.preset
+    for path in emit_files(params, out, blocks, preset=args.preset, overrides=args.set or [],
+                           icg_cell=args.icg_cell):
+        print(f"wrote {display_path(path)}")
+    return 0
+
+
+def _targets(args):
+    from rtl.flow.synth import TARGETS
+
+    targets = split_list(args.target) or list(TARGETS)
+    for target in targets:
+        if target not in TARGETS:
+            raise BadArgs(f"unknown target {target!r}: targets are {', '.join(TARGETS)}")
+    return list(dict.fromkeys(targets))
+
+
+def _freq(args):
+    from rtl.flow.synth import DEVICES
+
+    freq = {}
+    for item in split_list(args.freq):
+        target, _, value = item.partition("=")
+        if target not in DEVICES:
+            raise BadArgs(f"--freq {item!r}: the target must be one of {', '.join(DEVICES)}")
+        try:
+            freq[target] = float(value)
+        except ValueError:
+            raise BadArgs(f"--freq {item!r}: {value!r} is not a number of MHz") from None
+        if not freq[target] > 0:
+            raise BadArgs(f"--freq {item!r}: the frequency must be positive")
+    return freq
+
+
+def _sweep(args, params):
+    field, _, text = args.sweep.partition("=")
+    values = [v.strip() for v in text.split(",") if v.strip()]
+    if not field or not values:
+        raise BadArgs(f"--sweep {args.sweep!r} is not of the form FIELD=V1,V2,...")
+    for value in values:
+        try:
+            params.with_overrides([f"{field}={value}"])
+        except (ValueError, TypeError) as exc:
+            raise BadArgs(f"--sweep: {exc}") from None
+    return field.strip(), values
+
+
+def _synth(args):
+    from rtl.flow import synth
+    from rtl.flow.blocks import REFERENCE_BLOCKS
+
+    params, targets, freq = params_from(args.preset, args.set), _targets(args), _freq(args)
+    blocks = _blocks(args, REFERENCE_BLOCKS)
+    if args.relative_to is not None and args.relative_to not in (*BLOCKS, *REFERENCE_BLOCKS):
+        raise BadArgs(f"--relative-to {args.relative_to!r}: blocks are "
+                       f"{', '.join(sorted([*BLOCKS, *REFERENCE_BLOCKS]))}")
+    if args.jobs < 1:
+        raise BadArgs(f"--jobs {args.jobs}: must be at least 1")
+    if args.work_dir and str(Path(args.work_dir).resolve()).startswith("/tmp/"):
+        raise BadArgs(f"--work-dir {args.work_dir}: the YoWASP tools cannot see /tmp")
+    sweep = _sweep(args, params) if args.sweep else None
+    meta = {"preset": args.preset, "overrides": list(args.set or [])}
+    options = dict(jobs=args.jobs, work_root=args.work_dir, dsp=args.dsp, freq=freq,
+                   timeout=args.timeout, meta=meta, relative_to=args.relative_to,
+                   progress=lambda line: print(line, flush=True))
+    base = toolchain.BUILD_ROOT / "synth" / args.preset
+    if sweep:
+        field, values = sweep
+        out = Path(args.output) if args.output else base / f"sweep-{field}"
+        report = synth.run_sweep(params, field, values, blocks, targets, **options)
+        runs = [r for run in report["runs"] for per in run["results"].values()
+                for r in per.values()]
+        markdown = synth.sweep_markdown(report)
+        names = ("sweep.json", "sweep.md")
+    else:
+        out = Path(args.output) if args.output else base
+        report = synth.run_synth(params, blocks, targets, **options)
+        runs = [r for per in report["results"].values() for r in per.values()]
+        markdown = synth.report_markdown(report)
+        names = ("report.json", "report.md")
+    out.mkdir(parents=True, exist_ok=True)
+    written = [synth.write_json(report, out / names[0]), out / names[1]]
+    (out / names[1]).write_text(markdown)
+    if sweep:
+        written.append(synth.plot_sweep(report, out / "sweep.png"))
+    print()
+    print(markdown)
+    for path in written:
+        print(f"wrote {display_path(path)}")
+    hard = [r for r in runs if r["status"] in synth.HARD_FAILURES]
+    soft = [r for r in runs if r["status"] not in ("ok", *synth.SKIPPED)]
+    if hard or (args.strict and soft):
+        bad = hard or soft
+        print(f"focus-rtl: error: {len(bad)} flow(s) failed: {bad[0]['status']}: "
+              f"{bad[0]['error']}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv=None):
+    """Run ``focus-rtl``; returns the exit status."""
+    toolchain.apply()
+    args = _parser().parse_args(argv)
+    try:
+        if getattr(args, "run", None):
+            return args.run(args)
+        return {"emit": _emit, "synth": _synth}[args.command](args)
+    except BadArgs as exc:
+        print(f"focus-rtl: error: {exc}", file=sys.stderr)
+        return 2
+    except ToolError as exc:
+        print(f"focus-rtl: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

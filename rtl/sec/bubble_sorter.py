@@ -1,0 +1,173 @@
+"""The a-way bubble sorter of the top-k selector (spec 3.2, ``sorter="bubble"``)."""
+
+from amaranth.hdl import Cat, Module, Mux, Signal, signed
+
+from ..block import FocusBlock
+from .importance_buffer import buffer_word_layout
+from .topk_engine import TopKEngineSignature, add_sweeper
+
+__all__ = ["BubbleSorter"]
+
+
+class BubbleSorter(FocusBlock):
+    """The paper's a-way bubble sorter as a :class:`rtl.sec.topk_selector.TopKEngineSignature`
+    engine: ceil(k/a) passes, each streaming the M scores through a chain of ``lanes``
+    compare-exchange cells, one score per cycle, then one pass that emits the mask.
+
+    Order key: ``(score << index_bits) | ~index``, so a larger key is a better token and keys are
+    all distinct. The chain holds up to ``lanes`` keys, largest in cell 0. Each score that enters
+    is compared with every cell at once; every cell whose key is smaller takes its upper
+    neighbour's key (or the new key, at the insertion point), the lowest cell's key falls out.
+    After a pass the chain holds the ``lanes`` largest keys that entered. A pass admits only keys
+    below the previous pass's smallest pick (cell ``lanes-1`` at the end of that pass), so pass p
+    picks the tokens of rank p*a .. p*a+a-1. This is the paper's bubble chain with the exchange
+    done in the cycle the key enters instead of one cell further per cycle: the same cells and
+    compare-exchanges, but a pass needs no drain, so the passes run back to back (M cycles each).
+
+    After the last pass, the pick of rank k-1 (cell (k-1) mod a) is the threshold key T, and the
+    mask pass sets mask[j] = key(j) >= T, a beat per cycle. k = 0 runs no pass and keeps nothing.
+
+    Latency and throughput, no stalls and all words available: the first score reaches the chain
+    4 cycles after ``start`` (the word's read, the serializer's word register, the chain's input
+    register), then one score per cycle for ``ceil(k/a) * M`` cycles, the threshold register,
+    and the mask at one beat per cycle (``golden.cycles.BUBBLE_SORT_LATENCY`` counts the three
+    registers). Words are read one at a time, as the pass reaches them, so the first pass can
+    follow the loader. ``o_stream`` back-pressure holds only the mask pass.
+    """
+
+    def __init__(self, params):
+        super().__init__(params, TopKEngineSignature)
+
+    def elaborate(self, platform):
+        p = self._params
+        a, sb, ib = p.lanes, p.score_bits, p.index_bits
+        kb = sb + ib
+        m = Module()
+        o = self.o_stream
+        sw = add_sweeper(m, self)
+
+        # Issue side: picks still to come from the passes not yet issued. The sweep being issued
+        # is the mask sweep once it is zero.
+        irest = Signal(p.count_bits)
+        m.d.comb += sw.final.eq(irest == 0)
+        with m.If(sw.wrap & ~sw.final):
+            m.d.sync += irest.eq(Mux(irest > a, irest - a, 0))
+
+        # The serializer: the current word, one lane per cycle.
+        word = buffer_word_layout(p)
+        cur = Signal(word)
+        cur_valid = Signal()
+        cur_lane = Signal(range(a))
+        cur_count = Signal(range(a + 1))
+        cur_base = Signal(p.count_bits)
+        cur_first = Signal()
+        cur_last = Signal()
+        end_of_word = Signal()    # cur_lane is the word's last lane (a register: it gates the
+        take_sort = Signal()      # word register's load, which fans out to every score bit)
+        m.d.comb += take_sort.eq((~cur_valid | end_of_word) & sw.w_valid & ~sw.w_final)
+        with m.If(take_sort):
+            m.d.sync += [cur.eq(self.r_data), cur_valid.eq(1), cur_lane.eq(0),
+                         end_of_word.eq(sw.w_count == 1),
+                         cur_count.eq(sw.w_count), cur_base.eq(sw.w_base),
+                         cur_first.eq(sw.w_first), cur_last.eq(sw.w_last)]
+        with m.Elif(cur_valid & end_of_word):
+            m.d.sync += cur_valid.eq(0)
+        with m.Elif(cur_valid):
+            m.d.sync += [cur_lane.eq(cur_lane + 1), end_of_word.eq(cur_lane + 2 == cur_count)]
+
+        # The score entering the chain, registered: the lane mux and the index adder stay out of
+        # the chain's compare-and-update path.
+        x_valid = Signal()
+        x_key = Signal(kb)
+        x_fresh = Signal()        # first score of a pass: the chain starts empty
+        x_last = Signal()         # last score of a pass
+        m.d.sync += [
+            x_valid.eq(cur_valid),
+            x_key.eq(Cat(~(cur_base + cur_lane)[:ib], cur.scores[cur_lane])),
+            x_fresh.eq(cur_valid & cur_first & (cur_lane == 0)),
+            x_last.eq(cur_valid & cur_last & end_of_word),
+        ]
+
+        # The chain.
+        key = [Signal(kb, name=f"key{n}") for n in range(a)]
+        full = [Signal(name=f"full{n}") for n in range(a)]
+        full_eff = [Signal(name=f"full_eff{n}") for n in range(a)]
+        beats = [Signal(name=f"beats{n}") for n in range(a)]
+        for n in range(a):
+            m.d.comb += [full_eff[n].eq(full[n] & ~x_fresh),
+                         beats[n].eq(~full_eff[n] | (x_key > key[n]))]
+
+        # Admission threshold: everything in the first pass; afterwards only keys below the
+        # previous pass's smallest pick (nothing, if that pass did not fill the chain).
+        first_pass = Signal()
+        th_all = Signal()
+        th_key = Signal(kb)
+        th_none = Signal()
+        eff_all = Mux(x_fresh, first_pass, th_all)
+        eff_none = Mux(x_fresh, ~first_pass & ~full[a - 1], th_none)
+        eff_key = Mux(x_fresh, key[a - 1], th_key)
+        admit = Signal()
+        m.d.comb += admit.eq(x_valid & ~eff_none & (eff_all | (x_key < eff_key)))
+        with m.If(x_fresh):
+            m.d.sync += [first_pass.eq(0), th_all.eq(eff_all), th_none.eq(eff_none),
+                         th_key.eq(eff_key)]
+        with m.If(admit | x_fresh):
+            for n in range(a):
+                with m.If(beats[n]):
+                    if n == 0:
+                        m.d.sync += [key[0].eq(x_key), full[0].eq(admit)]
+                    else:
+                        m.d.sync += [
+                            key[n].eq(Mux(beats[n - 1], key[n - 1], x_key)),
+                            full[n].eq(Mux(beats[n - 1], full_eff[n - 1], admit)),
+                        ]
+
+        # Passes and the mask.
+        crest = Signal(p.count_bits)      # picks still to come, from the pass now in the chain
+        none = Signal()                   # k = 0
+        t_score = Signal(sb)
+        t_index = Signal(p.count_bits)
+        take_mask = Signal()
+        m.d.comb += sw.take.eq(take_sort | take_mask)
+        # Lane n of the mask word is token w_base + n; it is kept when (s, -j) >= (T, -t_index).
+        reach = Signal(signed(p.count_bits + 2))
+        m.d.comb += reach.eq(t_index - sw.w_base)
+        bits = []
+        for n in range(a):
+            s = self.r_data.scores[n]
+            better = (s > t_score) | ((s == t_score) & (reach >= n))
+            bits.append((n < sw.w_count) & ~none & better)
+        advance = ~o.valid | o.ready
+        with m.FSM() as fsm:
+            with m.State("IDLE"):
+                with m.If(self.start):
+                    m.d.sync += [irest.eq(self.keep), crest.eq(self.keep), none.eq(self.keep == 0),
+                                 first_pass.eq(1), self.busy.eq(1)]
+                    with m.If(self.keep == 0):
+                        m.next = "MASK"
+                    with m.Else():
+                        m.next = "SORT"
+            with m.State("SORT"):
+                with m.If(x_last):
+                    with m.If(crest > a):
+                        m.d.sync += crest.eq(crest - a)
+                    with m.Else():
+                        m.next = "THRESHOLD"
+            with m.State("THRESHOLD"):
+                # The chain is final: the pick of rank k-1 is in cell crest-1.
+                pick = key[0]
+                for n in range(1, a):
+                    pick = Mux(crest == n + 1, key[n], pick)
+                m.d.sync += [t_score.eq(pick[ib:]), t_index.eq(~pick[:ib])]
+                m.next = "MASK"
+            with m.State("MASK"):
+                with m.If(advance):
+                    m.d.sync += o.valid.eq(take_mask)
+                    with m.If(take_mask):
+                        m.d.sync += [o.payload.keep.eq(Cat(*bits)), o.payload.last.eq(sw.w_last)]
+                with m.If(o.valid & o.ready & o.payload.last):
+                    m.d.sync += self.busy.eq(0)
+                    m.next = "IDLE"
+        m.d.comb += take_mask.eq(fsm.ongoing("MASK") & (~o.valid | o.ready) & sw.w_valid
+                                 & sw.w_final)
+        return m

@@ -1,0 +1,302 @@
+"""The streaming importance analyzer of SEC (spec 3.1): s[j] = max over rows r of I[r, j]."""
+
+from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
+from amaranth.lib import data, enum, stream
+from amaranth.lib.wiring import In, Out
+
+from ..block import FocusBlock
+from ..layouts import score_beat_layout
+from ..params import ceil_log2
+from .importance_buffer import (
+    ImportanceBuffer,
+    buffer_addr_bits,
+    buffer_members,
+    buffer_word_layout,
+)
+
+__all__ = ["ImportanceAnalyzer", "Dataflow", "analyzer_config_layout", "ROWS_BITS",
+           "ANALYZER_DONE_LATENCY"]
+
+#: Width of the job's row count R (up to 65535 attention rows: heads x text tokens).
+ROWS_BITS = 16
+
+#: Cycles from the last input beat's transfer to ``done`` (the vector is complete in the buffer
+#: from that cycle on: a read issued then returns final data).
+ANALYZER_DONE_LATENCY = 2
+
+
+class Dataflow(enum.Enum, shape=1):
+    """The order of the attention scores on ``i_stream`` (spec 3.1)."""
+    #: Row by row: per row, ceil(M/lanes) beats of consecutive tokens.
+    SPATIAL = 0
+    #: Column by column: per token, ceil(R/lanes) beats of consecutive rows.
+    TEMPORAL = 1
+
+
+def analyzer_config_layout(p):
+    """The job's settings: ``M`` tokens (1 .. tokens), ``R`` rows (>= 1), the dataflow, and
+    ``readout``: stream the importance vector out on ``o_stream`` after the job (1), or leave it
+    in the buffer for the selector (0)."""
+    return data.StructLayout({
+        "M": unsigned(p.count_bits),
+        "R": unsigned(ROWS_BITS),
+        "mode": Dataflow,
+        "readout": 1,
+    })
+
+
+def _max(a, b):
+    return Mux(a > b, a, b)
+
+
+def _max_tree(m, values, width, *, levels=None, prefix="max"):
+    """A balanced tree of 2-input max units, ``levels`` levels of it (all by default); returns the
+    values left (one, for the whole tree). Each node is a signal of its own: ``_max`` uses its
+    operands twice, so nested expressions would double at every level in the emitted Verilog
+    (harmless to synthesis, which merges them, but very slow to simulate)."""
+    values = list(values)
+    level = 0
+    while len(values) > 1 and (levels is None or level < levels):
+        nodes = []
+        for i in range(0, len(values) - 1, 2):
+            node = Signal(width, name=f"{prefix}_l{level}_{i // 2}")
+            m.d.comb += node.eq(_max(values[i], values[i + 1]))
+            nodes.append(node)
+        values = nodes + ([values[-1]] if len(values) % 2 else [])
+        level += 1
+    return values
+
+
+class ImportanceAnalyzer(FocusBlock):
+    """Builds the importance vector ``s[j] = max_r I[r, j]`` in the importance buffer.
+
+    Throughput one beat per cycle, sustained, in both dataflows and for any M and R: ``i_stream``
+    is always ready during a job. The vector is complete :data:`ANALYZER_DONE_LATENCY` (2) cycles
+    after the last beat's transfer, when ``done`` pulses; with ``readout`` it then leaves on
+    ``o_stream`` as ceil(M/lanes) beats, one per cycle, the first the cycle after ``done``
+    (padding lanes past M are 0). ``o_stream`` back-pressure only delays the readout; nothing is
+    lost.
+
+    A job: one ``cfg_stream`` beat (:func:`analyzer_config_layout`), then exactly the job's beats
+    on ``i_stream``: ``R * ceil(M/lanes)`` (spatial) or ``M * ceil(R/lanes)`` (temporal), padding
+    lanes ignored. M = 0, M > tokens or R = 0 raise ``error`` (held until the next configuration
+    beat is accepted) and the analyzer stays idle; while ``error`` is high and no configuration
+    beat waits, stray ``i_stream`` beats are accepted and dropped, so no producer hangs.
+
+    Datapath. A buffer word is a beat. Spatial: each beat's word is read in the cycle of its
+    transfer, the lane-wise max is written back the next cycle. When a row is one word long the
+    next beat reads the same word in the cycle it is being written (the read returns the old
+    word), so the written word is forwarded from a register instead. Temporal: the lanes of a beat
+    are reduced by a max tree (half of its levels in the cycle of the transfer, half in the next),
+    a running max covers the column's beats, and the column's result goes into its lane of a word
+    register that is written to the buffer when the word is full or the job ends (no
+    read-modify-write at all). In both dataflows the last beat's word is written the cycle after
+    its transfer.
+
+    Handing over to the selector (SEC): built with ``buffer="external"`` the analyzer has no
+    memory of its own, only the ``buffer`` port; SEC connects it and the selector's ``buffer``
+    port to one two-client :class:`ImportanceBuffer`, runs the analyzer with ``readout=0``, gives
+    the buffer to the selector at ``done`` and starts the selector with ``preloaded=1``. The
+    vector is never copied.
+
+    Parameters
+    ----------
+    params : FocusParams
+        Uses ``tokens``, ``lanes``, ``score_bits``.
+    buffer : str
+        ``"internal"`` (a one-client :class:`ImportanceBuffer` inside) or ``"external"`` (a
+        ``buffer`` port instead).
+
+    Members
+    -------
+    cfg_stream : In(stream.Signature(analyzer_config_layout(params)))
+    i_stream : In(stream.Signature(score_beat_layout(params)))
+        Attention scores, ``lanes`` per beat.
+    o_stream : Out(stream.Signature(score_beat_layout(params)))
+        The importance vector (jobs with ``readout=1`` only); lane i of beat b is s[b*lanes + i].
+    buffer : Out(BufferPortSignature(params))
+        Only with ``buffer="external"``.
+    done : Out(1)
+        Pulses once per job when the vector is complete in the buffer.
+    error : Out(1)
+        The last configuration beat was rejected.
+    busy : Out(1)
+        A job is in progress (until the last readout beat's transfer; without readout, until
+        the cycle after ``done``).
+    """
+
+    def __init__(self, params=None, *, buffer="internal"):
+        self._buffer = buffer
+        super().__init__(params, lambda p: {
+            "cfg_stream": In(stream.Signature(analyzer_config_layout(p))),
+            "i_stream": In(stream.Signature(score_beat_layout(p))),
+            "o_stream": Out(stream.Signature(score_beat_layout(p))),
+            "done": Out(1),
+            "error": Out(1),
+            "busy": Out(1),
+            **buffer_members(p, buffer),
+        })
+
+    def elaborate(self, platform):
+        p = self._params
+        a, sb = p.lanes, p.score_bits
+        m = Module()
+        cfg, i, o = self.cfg_stream, self.i_stream, self.o_stream
+        if self._buffer == "internal":
+            m.submodules.buffer = buf = ImportanceBuffer(p)
+            port = buf.clients[0]
+        else:
+            port = self.buffer
+
+        word = buffer_word_layout(p)
+        M = Signal(p.count_bits)
+        R = Signal(ROWS_BITS)
+        temporal = Signal()
+        readout = Signal()
+
+        # Input position. Spatial: `w` is the beat's word, `left` the row's tokens from this beat
+        # on, `rows` the rows left. Temporal: `rleft` the column's rows from this beat on, `w` and
+        # `lane` the column's place in the buffer, `tleft` the tokens left.
+        w = Signal(buffer_addr_bits(p))
+        left = Signal(p.count_bits)
+        rows = Signal(ROWS_BITS)
+        rleft = Signal(ROWS_BITS)
+        lane = Signal(range(a))
+        tleft = Signal(p.count_bits)
+        # The valid lanes of the next beat (a thermometer code), kept a cycle ahead so that no
+        # counter comparison sits between the input and the max tree; `ok_full` is the code of a
+        # whole row (spatial, min(M, a) lanes) or column (temporal, min(R, a) lanes).
+        ok = Signal(a)
+        ok_full = Signal(a)
+
+        def therm(count):
+            return Cat(count > n for n in range(a))
+
+        # Stage 1: the accepted beat.
+        s1_valid = Signal()
+        s1_addr = Signal(buffer_addr_bits(p))
+        s1_first = Signal()        # spatial: first row; temporal: first beat of the column
+        s1_fwd = Signal()          # spatial: the read raced the previous beat's write
+        s1_beat = Signal(word)     # spatial: the masked beat
+        # Temporal: the beat's max-tree, split between the cycle of the transfer and the next
+        # (the next also takes the column's running max), with its middle level registered.
+        depth = ceil_log2(a)
+        s1_part = [Signal(sb, name=f"s1_part{n}") for n in range(-(-a // (1 << (depth + 1) // 2)))]
+        s1_col_end = Signal()      # temporal: last beat of the column
+        s1_lane = Signal(range(a))
+        s1_flush = Signal()        # temporal: write the word after this column
+        last_w = Signal(word)      # spatial: the word written last (for forwarding)
+        colmax = Signal(sb)
+        collect = Signal(word)
+        rd_valid = Signal()        # readout: r_data holds a word not yet sent
+        more = readout & (left != 0)
+        advance = ~rd_valid | o.ready
+
+        # Every combinational output is assigned unconditionally, from the state: under Icarus's
+        # SystemVerilog mode, a conditional process whose inputs keep their initial values after
+        # reset is never evaluated and would leave its outputs at X.
+        with m.FSM() as fsm:
+            with m.State("IDLE"):
+                with m.If(cfg.valid):
+                    c = cfg.payload
+                    bad = (c.M == 0) | (c.M > p.tokens) | (c.R == 0)
+                    m.d.sync += self.error.eq(bad)
+                    with m.If(~bad):
+                        m.d.sync += [
+                            M.eq(c.M), R.eq(c.R), temporal.eq(c.mode == Dataflow.TEMPORAL),
+                            readout.eq(c.readout),
+                            w.eq(0), left.eq(c.M), rows.eq(c.R), rleft.eq(c.R), lane.eq(0),
+                            tleft.eq(c.M), collect.eq(0),
+                        ]
+                        first = Mux(c.mode == Dataflow.TEMPORAL, c.R, c.M)
+                        m.d.sync += [ok.eq(therm(first)), ok_full.eq(therm(first))]
+                        m.next = "ACCUM"
+            with m.State("ACCUM"):
+                with m.If(i.valid):
+                    with m.If(~temporal):
+                        with m.If(left <= a):
+                            m.d.sync += [w.eq(0), left.eq(M), rows.eq(rows - 1), ok.eq(ok_full)]
+                            with m.If(rows == 1):
+                                m.next = "DRAIN"
+                        with m.Else():
+                            m.d.sync += [w.eq(w + 1), left.eq(left - a), ok.eq(therm(left - a))]
+                    with m.Else():
+                        with m.If(rleft <= a):
+                            m.d.sync += [rleft.eq(R), tleft.eq(tleft - 1), ok.eq(ok_full)]
+                            with m.If(lane == a - 1):
+                                m.d.sync += [lane.eq(0), w.eq(w + 1)]
+                            with m.Else():
+                                m.d.sync += lane.eq(lane + 1)
+                            with m.If(tleft == 1):
+                                m.next = "DRAIN"
+                        with m.Else():
+                            m.d.sync += [rleft.eq(rleft - a), ok.eq(therm(rleft - a))]
+            with m.State("DRAIN"):
+                # Stage 1 writes the last beat's word this cycle.
+                m.d.sync += [self.done.eq(1), w.eq(0), left.eq(M)]
+                m.next = "READOUT"
+            with m.State("READOUT"):
+                m.d.sync += self.done.eq(0)
+                with m.If(advance):
+                    m.d.sync += rd_valid.eq(more)
+                    with m.If(more):
+                        m.d.sync += [w.eq(w + 1), left.eq(Mux(left > a, left - a, 0))]
+                    with m.Else():
+                        m.next = "IDLE"
+
+        idle, accum, reading = fsm.ongoing("IDLE"), fsm.ongoing("ACCUM"), fsm.ongoing("READOUT")
+        m.d.comb += [
+            self.busy.eq(~idle),
+            cfg.ready.eq(idle),
+            i.ready.eq(Mux(idle, self.error & ~cfg.valid, accum)),
+            o.valid.eq(reading & rd_valid), o.payload.eq(port.r_data),
+        ]
+        # Stage 1 load. The spatial read of the beat's word is issued in the same cycle.
+        take = i.valid & accum
+        # Each word-wide signal is driven by one Cat, not lane by lane: per-lane drivers make an
+        # event-driven simulator (Icarus) re-evaluate every reader once per lane.
+        masked = Signal(word)
+        m.d.comb += masked.eq(Cat(Mux(ok[n], i.payload.scores[n], 0) for n in range(a)))
+        m.d.comb += [port.r_addr.eq(w),
+                     port.r_en.eq(Mux(accum, take & ~temporal, reading & advance & more))]
+        part = _max_tree(m, (masked.scores[n] for n in range(a)), sb, levels=(depth + 1) // 2,
+                         prefix="max_in")
+        assert len(part) == len(s1_part)
+        m.d.sync += s1_valid.eq(take)
+        with m.If(take):
+            m.d.sync += [
+                s1_addr.eq(w),
+                s1_first.eq(Mux(temporal, rleft == R, rows == R)),
+                s1_fwd.eq(s1_valid & (s1_addr == w)),
+                s1_beat.eq(masked),
+                [r.eq(v) for r, v in zip(s1_part, part, strict=True)],
+                s1_col_end.eq(rleft <= a),
+                s1_lane.eq(lane),
+                s1_flush.eq((lane == a - 1) | (tleft == 1)),
+            ]
+
+        # Stage 2: write back.
+        old = Signal(word)
+        new = Signal(word)
+        m.d.comb += old.eq(Mux(s1_first, 0, Mux(s1_fwd, last_w, port.r_data)))
+        m.d.comb += new.eq(Cat(_max(old.scores[n], s1_beat.scores[n]) for n in range(a)))
+        cm = Signal(sb)
+        (beat_max,) = _max_tree(m, s1_part, sb, prefix="max_s1")
+        m.d.comb += cm.eq(_max(Mux(s1_first, 0, colmax), beat_max))
+        filled = Signal(word)
+        m.d.comb += filled.eq(Cat(Mux(s1_lane == n, cm, collect.scores[n]) for n in range(a)))
+        m.d.comb += [
+            port.w_addr.eq(s1_addr), port.w_data.eq(Mux(temporal, filled, new)),
+            port.w_en.eq(s1_valid & (~temporal | (s1_col_end & s1_flush))),
+        ]
+        with m.If(s1_valid):
+            with m.If(~temporal):
+                m.d.sync += last_w.eq(new)
+            with m.Else():
+                m.d.sync += colmax.eq(cm)
+                with m.If(s1_col_end):
+                    with m.If(s1_flush):
+                        m.d.sync += collect.eq(0)
+                    with m.Else():
+                        m.d.sync += collect.eq(filled)
+        return m

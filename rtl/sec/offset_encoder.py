@@ -1,0 +1,328 @@
+"""The SEC offset encoder (spec 3.3): keep mask in, Exp-Golomb offset code out."""
+
+from amaranth.hdl import Array, Module, Mux, Signal, unsigned
+from amaranth.lib import data, enum, memory, stream
+from amaranth.lib.wiring import In, Out
+
+from ..block import FocusBlock
+from ..layouts import mask_beat_layout, offset_word_layout
+
+__all__ = ["OffsetEncoder", "EncodeError", "encoder_config_layout", "code_field_bits",
+           "bit_length"]
+
+#: Orders 0..7; the order field of the header is 3 bits wide.
+_ORDERS = 8
+
+
+class EncodeError(enum.Enum, shape=2):
+    """Why :class:`OffsetEncoder` raised ``error`` (its ``cause`` output)."""
+    NONE = 0
+    #: The config beat's ``tokens`` (the job's M) is 0 or larger than ``params.tokens``.
+    CONFIG = 1
+    #: A mask beat's ``last`` flag disagrees with M: set before beat ceil(M/lanes) - 1, or clear
+    #: on it.
+    LAST = 2
+    #: A padding bit (token index >= M) of the final mask beat is set.
+    PADDING = 3
+
+
+def encoder_config_layout(p):
+    """The encoder's configuration beat, one per job.
+
+    ``tokens`` is the job's M (1 .. ``params.tokens``); ``adaptive`` picks the order with the fewest
+    bits (ties to the smaller e), otherwise ``order`` (0..7) is used."""
+    return data.StructLayout({
+        "tokens": unsigned(p.count_bits),
+        "order": unsigned(3),
+        "adaptive": 1,
+    })
+
+
+def code_field_bits(p):
+    """Widest field the encoder packs: the header (3 + bit_length(tokens) bits) or the longest
+    Exp-Golomb code of a gap <= tokens - 1 at any order."""
+    longest = max(2 * (p.tokens - 1 + (1 << e)).bit_length() - 1 - e for e in range(_ORDERS))
+    return max(3 + p.count_bits, longest)
+
+
+def bit_length(value):
+    """``value.bit_length()`` of an unsigned Amaranth value, as a combinational priority chain."""
+    width = len(value)
+    result = 0
+    for i in range(width):
+        result = Mux(value[i], i + 1, result)
+    return result
+
+
+class OffsetEncoder(FocusBlock):
+    """Encodes one keep mask per job as the offset code of spec 3.3, bit-exact to
+    :func:`golden.offsets.encode_offsets`.
+
+    A job is one ``cfg_stream`` beat (:func:`encoder_config_layout`: M, fixed order or adaptive)
+    and ceil(M/lanes) ``i_stream`` mask beats (:func:`rtl.layouts.mask_beat_layout`, ``last`` on
+    the final one, padding bits 0). The job's words leave on ``o_stream``
+    (:func:`rtl.layouts.offset_word_layout`): the string ``e | n | EG_e(g_0) ...`` packed MSB first,
+    the final word zero-padded and flagged ``last``. ``nbits`` is valid on *every* word (the
+    encoder knows it before the first word leaves), so a consumer such as the offset decoder can
+    take its configuration from the first word.
+
+    How it buffers: the header needs the count n, and the adaptive order needs the code lengths of
+    every gap, before the first code can be written. The encoder therefore keeps the *gaps* (not
+    the mask) in a ``tokens`` x ``index_bits`` memory:
+
+    1. **Ingest.** Each cycle it takes the lowest set bit of the current mask beat, forms its gap
+       (kept index minus the previous kept index minus 1), writes it to the gap memory and adds
+       its Exp-Golomb length for all eight orders to eight running totals. A beat with p set bits
+       takes max(1, p) cycles (an empty beat one cycle); the next beat is accepted in the cycle
+       the current one runs out, so ``i_stream`` sees back-pressure only from beats with 2 or
+       more kept tokens. Ingest costs ``n + (empty beats)`` cycles, between max(ceil(M/lanes), n)
+       and ceil(M/lanes) + n.
+    2. **Choose.** Eight cycles, one order per cycle: the order (the fixed one, or the first
+       minimum of the eight totals) and ``nbits = 3 + bit_length(M) + total[e]``. (In one cycle
+       the seven compares were the encoder's critical path: 10.5 MHz on the iCE40, against 31
+       MHz now.)
+    3. **Emit.** The header, then one code per cycle read back from the gap memory, go into a
+       bit packer that writes at most one word per cycle. Codes longer than a word hold the
+       packer for ceil(length/word_bits) cycles: emission is ``max(n + 1, words)`` cycles.
+
+    Latency and throughput: with no stalls a job of M tokens, n kept, takes
+    ``sum over beats of max(1, kept in the beat) + max(n + 1, ceil(nbits/word_bits)) + 14`` to
+    ``+ 16`` cycles from its config beat to its last word, inclusive (the tests check this; compare
+    :func:`golden.cycles.encode_cycles`, whose ``max(ceil(M/lanes), n) + ceil(nbits/word_bits)``
+    assumes codes formed while the mask streams in). Jobs do not overlap, except that the next
+    config beat is accepted while the previous job's last word still waits in the output
+    register. Under ``o_stream`` back-pressure the packer holds; nothing is lost or duplicated.
+
+    Errors: a config beat with M = 0 or M > ``tokens`` (``EncodeError.CONFIG``), a mask beat whose
+    ``last`` disagrees with M (``LAST``) or a set padding bit (``PADDING``) raise ``error`` with
+    its ``cause``. The job is dropped: no word is written for it, the rest of its mask beats are
+    accepted and discarded up to the beat flagged ``last``, and the encoder is idle one cycle
+    after that beat (at once when the bad beat itself carries ``last``). ``error`` and ``cause``
+    hold until the next config beat is accepted.
+
+    Parameters
+    ----------
+    params : FocusParams
+        Uses ``tokens``, ``lanes`` and ``word_bits`` (and the derived ``count_bits``,
+        ``index_bits``, ``nbits_bits``).
+
+    Members
+    -------
+    cfg_stream : In(stream.Signature(encoder_config_layout(params)))
+        One beat per job; accepted only while the encoder is idle.
+    i_stream : In(stream.Signature(mask_beat_layout(params)))
+        The keep mask, ``lanes`` bits per beat, token b*lanes + i in bit i of beat b.
+    o_stream : Out(stream.Signature(offset_word_layout(params)))
+        The offset code words.
+    busy : Out(1)
+        A job is in progress or its last word has not been taken yet.
+    error : Out(1)
+        The last job was malformed (see above); held until the next config beat.
+    cause : Out(EncodeError)
+        Why ``error`` is set (``NONE`` otherwise).
+    kept : Out(range(tokens + 1))
+        The job's kept count n (final once ingest ends).
+    order : Out(3)
+        The job's order e (valid from the first word on).
+    """
+
+    def __init__(self, params=None):
+        super().__init__(params, lambda p: {
+            "cfg_stream": In(stream.Signature(encoder_config_layout(p))),
+            "i_stream": In(stream.Signature(mask_beat_layout(p))),
+            "o_stream": Out(stream.Signature(offset_word_layout(p))),
+            "busy": Out(1),
+            "error": Out(1),
+            "cause": Out(EncodeError),
+            "kept": Out(range(p.tokens + 1)),
+            "order": Out(3),
+        })
+
+    def elaborate(self, platform):
+        p = self._params
+        m = Module()
+        cfg, i, o = self.cfg_stream, self.i_stream, self.o_stream
+        lanes, wb, cb = p.lanes, p.word_bits, p.count_bits
+        fw = code_field_bits(p)         # widest packed field
+        acc_bits = wb - 1 + fw          # packer: a field is taken only while fill < word_bits
+
+        # ---- job settings ---------------------------------------------------------------------
+        tokens = Signal(cb)
+        hb = Signal(range(cb + 1))      # bit_length(M): width of the header's count field
+        adaptive = Signal()
+        fixed = Signal(3)
+        e = Signal(3)
+        nbits = Signal(p.nbits_bits)
+        n = Signal(range(p.tokens + 1))
+        m.d.comb += [self.kept.eq(n), self.order.eq(e)]
+
+        # ---- gap memory -------------------------------------------------------------------------
+        gaps = memory.Memory(shape=unsigned(p.index_bits), depth=p.tokens, init=[])
+        m.submodules.gaps = gaps
+        wr = gaps.write_port()
+        rd = gaps.read_port(domain="sync")
+
+        # ---- ingest registers -------------------------------------------------------------------
+        in_base = Signal(cb + 1)        # token index of the next beat's lane 0
+        got_final = Signal()            # the job's final beat (by M) has been accepted
+        cur_bits = Signal(lanes)
+        cur_valid = Signal()
+        cur_base = Signal(cb + 1)
+        prev_end = Signal(cb + 1)       # previous kept index + 1 (0 before the first)
+        a_valid = Signal()              # stage A -> B: one gap
+        a_gap = Signal(p.index_bits)
+        totals = Array(Signal(p.nbits_bits, name=f"total{k}") for k in range(_ORDERS))
+
+        # ---- emission registers -----------------------------------------------------------------
+        hdr_pending = Signal()
+        rd_ptr = Signal(range(p.tokens + 1))
+        m_valid = Signal()              # rd.data holds a gap not yet turned into a field
+        f_valid = Signal()
+        f_val = Signal(fw)
+        f_len = Signal(range(fw + 1))
+        acc = Signal(acc_bits)          # left-aligned: bit acc_bits-1 is the next bit out
+        fill = Signal(range(acc_bits + 1))
+
+        # ---- control ----------------------------------------------------------------------------
+        # IDLE -> INGEST -> CHOOSE -> EMIT -> IDLE; DRAIN discards the rest of a malformed job.
+        state = Signal(range(5))
+        IDLE, INGEST, CHOOSE, EMIT, DRAIN = range(5)
+
+        error = Signal()
+        cause = Signal(EncodeError)
+        m.d.comb += [self.error.eq(error), self.cause.eq(cause),
+                     self.busy.eq((state != IDLE) | o.valid)]
+
+        m.d.comb += cfg.ready.eq(state == IDLE)
+        with m.If(cfg.valid & cfg.ready):
+            bad = (cfg.payload.tokens == 0) | (cfg.payload.tokens > p.tokens)
+            m.d.sync += [
+                tokens.eq(cfg.payload.tokens),
+                hb.eq(bit_length(cfg.payload.tokens)),
+                adaptive.eq(cfg.payload.adaptive),
+                fixed.eq(cfg.payload.order),
+                e.eq(cfg.payload.order),
+                n.eq(0), in_base.eq(0), got_final.eq(0), cur_valid.eq(0), prev_end.eq(0),
+                a_valid.eq(0), hdr_pending.eq(1), rd_ptr.eq(0), m_valid.eq(0), f_valid.eq(0),
+                acc.eq(0), fill.eq(0),
+                error.eq(bad),
+                cause.eq(Mux(bad, EncodeError.CONFIG, EncodeError.NONE)),
+                state.eq(Mux(bad, DRAIN, INGEST)),
+            ]
+            m.d.sync += [totals[k].eq(0) for k in range(_ORDERS)]
+
+        # ---- ingest: stage A picks one kept token per cycle --------------------------------------
+        lowest = Signal(range(lanes))
+        for k in reversed(range(lanes)):
+            with m.If(cur_bits[k]):
+                m.d.comb += lowest.eq(k)
+        rest = cur_bits & (cur_bits - 1)
+        cur_done = rest == 0            # at most one kept token left: the beat ends this cycle
+        pos = cur_base + lowest
+
+        with m.If((state == INGEST) & cur_valid):
+            m.d.sync += a_valid.eq(cur_bits != 0)
+            with m.If(cur_bits != 0):
+                m.d.sync += [a_gap.eq(pos - prev_end), prev_end.eq(pos + 1), cur_bits.eq(rest)]
+            with m.If(cur_done):
+                m.d.sync += cur_valid.eq(0)
+        with m.Else():
+            m.d.sync += a_valid.eq(0)
+
+        m.d.comb += i.ready.eq(((state == INGEST) & ~got_final & (~cur_valid | cur_done))
+                               | (state == DRAIN))
+        beat_final = in_base + lanes >= tokens
+        pad = Signal(lanes)             # lanes at or past M on this beat
+        for k in range(lanes):
+            m.d.comb += pad[k].eq(in_base + k >= tokens)
+        with m.If((state == INGEST) & i.valid & i.ready):
+            with m.If(i.payload.last != beat_final):
+                m.d.sync += [error.eq(1), cause.eq(EncodeError.LAST),
+                             state.eq(Mux(i.payload.last, IDLE, DRAIN))]
+            with m.Elif((i.payload.keep & pad) != 0):
+                m.d.sync += [error.eq(1), cause.eq(EncodeError.PADDING),
+                             state.eq(Mux(i.payload.last, IDLE, DRAIN))]
+            with m.Else():
+                m.d.sync += [cur_bits.eq(i.payload.keep), cur_valid.eq(1), cur_base.eq(in_base),
+                             in_base.eq(in_base + lanes), got_final.eq(beat_final)]
+        with m.If((state == DRAIN) & i.valid & i.payload.last):
+            m.d.sync += state.eq(IDLE)
+
+        # ---- ingest: stage B stores the gap and adds its length at every order -----------------
+        m.d.comb += [wr.addr.eq(n), wr.data.eq(a_gap), wr.en.eq((state == INGEST) & a_valid)]
+        with m.If((state == INGEST) & a_valid):
+            m.d.sync += n.eq(n + 1)
+            for k in range(_ORDERS):
+                v = a_gap + (1 << k)
+                m.d.sync += totals[k].eq(totals[k] + 2 * bit_length(v) - 1 - k)
+
+        # ---- choose: the order and nbits, once the last gap is counted ---------------------------
+        # One order per cycle (8 cycles): a first minimum over all eight totals in one cycle was
+        # a chain of seven compares and the encoder's critical path.
+        best_e = Signal(3)
+        best = Signal(p.nbits_bits)
+        ck = Signal(range(_ORDERS + 1))
+        with m.If((state == INGEST) & got_final & ~cur_valid & ~a_valid):
+            m.d.sync += [state.eq(CHOOSE), ck.eq(1), best_e.eq(0), best.eq(totals[0])]
+        with m.If(state == CHOOSE):
+            with m.If(ck != _ORDERS):
+                with m.If(totals[ck[:3]] < best):
+                    m.d.sync += [best_e.eq(ck[:3]), best.eq(totals[ck[:3]])]
+                m.d.sync += ck.eq(ck + 1)
+            with m.Else():
+                m.d.sync += [e.eq(Mux(adaptive, best_e, fixed)),
+                             nbits.eq(3 + hb + Mux(adaptive, best, totals[fixed])),
+                             state.eq(EMIT)]
+
+        # ---- emit: gap memory -> fields -> packer -> output word ---------------------------------
+        out_free = ~o.valid | o.ready
+        flushing = (state == EMIT) & ~hdr_pending & ~f_valid & ~m_valid & (rd_ptr == n)
+        can_out = (fill >= wb) | (flushing & (fill != 0))
+        out_fire = (state == EMIT) & can_out & out_free
+        fill1 = Signal.like(fill)
+        acc1 = Signal.like(acc)
+        m.d.comb += [
+            fill1.eq(Mux(out_fire, Mux(fill >= wb, fill - wb, 0), fill)),
+            acc1.eq(Mux(out_fire, acc << wb, acc)),
+        ]
+        take = (state == EMIT) & f_valid & (fill1 < wb)
+        shift = Signal(range(acc_bits + 1))     # where the field's last bit lands
+        m.d.comb += shift.eq(acc_bits - fill1 - f_len)
+        with m.If(take):
+            m.d.sync += [acc.eq(acc1 | (f_val << shift)),
+                         fill.eq(fill1 + f_len)]
+        with m.Else():
+            m.d.sync += [acc.eq(acc1), fill.eq(fill1)]
+
+        with m.If(out_fire):
+            last = flushing & (fill <= wb)
+            m.d.sync += [o.valid.eq(1), o.payload.word.eq(acc[acc_bits - wb:]),
+                         o.payload.nbits.eq(nbits), o.payload.last.eq(last)]
+            with m.If(last):
+                m.d.sync += state.eq(IDLE)
+        with m.Elif(o.ready):
+            m.d.sync += o.valid.eq(0)
+
+        # The field register: the header first, then one code per cycle from the gap memory.
+        f_free = ~f_valid | take
+        g = rd.data
+        v = Signal(p.index_bits + 8)
+        vlen = Signal(range(len(v) + 1))
+        m.d.comb += [v.eq(g + (1 << e)), vlen.eq(bit_length(v))]
+        m_take = (state == EMIT) & f_free & ~hdr_pending & m_valid
+        with m.If((state == EMIT) & f_free):
+            with m.If(hdr_pending):
+                m.d.sync += [f_valid.eq(1), f_val.eq((e << hb) | n), f_len.eq(3 + hb),
+                             hdr_pending.eq(0)]
+            with m.Elif(m_valid):
+                m.d.sync += [f_valid.eq(1), f_val.eq(v), f_len.eq(2 * vlen - 1 - e)]
+            with m.Else():
+                m.d.sync += f_valid.eq(0)
+
+        m_adv = (state == EMIT) & (~m_valid | m_take)
+        m.d.comb += [rd.addr.eq(rd_ptr), rd.en.eq(m_adv)]
+        with m.If(m_adv):
+            m.d.sync += m_valid.eq(rd_ptr != n)
+            with m.If(rd_ptr != n):
+                m.d.sync += rd_ptr.eq(rd_ptr + 1)
+        return m

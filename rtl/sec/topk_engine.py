@@ -1,0 +1,58 @@
+"""The interface between :class:`~rtl.sec.topk_selector.TopKSelector` and its sorting engines
+(:class:`~rtl.sec.bubble_sorter.BubbleSorter`, :class:`~rtl.sec.radix_selector.RadixSelector`)."""
+
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..layouts import mask_beat_layout
+from .importance_buffer import BufferSweeper, buffer_addr_bits, buffer_word_layout
+
+__all__ = ["TopKEngineSignature", "add_sweeper"]
+
+
+class TopKEngineSignature(wiring.Signature):
+    """A sorting engine inside :class:`TopKSelector`, seen from the engine.
+
+    Members
+    -------
+    start : In(1)
+        Begin a job with ``M`` (>= 1) and ``keep`` (already min(k, M)).
+    M, keep : In(count_bits)
+    avail : In(buffer_addr_bits + 1)
+        Words of the vector in the buffer so far.
+    all_avail : In(1)
+        The whole vector is in the buffer.
+    r_addr, r_en : Out; r_data : In
+        The buffer's read port.
+    o_stream : Out(stream.Signature(mask_beat_layout(p)))
+        The keep mask in index order.
+    busy : Out(1)
+        From the cycle after ``start`` to the last mask beat's transfer.
+    """
+
+    def __init__(self, p):
+        super().__init__({
+            "start": In(1), "M": In(p.count_bits), "keep": In(p.count_bits),
+            "avail": In(buffer_addr_bits(p) + 1), "all_avail": In(1),
+            "r_addr": Out(buffer_addr_bits(p)), "r_en": Out(1),
+            "r_data": In(buffer_word_layout(p)),
+            "o_stream": Out(stream.Signature(mask_beat_layout(p))),
+            "busy": Out(1),
+        })
+
+
+def add_sweeper(m, engine):
+    """Adds to ``m``, as submodule ``sweeper``, the
+    :class:`~rtl.sec.importance_buffer.BufferSweeper` through which a :class:`TopKEngineSignature`
+    engine reads the vector, and returns it.
+
+    The engine's ``start``, ``M``, ``avail`` and ``all_avail`` drive the sweeper, which drives the
+    engine's ``r_addr`` and ``r_en``; the engine drives ``final`` and ``take`` itself.
+    """
+    m.submodules.sweeper = sw = BufferSweeper(engine.params)
+    m.d.comb += [
+        sw.start.eq(engine.start), sw.M.eq(engine.M),
+        sw.avail.eq(engine.avail), sw.all_avail.eq(engine.all_avail),
+        engine.r_addr.eq(sw.r_addr), engine.r_en.eq(sw.r_en),
+    ]
+    return sw

@@ -1,0 +1,176 @@
+"""The exact 8-bit similarity comparator of SIC (spec 4.1)."""
+
+from amaranth.hdl import Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data, stream
+from amaranth.lib.wiring import In, Out
+
+from ..block import FocusBlock
+from ..lib.clock_gate import ICG_CELL, add_gated
+
+__all__ = ["SimilarityComparator", "vector_layout", "comparator_input_layout",
+           "comparator_output_layout", "COMPARATOR_LATENCY"]
+
+#: Cycles from an input transfer to its result being valid on ``o_stream`` (no back-pressure).
+COMPARATOR_LATENCY = 3
+
+
+def vector_layout(p):
+    """A sub-vector: ``dim`` signed ``elem_bits`` elements."""
+    return data.ArrayLayout(signed(p.elem_bits), p.dim)
+
+
+def comparator_input_layout(p):
+    """One comparison: x, y, their squared norms (computed once, when a token enters the window),
+    and the threshold theta_q (theta = theta_q / 2**F)."""
+    return data.StructLayout({
+        "x": vector_layout(p),
+        "y": vector_layout(p),
+        "nx": unsigned(p.norm_bits),
+        "ny": unsigned(p.norm_bits),
+        "theta_q": unsigned(p.theta_bits),
+    })
+
+
+def comparator_output_layout(p):
+    """The decision, and dot(x, y) and dot**2 for choosing the best of several candidates (0 when
+    skipped)."""
+    return data.StructLayout({
+        "similar": 1,
+        "dot": signed(p.dot_bits),
+        "dot_sq": unsigned(2 * (p.dot_bits - 1)),
+    })
+
+
+def _tree_sum(terms):
+    """Balanced adder tree (depth ceil(log2 n)) rather than a chain of n-1 adders."""
+    terms = list(terms)
+    while len(terms) > 1:
+        pairs = [terms[i] + terms[i + 1] for i in range(0, len(terms) - 1, 2)]
+        terms = pairs + ([terms[-1]] if len(terms) % 2 else [])
+    return terms[0]
+
+
+class SimilarityComparator(FocusBlock):
+    """Decides cos(x, y) > theta_q / 2**F exactly, as
+    ``nx > 0 and ny > 0 and dot > 0 and dot**2 * 2**(2F) > theta_q**2 * nx * ny``.
+
+    Latency 3 cycles (:data:`COMPARATOR_LATENCY`), throughput one comparison per cycle. Under
+    ``o_stream`` back-pressure the whole pipeline holds (``i_stream.ready`` is low while the output
+    register is full and not being taken); nothing is lost or duplicated, and results leave in
+    input order.
+
+    Zero skip and clock gating: a comparison with ``nx == 0`` or ``ny == 0`` can never be similar,
+    so it passes through the pipeline as a control token only, with ``similar = 0`` and ``dot = 0``;
+    each stage's datapath registers are clocked only when that stage takes a valid, non-zero
+    comparison (by clock enable, or by an ICG cell with ``gating="icg"``).
+
+    Pipeline: stage 1 forms dot (balanced adder tree of V products), nx*ny and theta_q**2; stage 2
+    forms dot**2 and theta_q**2 * nx * ny; stage 3 compares.
+
+    Parameters
+    ----------
+    params : FocusParams
+        Uses ``dim``, ``elem_bits``, ``theta_bits`` and ``gating``.
+    icg_cell : str or None
+        Module name of the clock-gate cell for ``gating="icg"``. ``None`` models the ICG as a clock
+        enable (for the Amaranth simulator, which cannot run a Verilog instance).
+    gate : bool
+        False clocks the datapath registers whenever the pipeline moves, zero or not: the ungated
+        baseline for power comparisons (same results).
+
+    Members
+    -------
+    i_stream : In(stream.Signature(comparator_input_layout(params)))
+    o_stream : Out(stream.Signature(comparator_output_layout(params)))
+    active : Out(32)
+        Comparisons computed (both norms non-zero) since reset or ``clear``.
+    gated : Out(32)
+        Comparisons skipped with the datapath clocks off (a zero norm) since reset or ``clear``.
+    clear : In(1)
+        Zeroes both counters (for the start of a job).
+    """
+
+    def __init__(self, params=None, *, icg_cell=ICG_CELL, gate=True):
+        self._icg_cell = icg_cell
+        self._gate = gate
+        super().__init__(params, lambda p: {
+            "i_stream": In(stream.Signature(comparator_input_layout(p))),
+            "o_stream": Out(stream.Signature(comparator_output_layout(p))),
+            "active": Out(32),
+            "gated": Out(32),
+            "clear": In(1),
+        })
+
+    def elaborate(self, platform):
+        p = self._params
+        m = Module()
+        i, o = self.i_stream, self.o_stream
+        F = p.theta_bits
+
+        def gate(name, enable, statements):
+            add_gated(m, name, enable if self._gate else advance, statements, gating=p.gating,
+                      icg_cell=self._icg_cell)
+
+        # Control: valid and non-zero flags per stage, never gated.
+        valid = [Signal(name=f"valid{n}") for n in (1, 2, 3)]
+        nonzero = [Signal(name=f"nonzero{n}") for n in (1, 2, 3)]
+        advance = Signal()
+        m.d.comb += [
+            advance.eq(~valid[2] | o.ready),
+            i.ready.eq(advance),
+        ]
+        in_nonzero = (i.payload.nx != 0) & (i.payload.ny != 0)
+        with m.If(advance):
+            m.d.sync += [
+                valid[0].eq(i.valid), nonzero[0].eq(i.valid & in_nonzero),
+                valid[1].eq(valid[0]), nonzero[1].eq(nonzero[0]),
+                valid[2].eq(valid[1]), nonzero[2].eq(nonzero[1]),
+            ]
+
+        # Stage 1: dot product, nx*ny, theta_q**2.
+        dot1 = Signal(signed(p.dot_bits), reset_less=True)
+        norms1 = Signal(unsigned(2 * p.norm_bits), reset_less=True)
+        theta_sq1 = Signal(unsigned(2 * F), reset_less=True)
+        x, y = i.payload.x, i.payload.y
+        gate("stage1", advance & i.valid & in_nonzero, [
+            dot1.eq(_tree_sum(x[n] * y[n] for n in range(p.dim))),
+            norms1.eq(i.payload.nx * i.payload.ny),
+            theta_sq1.eq(i.payload.theta_q * i.payload.theta_q),
+        ])
+
+        # Stage 2: both sides of the test. dot**2 < 2**(2*(dot_bits-1)) for any V elements.
+        dot2 = Signal(signed(p.dot_bits), reset_less=True)
+        dot_sq2 = Signal(unsigned(2 * (p.dot_bits - 1)), reset_less=True)
+        rhs2 = Signal(unsigned(p.rhs_bits), reset_less=True)
+        gate("stage2", advance & valid[0] & nonzero[0], [
+            dot2.eq(dot1),
+            dot_sq2.eq(dot1 * dot1),
+            rhs2.eq(theta_sq1 * norms1),
+        ])
+
+        # Stage 3: the comparison; the output register.
+        dot3 = Signal(signed(p.dot_bits), reset_less=True)
+        dot_sq3 = Signal(unsigned(2 * (p.dot_bits - 1)), reset_less=True)
+        similar3 = Signal(reset_less=True)
+        gate("stage3", advance & valid[1] & nonzero[1], [
+            dot3.eq(dot2),
+            dot_sq3.eq(dot_sq2),
+            similar3.eq((dot2 > 0) & ((dot_sq2 << (2 * F)) > rhs2)),
+        ])
+
+        m.d.comb += [
+            o.valid.eq(valid[2]),
+            o.payload.similar.eq(nonzero[2] & similar3),
+            o.payload.dot.eq(Mux(nonzero[2], dot3, 0)),
+            o.payload.dot_sq.eq(Mux(nonzero[2], dot_sq3, 0)),
+        ]
+
+        # Per-comparison activity counters.
+        with m.If(self.clear):
+            m.d.sync += [self.active.eq(0), self.gated.eq(0)]
+        with m.Elif(i.valid & i.ready):
+            with m.If(in_nonzero):
+                m.d.sync += self.active.eq(self.active + 1)
+            with m.Else():
+                m.d.sync += self.gated.eq(self.gated + 1)
+        return m

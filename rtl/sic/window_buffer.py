@@ -1,0 +1,171 @@
+"""The SIC window buffer (the paper's layouter): recent tokens addressed by position (spec 4.2)."""
+
+from amaranth.hdl import Module, Signal, unsigned
+from amaranth.lib import data, memory
+from amaranth.lib.wiring import In, Out
+
+from ..block import FocusBlock, resolve_params
+from .similarity_comparator import vector_layout
+
+__all__ = ["WindowBuffer", "window_entry_layout", "window_slots"]
+
+
+def window_slots(p):
+    """Slots of the buffer: ``2**window_bits``, the power of two >= ``window``."""
+    return 1 << p.window_bits
+
+
+def window_entry_layout(p):
+    """One slot: the token's vector, its squared norm (computed once, at entry) and the high bits
+    of its position (the tag; the low ``window_bits`` bits are the slot address)."""
+    return data.StructLayout({
+        "vec": vector_layout(p),
+        "norm": unsigned(p.norm_bits),
+        "tag": unsigned(p.position_bits - p.window_bits),
+    })
+
+
+class WindowBuffer(FocusBlock):
+    """The last tokens of the current job, each with its vector, norm and position, addressed by
+    position, with ``lanes`` candidate lookups per cycle.
+
+    Organisation. A token at position p is written to slot ``p mod 2**window_bits`` with the high
+    bits of p as its tag. Candidate q = p - offset (0 < offset < window) is found in slot
+    ``q mod 2**window_bits`` and exists when the slot's tag equals q's high bits and the slot was
+    written in this job (a ``live`` flip-flop per slot, cleared by ``clear`` in one cycle). Because
+    positions strictly increase, a slot can only hold q itself or an older position, never a later
+    one, so the tag decides. Pruned positions need no bookkeeping: their slots simply keep older
+    tags. Whether q is in the current *tile* (q >= the tile's first position) is the caller's
+    ``want`` bit.
+
+    Ports. One :class:`amaranth.lib.memory.Memory` of ``2**window_bits`` entries with one write
+    port and ``lanes`` synchronous read ports, so all ``lanes`` candidates of a token (all 7 with
+    ``lanes = 7``) are read in the same cycle, for any FS, HS and any pruning pattern, with no bank
+    conflicts and no stall. Read ports are not transparent: a slot written in the cycle it is read
+    returns its old contents, which is what a lookup issued for an earlier token needs.
+
+    Compared with the paper's layout (8 banks of window/8 entries selected by the (frame, row,
+    column) parity of the position, so that the 2x2x2 block is one read per bank): that layout
+    needs each position's frame, row and column (a division by the runtime strides), and it is
+    conflict-free only when the offsets ``{0, 1} + {0, HS} + {0, FS}`` tile the integers (they do
+    not for HS = 2, FS = 5, for example); this buffer is conflict-free for every geometry and
+    pruning pattern. Its storage is one copy per read port, ``lanes`` x window entries: synthesis
+    replicates a memory per read port (Yosys ``memory_libmap``). With one comparator (the paper's
+    configuration, 8 cycles per token) that is exactly the paper's storage. With 7 it is 7 copies:
+    on an FPGA that is still fewer block RAMs than 8 banks, since a block RAM is deeper than
+    window/8 entries and each bank costs a full block-RAM width; on an ASIC the paper's 8 banks
+    would be about 7 times smaller.
+
+    Latency 1: ``hit``, ``y``, ``ny`` and ``slot`` give the lookups issued with ``r_en`` in the
+    previous cycle, and hold while ``r_en`` is low (the caller stalls by holding ``r_en`` low).
+
+    Parameters
+    ----------
+    params : FocusParams
+        Uses ``dim``, ``elem_bits``, ``window`` and ``position_bits``.
+    lanes : int
+        Candidate lookups per cycle (the block matcher uses ``params.comparators``).
+
+    Members
+    -------
+    clear : In(1)
+        Forget every slot (the start of a job). Takes effect at the next clock edge.
+    w_en, w_pos, w_vec, w_norm : In
+        Write the token at position ``w_pos`` (with its vector and squared norm).
+    r_en : In(1)
+        Issue the lookups below (their results appear next cycle).
+    r_pos : In(position_bits)
+        The position p of the token whose candidates are looked up.
+    r_offset : In(ArrayLayout(unsigned(window_bits), lanes))
+        Lane j looks up position ``r_pos - r_offset[j]``.
+    r_want : In(lanes)
+        Lane j's lookup counts only when its bit is set (the candidate exists in the tile; the
+        caller guarantees ``r_pos - r_offset[j] >= 0`` then).
+    hit : Out(lanes)
+        Lane j found its candidate (wanted, written in this job, tag equal).
+    y : Out(ArrayLayout(vector_layout, lanes))
+        The candidates' vectors (meaningless where ``hit`` is 0).
+    ny : Out(ArrayLayout(unsigned(norm_bits), lanes))
+        The candidates' squared norms, 0 where ``hit`` is 0: a missing candidate looks like a zero
+        vector, which the comparator skips.
+    slot : Out(ArrayLayout(unsigned(window_bits), lanes))
+        The slot of each lookup (where the block matcher keeps the token's unique index).
+    """
+
+    def __init__(self, params=None, lanes=None):
+        p = resolve_params(params)
+        self._lanes = lanes = p.comparators if lanes is None else lanes
+        if not 1 <= lanes <= 7:
+            raise ValueError(f"lanes = {lanes} is out of range: it must be in [1, 7]")
+        slot = unsigned(p.window_bits)
+        super().__init__(p, {
+            "clear": In(1),
+            "w_en": In(1),
+            "w_pos": In(p.position_bits),
+            "w_vec": In(vector_layout(p)),
+            "w_norm": In(p.norm_bits),
+            "r_en": In(1),
+            "r_pos": In(p.position_bits),
+            "r_offset": In(data.ArrayLayout(slot, lanes)),
+            "r_want": In(lanes),
+            "hit": Out(lanes),
+            "y": Out(data.ArrayLayout(vector_layout(p), lanes)),
+            "ny": Out(data.ArrayLayout(unsigned(p.norm_bits), lanes)),
+            "slot": Out(data.ArrayLayout(slot, lanes)),
+        })
+
+    @property
+    def lanes(self):
+        return self._lanes
+
+    def elaborate(self, platform):
+        p = self._params
+        m = Module()
+        wb = p.window_bits
+
+        m.submodules.mem = mem = memory.Memory(shape=window_entry_layout(p),
+                                               depth=window_slots(p), init=[])
+        wp = mem.write_port()
+        m.d.comb += [
+            wp.en.eq(self.w_en),
+            wp.addr.eq(self.w_pos[:wb]),
+            wp.data.vec.eq(self.w_vec),
+            wp.data.norm.eq(self.w_norm),
+            wp.data.tag.eq(self.w_pos[wb:]),
+        ]
+
+        # One flip-flop per slot: written in this job. Cleared in one cycle at the job's start, so
+        # a slot left by an earlier job (whose positions started again from 0) never matches.
+        live = Signal(window_slots(p))
+        with m.If(self.clear):
+            m.d.sync += live.eq(0)
+        with m.Elif(self.w_en):
+            m.d.sync += live.bit_select(self.w_pos[:wb], 1).eq(1)
+
+        for j in range(self._lanes):
+            rp = mem.read_port()
+            q = Signal(p.position_bits, name=f"q{j}")
+            want = Signal(name=f"want{j}")
+            tag = Signal(p.position_bits - wb, name=f"tag{j}")
+            slot = Signal(wb, name=f"slot{j}")
+            alive = Signal(name=f"alive{j}")
+            m.d.comb += [
+                q.eq(self.r_pos - self.r_offset[j]),
+                rp.addr.eq(q[:wb]),
+                rp.en.eq(self.r_en),
+            ]
+            with m.If(self.r_en):
+                m.d.sync += [
+                    want.eq(self.r_want[j]),
+                    tag.eq(q[wb:]),
+                    slot.eq(q[:wb]),
+                    alive.eq(live.bit_select(q[:wb], 1)),
+                ]
+            hit = want & alive & (rp.data.tag == tag)
+            m.d.comb += [
+                self.hit[j].eq(hit),
+                self.y[j].eq(rp.data.vec),
+                self.ny[j].eq(hit.replicate(p.norm_bits) & rp.data.norm),
+                self.slot[j].eq(slot),
+            ]
+        return m

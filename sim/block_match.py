@@ -1,0 +1,559 @@
+"""The block matcher's RTL behind :func:`golden.block_match` and :func:`golden.sic` (spec 4.2, 6).
+
+:func:`block_match` and :func:`sic` run :class:`rtl.sic.block_matcher.BlockMatcher` in the Amaranth
+simulator, or its emitted Verilog under cocotb on Icarus or Verilator, and return what ``golden``
+returns for the same arguments. :func:`run_jobs` is the lower-level driver: several jobs (any
+settings, also bad ones) through one simulation, returning each job's output beats, counters and
+error flag. :func:`regression_jobs` makes the mixed jobs the tests and the cocotb testbench use.
+
+Protocol (the same in both simulators): the threshold table is written first through the write
+port; then the configuration beats and the tokens of all jobs are offered on ``cfg_stream`` and
+``i_stream`` at once (the block takes a job's configuration beat only when idle, and its tokens
+only after it); ``o_stream`` is received until the block is idle again after the last job. A
+monitor checks the stream rules on all three ports. A job's output beats are those between its
+configuration beat and the next job's.
+"""
+
+import itertools
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from golden.block_match import _check_matrix, check_columns, check_config, check_positions
+from golden.block_match import block_match as golden_block_match
+from rtl.params import FocusParams
+from rtl.sic.block_matcher import BlockMatcher, matcher_rounds
+
+__all__ = ["SIMULATORS", "Job", "JobResult", "block_match", "sic", "run_jobs", "fit_params",
+           "regression_jobs", "decode_beats"]
+
+SIMULATORS = ("amaranth", "icarus", "verilator")
+
+_BLOCK = "block_matcher"
+_job_numbers = itertools.count()
+
+
+@dataclass
+class Job:
+    """One block-matcher job: its tokens and settings, exactly as the RTL gets them (no checks:
+    bad settings and bad positions are allowed, to test the error path)."""
+    vectors: np.ndarray             # [S, V] integers within elem_bits, S >= 1
+    positions: np.ndarray           # [S] integers in [0, 2**position_bits)
+    frame_stride: int
+    row_stride: int
+    layer: int = 0
+    mean: bool = False
+
+
+@dataclass
+class JobResult:
+    """What the RTL did with one job."""
+    beats: list                     # output beats (dicts of match_output_layout), in order
+    error: bool
+    active: int
+    gated: int
+    uniques: int                    # the block's unique counter at the end of the job
+    cycles: int                     # first input transfer to last output transfer, inclusive
+    stats: dict = field(default_factory=dict)
+
+
+def _elem_bits_needed(a):
+    if not a.size:
+        return 0
+    low, high = int(a.min()), int(a.max())
+    return max((-low - 1).bit_length() + 1 if low < 0 else 1, high.bit_length() + 1)
+
+
+def fit_params(vectors, theta_bits=8, tile=1024, window=256):
+    """The :class:`FocusParams` used when none is given: ``dim`` = V, ``theta_bits``, ``tile``,
+    ``window``, one threshold layer, and ``elem_bits`` = 8 or wider (up to 16) when the data needs
+    it. Values FocusParams does not allow raise its ``ValueError``."""
+    elem_bits = max(8, _elem_bits_needed(np.asarray(vectors)))
+    return FocusParams(dim=vectors.shape[1], elem_bits=min(elem_bits, 16), theta_bits=theta_bits,
+                       tile=tile, window=window, layers=1)
+
+
+def _check_params(params, vec, theta_bits, tile, window):
+    if not isinstance(params, FocusParams):
+        raise TypeError(f"params must be a FocusParams, not {params!r}")
+    for name, want in (("dim", vec.shape[1]), ("theta_bits", theta_bits), ("tile", tile),
+                       ("window", window)):
+        if getattr(params, name) != want:
+            raise ValueError(f"params.{name} = {getattr(params, name)} does not match "
+                             f"{name} = {want}")
+    low, high = -(1 << (params.elem_bits - 1)), (1 << (params.elem_bits - 1)) - 1
+    if vec.size and (vec.min() < low or vec.max() > high):
+        raise ValueError(f"vectors has elements outside the signed {params.elem_bits}-bit range "
+                         f"[{low}, {high}] of params.elem_bits: min {vec.min()}, max {vec.max()}")
+
+
+def _check_simulator(simulator):
+    if simulator not in SIMULATORS:
+        raise ValueError(f"Unknown simulator {simulator!r}: it must be one of "
+                         f"{', '.join(SIMULATORS)}")
+
+
+def _check_job_inputs(vectors, positions, frame_stride, row_stride, theta_q, theta_bits, tile,
+                      window, representative, params, simulator):
+    """golden's checks (same messages), then the RTL's own limits.
+
+    Returns (orig, vec, pos, params)."""
+    check_config(frame_stride, row_stride, theta_q, theta_bits, tile, window, representative)
+    orig, vec = _check_matrix(vectors, "vectors")
+    pos = check_positions(positions, vec.shape[0])
+    _check_simulator(simulator)
+    if params is None:
+        params = fit_params(vec, theta_bits, tile, window)
+    else:
+        _check_params(params, vec, theta_bits, tile, window)
+    if pos.size and pos.max() >= 1 << params.position_bits:
+        raise ValueError(f"positions must be < 2**{params.position_bits} (the RTL's position "
+                         f"width): max {pos.max()}")
+    if frame_stride >= 1 << params.position_bits or row_stride >= 1 << params.position_bits:
+        raise ValueError(f"frame_stride and row_stride must be < 2**{params.position_bits}")
+    return orig, vec, pos, params
+
+
+def block_match(vectors, positions, *, frame_stride, row_stride, theta_q, theta_bits=8,
+                tile=1024, window=256, representative="first", params=None, simulator="amaranth",
+                stalls=0.0, stats=None, seed=0):
+    """:func:`golden.block_match`, computed by the RTL: the same result for the same arguments.
+
+    The job runs with ``theta_q`` written at layer 0 of the threshold table. An empty input (S = 0)
+    returns golden's empty result without running the RTL (a job is at least one token: the
+    stream's ``last`` flag ends it), with ``cycles`` 0.
+
+    Parameters
+    ----------
+    vectors, positions, frame_stride, row_stride, theta_q, theta_bits, tile, window,
+    representative
+        As for :func:`golden.block_match`; the same bad input raises the same ``ValueError``.
+        Positions, FS and HS must also fit in ``position_bits`` (32) bits.
+    params : FocusParams or None
+        None fits them to the data (:func:`fit_params`); given parameters must match ``dim``,
+        ``theta_bits``, ``tile`` and ``window`` and hold the elements in ``elem_bits``.
+    simulator : str
+        ``"amaranth"``, ``"icarus"`` or ``"verilator"``.
+    stalls : float
+        Probability of an input idle and of an output back-pressure cycle (seeded by ``seed``).
+    stats : dict or None
+        Filled with ``cycles``, ``active`` and ``gated`` (comparator-cycles) and ``uniques``.
+
+    Returns
+    -------
+    (map int64 [S], uniques [U, V] with the dtype of ``vectors``)
+    """
+    orig, vec, pos, params = _check_job_inputs(vectors, positions, frame_stride, row_stride,
+                                               theta_q, theta_bits, tile, window,
+                                               representative, params, simulator)
+    if vec.shape[0] == 0:
+        if stats is not None:
+            stats.update(cycles=0, active=0, gated=0, uniques=0)
+        return np.zeros(0, dtype=np.int64), orig[:0].copy()
+    job = Job(vec, pos, int(frame_stride), int(row_stride), 0, representative == "mean")
+    (result,) = run_jobs(params, [job], thetas=[int(theta_q)], simulator=simulator,
+                         stalls=stalls, seed=seed)
+    if result.error:
+        raise RuntimeError("the block matcher raised its error flag on a job the golden model "
+                           "accepts")
+    mp, uniques = decode_beats(result.beats, params.dim, job.mean)
+    if stats is not None:
+        stats.update(cycles=result.cycles, active=result.active, gated=result.gated,
+                     uniques=result.uniques)
+    return mp, uniques.astype(orig.dtype)
+
+
+def sic(tokens, positions, *, frame_stride, row_stride, theta_q, theta_bits=8, tile=1024,
+        window=256, representative="first", dim=32, params=None, simulator="amaranth",
+        stalls=0.0, stats=None, seed=0):
+    """:func:`golden.sic`, computed by the RTL: the D/V columns of the tokens are D/V consecutive
+    block-matcher jobs of one simulation.
+
+    ``stats`` gets ``cycles`` (first input transfer of the first column to the last output
+    transfer of the last), ``column_cycles`` (each job's), and the summed ``active``, ``gated``
+    and ``uniques``. Other arguments as for :func:`block_match`.
+
+    Returns
+    -------
+    (maps int64 [S, D/V], list of D/V unique arrays [U_j, V])
+    """
+    check_config(frame_stride, row_stride, theta_q, theta_bits, tile, window, representative)
+    orig, dim, columns = check_columns(tokens, dim)
+    checked = [_check_job_inputs(orig[:, j * dim:(j + 1) * dim], positions, frame_stride,
+                                 row_stride, theta_q, theta_bits, tile, window, representative,
+                                 params, simulator) for j in range(columns)]
+    if params is None:
+        # One netlist for every column: wide enough for all of them.
+        params = checked[0][3].replace(elem_bits=max(c[3].elem_bits for c in checked))
+    pos = checked[0][2]
+    count = orig.shape[0]
+    maps = np.zeros((count, columns), dtype=np.int64)
+    if count == 0:
+        if stats is not None:
+            stats.update(cycles=0, column_cycles=[0] * columns, active=0, gated=0, uniques=0)
+        return maps, [orig[:0, :dim].copy() for _ in range(columns)]
+    mean = representative == "mean"
+    jobs = [Job(c[1], pos, int(frame_stride), int(row_stride), 0, mean) for c in checked]
+    results = run_jobs(params, jobs, thetas=[int(theta_q)], simulator=simulator, stalls=stalls,
+                       seed=seed)
+    uniques = []
+    for j, result in enumerate(results):
+        if result.error:
+            raise RuntimeError(f"the block matcher raised its error flag on column {j}, which "
+                               f"the golden model accepts")
+        maps[:, j], u = decode_beats(result.beats, params.dim, mean)
+        uniques.append(u.astype(orig.dtype))
+    if stats is not None:
+        stats.update(cycles=_span(results),
+                     column_cycles=[r.cycles for r in results],
+                     active=sum(r.active for r in results), gated=sum(r.gated for r in results),
+                     uniques=sum(r.uniques for r in results))
+    return maps, uniques
+
+
+def _span(results):
+    first = results[0].stats["first_input"]
+    last = results[-1].stats["last_output"]
+    return last - first + 1
+
+
+def decode_beats(beats, dim, mean):
+    """(map int64 [S], uniques int64 [U, dim]) from one job's output beats.
+
+    Raises ``RuntimeError`` when the beats break the output format: unique indices out of order,
+    a ``first`` unique beat whose index is not its own map entry, or a ``mean`` unique beat marked
+    as a token.
+    """
+    mp, uniques = [], []
+    for n, beat in enumerate(beats):
+        if beat["token"]:
+            mp.append(beat["map"])
+        if beat["unique"]:
+            if beat["map"] != len(uniques):
+                raise RuntimeError(f"beat {n}: unique vector index {beat['map']}, expected "
+                                   f"{len(uniques)} (indices must come in order)")
+            if mean == bool(beat["token"]):
+                raise RuntimeError(f"beat {n}: a unique vector {'with' if mean else 'without'} a "
+                                   f"map entry is not allowed with representative "
+                                   f"{'mean' if mean else 'first'}")
+            uniques.append(beat["vector"])
+    return (np.array(mp, dtype=np.int64),
+            np.array(uniques, dtype=np.int64).reshape(len(uniques), dim))
+
+
+# ---- the job runner -----------------------------------------------------------------------------
+
+def _payloads(jobs):
+    cfgs = [{"frame_stride": j.frame_stride, "row_stride": j.row_stride, "layer": j.layer,
+             "mean": int(bool(j.mean))} for j in jobs]
+    tokens = []
+    for job in jobs:
+        vec = np.asarray(job.vectors, dtype=np.int64)
+        pos = np.asarray(job.positions, dtype=np.int64)
+        count = len(pos)
+        if count < 1 or vec.shape[0] != count:
+            raise ValueError("every job needs at least one token and one position per vector")
+        tokens += [{"vector": v, "position": int(q), "last": int(i == count - 1)}
+                   for i, (v, q) in enumerate(zip(vec.tolist(), pos.tolist(), strict=True))]
+    return cfgs, tokens
+
+
+def _stall_sources(stalls, seed):
+    """{port: Stalls} from a probability or a {port: probability or Stalls} mapping."""
+    from .streams import stall_sources
+
+    return stall_sources(stalls, ("cfg_stream", "i_stream", "o_stream"), seed)
+
+
+def _cycle_budget(params, jobs, stalls):
+    tokens = sum(len(j.positions) for j in jobs)
+    per = matcher_rounds(params) + params.elem_bits + 4      # a mean drain may follow each token
+    sources = _stall_sources(stalls, 0).values()
+    p = max(s.p for s in sources)
+    forced = sum(n for s in sources for _, n in s.windows)
+    return 2000 + forced + int((tokens * per + 40 * len(jobs)) * 4 / (1.0 - p) ** 2)
+
+
+def _split(jobs, raw):
+    """Per-job results from a run's raw record (transfer cycles, beats, snapshots)."""
+    cfg_cycles, in_cycles = raw["cfg_cycles"], raw["in_cycles"]
+    beats, out_cycles, snaps = raw["beats"], raw["out_cycles"], raw["snapshots"]
+    if len(cfg_cycles) != len(jobs):
+        raise RuntimeError(f"{len(cfg_cycles)} of {len(jobs)} configuration beats were taken")
+    results = []
+    start = 0
+    for j, job in enumerate(jobs):
+        begin = cfg_cycles[j]
+        end = cfg_cycles[j + 1] if j + 1 < len(jobs) else None
+        picked = [n for n, c in enumerate(out_cycles) if c >= begin and (end is None or c < end)]
+        first_in = in_cycles[start] if start < len(in_cycles) else None
+        start += len(job.positions)
+        last_out = out_cycles[picked[-1]] if picked else None
+        cycles = last_out - first_in + 1 if picked and first_in is not None else 0
+        snap = snaps[j + 1]
+        results.append(JobResult(
+            beats=[beats[n] for n in picked], error=bool(snap["error"]),
+            active=int(snap["active"]), gated=int(snap["gated"]), uniques=int(snap["uniques"]),
+            cycles=cycles, stats={"first_input": first_in, "last_output": last_out}))
+    return results
+
+
+def run_jobs(params, jobs, *, thetas=(), simulator="amaranth", stalls=0.0, seed=0, vcd=None,
+             gate=True, max_cycles=None):
+    """Run ``jobs`` (a list of :class:`Job`) through one simulation of the block matcher.
+
+    Parameters
+    ----------
+    params : FocusParams
+    jobs : list of Job
+        Not checked: bad settings or positions exercise the error path.
+    thetas : sequence of int
+        Threshold table entries written before the first job (entry i is layer i).
+    simulator : str
+        ``"amaranth"``, ``"icarus"`` or ``"verilator"``.
+    stalls : float or dict
+        Probability of an idle / back-pressure cycle on every stream port (seeded by ``seed``);
+        Amaranth also takes ``{port: probability or sim.streams.Stalls}`` (for forced stall
+        windows, such as a long consumer stall).
+    vcd : path or None
+        Amaranth only: write a VCD of the whole run there.
+    gate : bool
+        Amaranth only: False builds the comparators without clock gating (the baseline for the
+        register toggle comparison).
+    max_cycles : int or None
+        A hang is a failure: the run raises ``AssertionError`` after this many cycles
+        (default: a generous bound from the job sizes and ``stalls``).
+
+    Returns
+    -------
+    list of :class:`JobResult`, one per job.
+    """
+    _check_simulator(simulator)
+    if simulator != "amaranth" and isinstance(stalls, Mapping):
+        raise ValueError("per-port stalls are supported by the Amaranth simulator only")
+    if max_cycles is None:
+        max_cycles = _cycle_budget(params, jobs, stalls)
+    cfgs, tokens = _payloads(jobs)
+    thetas = [int(t) for t in thetas]
+    if simulator == "amaranth":
+        raw = _run_amaranth(params, thetas, cfgs, tokens, stalls, seed, max_cycles, vcd, gate)
+    else:
+        raw = _run_cocotb(params, thetas, jobs, simulator, stalls, seed, max_cycles)
+    return _split(jobs, raw)
+
+
+def _run_amaranth(params, thetas, cfgs, tokens, stalls, seed, max_cycles, vcd, gate):
+    from amaranth.sim import Simulator
+
+    from .streams import CLOCK_PERIOD, stream_monitor, stream_put, unpack
+
+    dut = BlockMatcher(params, icg_cell=None, gate=gate)
+    sim = Simulator(dut)
+    sim.add_clock(CLOCK_PERIOD)
+    ports = ("cfg_stream", "i_stream", "o_stream")
+    transfers = {port: [] for port in ports}
+    for port in ports:
+        sim.add_testbench(stream_monitor(getattr(dut, port), port, transfers[port]),
+                          background=True)
+    beats, out_cycles, snapshots = [], [], []
+    pending = {"host", "feeder"}
+    sources = _stall_sources(stalls, seed)
+
+    def snapshot(ctx):
+        return {name: ctx.get(getattr(dut, name)) for name in ("active", "gated", "uniques",
+                                                                "error")}
+
+    async def host(ctx):
+        for layer, value in enumerate(thetas):
+            ctx.set(dut.theta_we, 1)
+            ctx.set(dut.theta_addr, layer)
+            ctx.set(dut.theta_data, value)
+            await ctx.tick()
+        ctx.set(dut.theta_we, 0)
+        await stream_put(ctx, dut.cfg_stream, cfgs, sources["cfg_stream"])
+        pending.discard("host")
+
+    async def feeder(ctx):
+        await stream_put(ctx, dut.i_stream, tokens, sources["i_stream"])
+        pending.discard("feeder")
+
+    async def sink(ctx):
+        source = sources["o_stream"]
+        cycle = 0
+        while True:
+            ctx.set(dut.o_stream.ready, not source())
+            _, _, valid, ready, payload = await ctx.tick().sample(
+                dut.o_stream.valid, dut.o_stream.ready, dut.o_stream.payload)
+            if valid and ready:
+                beats.append(unpack(payload))
+                out_cycles.append(cycle)
+            cycle += 1
+
+    async def observer(ctx):
+        while True:
+            values = snapshot(ctx)
+            _, _, valid, ready = await ctx.tick().sample(dut.cfg_stream.valid,
+                                                         dut.cfg_stream.ready)
+            if valid and ready:
+                snapshots.append(values)
+
+    async def finish(ctx):
+        idle = 0
+        while pending or idle < 2:
+            await ctx.tick()
+            idle = idle + 1 if not pending and not ctx.get(dut.busy) else 0
+        snapshots.append(snapshot(ctx))
+
+    async def watchdog(ctx):
+        for _ in range(max_cycles):
+            await ctx.tick()
+        raise AssertionError(
+            f"BlockMatcher timed out after {max_cycles} cycles: {len(transfers['cfg_stream'])}/"
+            f"{len(cfgs)} configuration beats, {len(transfers['i_stream'])}/{len(tokens)} tokens "
+            f"taken, {len(beats)} beats out")
+
+    sim.add_testbench(host)
+    sim.add_testbench(feeder)
+    sim.add_testbench(sink, background=True)
+    sim.add_testbench(observer, background=True)
+    sim.add_testbench(finish)
+    sim.add_testbench(watchdog, background=True)
+    if vcd is not None:
+        with sim.write_vcd(str(vcd)):
+            sim.run()
+    else:
+        sim.run()
+    # Snapshots: one at each configuration transfer (the values before that edge: the previous
+    # job's), and one at the end; job j's counters are snapshots[j + 1].
+    return {"cfg_cycles": transfers["cfg_stream"], "in_cycles": transfers["i_stream"],
+            "out_cycles": out_cycles, "beats": beats, "snapshots": snapshots}
+
+
+def _run_cocotb(params, thetas, jobs, simulator, stalls, seed, max_cycles):
+    from .runner import case_dir, run_cocotb
+
+    directory = case_dir(_BLOCK, params, simulator, "jobs")
+    directory.mkdir(parents=True, exist_ok=True)
+    stem = directory / f"job-{os.getpid()}-{next(_job_numbers)}"
+    job_in, job_out = stem.with_suffix(".in.npz"), stem.with_suffix(".out.npz")
+    save_jobs(job_in, jobs, thetas, stalls, seed, max_cycles)
+    job_out.unlink(missing_ok=True)
+    run_cocotb(_BLOCK, params, test_module="sim.tb.block_matcher", simulator=simulator,
+               case="jobs", testcase="job",
+               extra_env={"FOCUS_JOB": str(job_in), "FOCUS_JOB_OUT": str(job_out)})
+    raw = load_raw(job_out)
+    job_in.unlink()
+    job_out.unlink()
+    return raw
+
+
+def save_jobs(path, jobs, thetas, stalls, seed, max_cycles):
+    """Write jobs for the cocotb testbench (``sim.tb.block_matcher``'s ``job`` test)."""
+    np.savez(path,
+             vectors=np.concatenate([np.asarray(j.vectors, np.int64) for j in jobs]),
+             positions=np.concatenate([np.asarray(j.positions, np.int64) for j in jobs]),
+             counts=np.array([len(j.positions) for j in jobs], np.int64),
+             cfg=np.array([[j.frame_stride, j.row_stride, j.layer, int(bool(j.mean))]
+                           for j in jobs], np.int64),
+             thetas=np.array(thetas, np.int64), stalls=float(stalls), seed=int(seed),
+             max_cycles=int(max_cycles))
+
+
+def load_jobs(path):
+    """(jobs, thetas, stalls, seed, max_cycles) from :func:`save_jobs`' file."""
+    with np.load(path) as f:
+        bounds = np.concatenate([[0], np.cumsum(f["counts"])])
+        jobs = [Job(f["vectors"][a:b], f["positions"][a:b], int(c[0]), int(c[1]), int(c[2]),
+                    bool(c[3])) for a, b, c in zip(bounds[:-1], bounds[1:], f["cfg"], strict=True)]
+        return (jobs, [int(t) for t in f["thetas"]], float(f["stalls"]), int(f["seed"]),
+                int(f["max_cycles"]))
+
+
+def save_raw(path, raw, dim):
+    beats = raw["beats"]
+    np.savez(path,
+             cfg_cycles=np.array(raw["cfg_cycles"], np.int64),
+             in_cycles=np.array(raw["in_cycles"], np.int64),
+             out_cycles=np.array(raw["out_cycles"], np.int64),
+             map=np.array([b["map"] for b in beats], np.int64),
+             vector=np.array([b["vector"] for b in beats], np.int64).reshape(len(beats), dim),
+             flags=np.array([[b["token"], b["unique"], b["last"]] for b in beats],
+                            np.int64).reshape(len(beats), 3),
+             snapshots=np.array([[s["active"], s["gated"], s["uniques"], s["error"]]
+                                 for s in raw["snapshots"]], np.int64))
+
+
+def load_raw(path):
+    with np.load(path) as f:
+        beats = [{"map": int(mp), "vector": vec.tolist(), "token": int(fl[0]),
+                  "unique": int(fl[1]), "last": int(fl[2])}
+                 for mp, vec, fl in zip(f["map"], f["vector"], f["flags"], strict=True)]
+        snaps = [dict(zip(("active", "gated", "uniques", "error"), (int(v) for v in s),
+                          strict=True))
+                 for s in f["snapshots"]]
+        return {"cfg_cycles": f["cfg_cycles"].tolist(), "in_cycles": f["in_cycles"].tolist(),
+                "out_cycles": f["out_cycles"].tolist(), "beats": beats, "snapshots": snaps}
+
+
+# ---- test jobs ----------------------------------------------------------------------------------
+
+def golden_job(params, job, thetas):
+    """golden.block_match of a (good) job, with its layer's threshold."""
+    return golden_block_match(job.vectors, job.positions, frame_stride=job.frame_stride,
+                              row_stride=job.row_stride, theta_q=thetas[job.layer],
+                              theta_bits=params.theta_bits, tile=params.tile,
+                              window=params.window,
+                              representative="mean" if job.mean else "first")
+
+
+def regression_jobs(params, count, seed=0, tokens=(20, 90)):
+    """``count`` mixed good jobs and a threshold table for ``params`` (deterministic in ``seed``).
+
+    Each job has a random geometry (FS and HS from 0 up to FS + HS + 1 = window - 1, small
+    and large, grids whose rows and frames do not align with the tiles), pruned positions (random
+    gaps), and vectors drawn from a few prototypes with noise, so that most tokens have several
+    similar candidates; some are exact copies of a neighbour (exact ties between candidates),
+    some are all zero, and some are random. Thresholds: 0, 2**F - 1 and typical values; both
+    representatives. Returns (jobs, thetas).
+    """
+    rng = np.random.default_rng(seed)
+    v, f = params.dim, params.theta_bits
+    high = (1 << (params.elem_bits - 1)) - 1
+    full = (1 << f) - 1
+    thetas = [0, full] + [min(full, round(c * (1 << f))) for c in (0.5, 0.8, 0.9, 0.95)]
+    thetas = (thetas * params.layers)[:params.layers]
+    jobs = []
+    for n in range(count):
+        limit = params.window - 2                       # FS + HS <= window - 2
+        shape = n % 4
+        if shape == 0:                                  # the largest look-back
+            fs = int(rng.integers(limit // 2, limit + 1))
+            hs = limit - fs
+        elif shape == 1:                                # small strides
+            hs = int(rng.integers(0, 4))
+            fs = int(rng.integers(0, min(limit - hs, 8) + 1))
+        else:                                           # a grid: FS = rows * HS
+            hs = int(rng.integers(2, max(3, limit // 3)))
+            fs = min(limit - hs, hs * int(rng.integers(1, 4)))
+        size = int(rng.integers(tokens[0], tokens[1] + 1))
+        keep = rng.choice([1.0, 0.9, 0.6])
+        gaps = np.where(rng.random(size) < keep, 1, rng.integers(2, 6, size))
+        positions = int(rng.integers(0, 50)) + np.cumsum(gaps) - 1
+        protos = rng.integers(-high, high + 1, (int(rng.integers(1, 4)), v))
+        noise = rng.choice([0, 1, 2, max(1, high // 8)])
+        vectors = protos[rng.integers(0, len(protos), size)] + rng.integers(-noise, noise + 1,
+                                                                            (size, v))
+        kind = rng.random(size)
+        vectors[kind < 0.08] = 0                                    # zero vectors
+        rand = (kind >= 0.08) & (kind < 0.18)
+        vectors[rand] = rng.integers(-high, high + 1, (int(rand.sum()), v))
+        copies = np.flatnonzero((kind >= 0.18) & (kind < 0.35))    # exact copies: ties
+        for i in copies:
+            if i:
+                vectors[i] = vectors[i - int(rng.integers(1, min(i, 3) + 1))]
+        vectors = np.clip(vectors, -high - 1, high)
+        jobs.append(Job(vectors, positions.astype(np.int64), fs, hs,
+                        layer=int(rng.integers(0, params.layers)), mean=bool(n % 2)))
+    return jobs, thetas
