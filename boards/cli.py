@@ -116,8 +116,8 @@ def build_inputs(board, design="focus", freq_mhz=None, overrides=()):
     versions and a digest of every Python source of ``rtl/`` and ``boards/``."""
     digest = hashlib.sha256()
     for folder in ("rtl", "boards"):
-        for path in sorted((toolchain.REPO_ROOT / folder).rglob("*.py")):
-            digest.update(str(path.relative_to(toolchain.REPO_ROOT)).encode() + b"\0")
+        for path in sorted((toolchain.SOURCE_ROOT / folder).rglob("*.py")):
+            digest.update(str(path.relative_to(toolchain.SOURCE_ROOT)).encode() + b"\0")
             digest.update(path.read_bytes() + b"\0")
     return {
         "board": board,

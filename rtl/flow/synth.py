@@ -620,7 +620,7 @@ def _fpga(target, block, params, workdir, dsp, freq, timeout):
 def _relative(path):
     """``path`` relative to the checkout when inside it (reports hold no absolute paths)."""
     try:
-        return str(Path(path).resolve().relative_to(toolchain.REPO_ROOT))
+        return str(Path(path).resolve().relative_to(toolchain.REPO_ROOT or Path.cwd()))
     except ValueError:
         return str(path)
 

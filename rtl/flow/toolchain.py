@@ -23,21 +23,26 @@ import sys
 from pathlib import Path
 
 __all__ = ["TOOL_ENV", "apply", "display_path", "verilator_root", "have_icarus", "have_verilator",
-           "simulators", "REPO_ROOT", "BUILD_ROOT", "LIBERTY_ENV", "LIBERTY_FETCHED",
+           "simulators", "SOURCE_ROOT", "REPO_ROOT", "BUILD_ROOT", "LIBERTY_ENV", "LIBERTY_FETCHED",
            "LIBERTY_SYSTEM", "LIBERTY_FETCH_COMMAND", "liberty_path"]
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+#: The folder that holds the packages (``rtl/``, ``sim/``, ...): the checkout or ``site-packages``.
+SOURCE_ROOT = Path(__file__).resolve().parents[2]
+#: The checkout (the folder holding ``pyproject.toml``), or None for an installed package.
+REPO_ROOT = SOURCE_ROOT if (SOURCE_ROOT / "pyproject.toml").is_file() else None
 
 
 def _default_build_root():
-    """``build/`` in the checkout; for a checkout under ``/tmp``, a folder in the user cache.
+    """Where build output goes: ``build/`` in the checkout, or in the current directory for an
+    installed package (never inside ``site-packages``); under ``/tmp``, a folder in the user cache.
 
     The YoWASP tools run in a sandbox with a private ``/tmp``, so their work must live elsewhere.
     """
-    build = REPO_ROOT / "build"
+    base = REPO_ROOT if REPO_ROOT is not None else Path.cwd().resolve()
+    build = base / "build"
     if not str(build).startswith("/tmp/"):
         return build
-    digest = hashlib.sha1(str(REPO_ROOT).encode()).hexdigest()[:12]
+    digest = hashlib.sha1(str(base).encode()).hexdigest()[:12]
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return cache / "focus-rtl" / f"build-{digest}"
 
@@ -49,7 +54,7 @@ LIBERTY_ENV = "FOCUS_LIBERTY"
 _OSU018_LIB = Path("usr/share/qflow/tech/osu018/osu018_stdcells.lib")
 #: Where ``make liberty`` unpacks Debian's qflow-tech-osu018 (``apt-get download`` + ``dpkg -x``,
 #: no root): ``build/liberty/usr/share/qflow/tech/osu018/osu018_stdcells.lib``.
-LIBERTY_FETCHED = REPO_ROOT / "build" / "liberty" / _OSU018_LIB
+LIBERTY_FETCHED = (REPO_ROOT / "build" if REPO_ROOT else BUILD_ROOT) / "liberty" / _OSU018_LIB
 #: Where ``apt-get install qflow-tech-osu018`` puts it.
 LIBERTY_SYSTEM = Path("/") / _OSU018_LIB
 #: What to run when the liberty file is missing.
