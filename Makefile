@@ -9,14 +9,14 @@ PRESET ?= default
 BOARD  ?= icebreaker
 JOBS   ?= auto
 
-.PHONY: all venv verilog test test-boards synth bench warm liberty clean distclean board flash
+.PHONY: all venv verilog test lint test-boards synth bench warm liberty clean distclean board flash
 
 all: verilog
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]"
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -27,8 +27,12 @@ verilog: $(STAMP)
 
 # The whole regression: golden model, Amaranth simulations, cocotb on Icarus and Verilator,
 # emit and synth. Use ARGS to pass pytest options, e.g. make test ARGS="-k similar".
-test: $(STAMP)
+test: $(STAMP) lint
 	$(BIN)/python -m pytest -n $(JOBS) $(ARGS)
+
+# ruff over the tree (the rules are in pyproject.toml); make test runs it first.
+lint: $(STAMP)
+	$(BIN)/ruff check .
 
 # The Focus unit's whole-board bitstreams (ULX3S and iCEBreaker): minutes each, so outside make test.
 test-boards: $(STAMP)

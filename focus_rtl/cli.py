@@ -17,6 +17,8 @@ from rtl.flow.cli_args import BadArgs, add_param_arguments, params_from, split_l
 from rtl.flow.synth import ToolError
 from rtl.flow.toolchain import display_path
 
+from . import __version__
+
 __all__ = ["main"]
 
 _EMIT_EPILOG = """\
@@ -134,6 +136,7 @@ def _common(parser, what):
 def _parser():
     parser = _Parser(prog="focus-rtl",
                      description="Verilog and synthesis reports of the Focus unit's blocks.")
+    parser.add_argument("--version", action="version", version=f"focus-rtl {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     emit = sub.add_parser("emit", help="write the Verilog of each block and params.json",
@@ -256,7 +259,7 @@ def _synth(args):
     meta = {"preset": args.preset, "overrides": list(args.set or [])}
     options = dict(jobs=args.jobs, work_root=args.work_dir, dsp=args.dsp, freq=freq,
                    timeout=args.timeout, meta=meta, relative_to=args.relative_to,
-                   progress=lambda line: print(line, flush=True))
+                   progress=lambda line: print(line, file=sys.stderr, flush=True))
     base = toolchain.BUILD_ROOT / "synth" / args.preset
     if sweep:
         field, values = sweep

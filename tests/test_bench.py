@@ -52,8 +52,9 @@ def test_quick_tiny(home):
     proc = focus_rtl("bench", "--quick", *TINY, "-o", "out", "--only", "sec,offsets",
                      "--only", "sic,focus", cwd=home)
     assert proc.returncode == 0, proc.stderr
-    progress = re.findall(r"^\[(\d+)/(\d+)\] (.+?) \.\.\. (\d+\.\d) s$", proc.stdout, re.M)
-    assert progress, proc.stdout
+    progress = re.findall(r"^\[(\d+)/(\d+)\] (.+?) \.\.\. (\d+\.\d) s$", proc.stderr, re.M)
+    assert progress, proc.stderr
+    assert not re.search(r"^\[\d+/\d+\]", proc.stdout, re.M), "progress belongs on stderr"
     total = int(progress[0][1])
     assert [int(n) for n, *_ in progress] == list(range(1, total + 1))
     out = home / "out"

@@ -28,6 +28,7 @@ Masks:
 
 import argparse
 import math
+import sys
 import time
 from pathlib import Path
 
@@ -405,7 +406,7 @@ def main(argv=None):
     start = time.time()
 
     def log(text):
-        print(f"[{time.time() - start:6.1f} s] {text}", flush=True)
+        print(f"[{time.time() - start:6.1f} s] {text}", file=sys.stderr, flush=True)
 
     grid = 8 if args.quick else 16
     M = 4 * grid * grid

@@ -51,7 +51,8 @@ _start = time.monotonic()
 
 
 def progress(message):
-    print(f"[bench_sic {time.monotonic() - _start:7.1f} s] {message}", flush=True)
+    print(f"[bench_sic {time.monotonic() - _start:7.1f} s] {message}", file=sys.stderr,
+          flush=True)
 
 
 def table(header, rows):

@@ -309,16 +309,16 @@ def run(args):
     for name, (_, jobs) in plans.items():
         for label, job in jobs:
             number += 1
-            print(f"[{number}/{total}] {label} ...", end="", flush=True)
+            print(f"[{number}/{total}] {label} ...", end="", file=sys.stderr, flush=True)
             began = time.monotonic()
             try:
                 records[name].append(job())
             except Exception as exc:  # reported, and the other jobs still run
                 first = (str(exc).splitlines() or [""])[0]
                 failed.append(f"{label}: {type(exc).__name__}: {first}")
-                print(f" FAILED ({failed[-1]})", flush=True)
+                print(f" FAILED ({failed[-1]})", file=sys.stderr, flush=True)
                 continue
-            print(f" {time.monotonic() - began:.1f} s", flush=True)
+            print(f" {time.monotonic() - began:.1f} s", file=sys.stderr, flush=True)
     rows, written = [], []
     for name, (module, _) in plans.items():
         for kind, data in records[name]:
