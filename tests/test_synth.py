@@ -15,7 +15,7 @@ import pytest
 from amaranth.hdl import Value
 
 from focus_rtl import cli
-from rtl.flow import synth, toolchain
+from rtl.flow import fpga, synth, toolchain, tools
 from rtl.flow.synth import (
     harness_verilog,
     plot_sweep,
@@ -140,7 +140,7 @@ def test_dsp_auto_falls_back_to_luts(work, monkeypatch):
         return {"status": "ok", "error": None, "seconds": {"yosys": 2.0, "nextpnr": 3.0},
                 "block": {"dsp": 0}}
 
-    monkeypatch.setattr(synth, "_fpga_attempt", attempt)
+    monkeypatch.setattr(fpga, "_fpga_attempt", attempt)
     result = synth.synth_block(BLOCK, "ice40", TINY, work_root=work)
     assert calls == [("dsp", True), ("nodsp", False)]
     assert result["status"] == "ok"
@@ -208,8 +208,8 @@ def test_report_and_sweep(work):
 def test_yosys_failures_are_classified(work, monkeypatch, script, status, error):
     """An ERROR line is a real synthesis failure; a silent death of the WebAssembly Yosys (as on
     designs too large for its memory) is reported as a crash."""
-    monkeypatch.setattr(synth, "_tool", lambda name: ["sh", "-c", script])
-    assert synth._yosys(work, ["help"], None)[:2] == (status, error)
+    monkeypatch.setattr(tools, "tool_command", lambda name: ["sh", "-c", script])
+    assert tools.yosys(work, ["help"], None)[:2] == (status, error)
     assert synth.HARD_FAILURES == ("synth_failed",)
 
 

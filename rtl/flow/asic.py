@@ -1,0 +1,179 @@
+"""The cell-level flows of ``focus-rtl synth``: ``generic`` (Yosys cells and a transistor estimate)
+and ``osu018``/``osu018-logic`` (the OSU 0.18 um standard cells, um^2, memories listed)."""
+
+import json
+import re
+import shutil
+
+from . import toolchain
+from .emit import emit_block
+from .tools import count_cells, relative_path, yosys
+
+# ABC's default gate-mapping script less its SAT sweeping (``&fraig -x; scorr``): on the wide
+# multipliers that sweeping takes minutes in the WebAssembly ABC (436 s against 2 s for the board
+# comparator) and changes the transistor estimate by about 1 %.
+_ABC_SCRIPT = "+strash;dc2;dretime;strash;&get,-n;&dch,-f;&nf;&put"
+
+
+def generic_flow(block, params, workdir, timeout):
+    name = f"{block}.v"
+    (workdir / name).write_text(emit_block(block, params))
+    script = [
+        f"read_verilog {name}",
+        f"synth -top {block} -flatten -noabc",
+        # Plain flip-flops and latches only, so that enables and resets are costed as gates.
+        "dfflegalize -cell $_DFF_P_ 01 -cell $_DLATCH_N_ 01 -cell $_DLATCH_P_ 01",
+        f"abc -g cmos2 -script {_ABC_SCRIPT}",
+        "opt_clean",
+        "delete t:$scopeinfo",
+        "tee -q -o stat.json stat -json -tech cmos",
+    ]
+    status, error, seconds = yosys(workdir, script, timeout)
+    result = {"status": status, "error": error, "seconds": {"yosys": seconds}}
+    if status != "ok":
+        return result
+    stat = json.loads((workdir / "stat.json").read_text())
+    design = stat["design"]
+    cells = dict(sorted(design["num_cells_by_type"].items()))
+    estimate = str(design.get("estimated_num_transistors", "0"))
+    known = {"$_NOT_", "$_NAND_", "$_NOR_", "$_AND_", "$_OR_", "$_ANDNOT_", "$_ORNOT_", "$_XOR_",
+             "$_XNOR_", "$_AOI3_", "$_OAI3_", "$_AOI4_", "$_OAI4_", "$_MUX_", "$_NMUX_",
+             "$_DFF_P_", "$_DFF_N_", "$_BUF_"}
+    result.update({
+        "cells": sum(cells.values()),
+        "ff": count_cells(cells, r"\$_DFF\w*"),
+        "latch": count_cells(cells, r"\$_DLATCH\w*"),
+        "transistors": int(estimate.rstrip("+")),
+        "transistors_lower_bound": estimate.endswith("+"),
+        "uncosted_cells": {c: n for c, n in cells.items() if c not in known},
+        "cells_by_type": cells,
+    })
+    return result
+
+
+def liberty_info():
+    """``{"path", "found", "library"}`` of the liberty file :func:`rtl.flow.toolchain.liberty_path`
+    gives (``library`` is the name in its ``library(...)`` line)."""
+    path = toolchain.liberty_path()
+    found = path is not None and path.is_file()
+    library = None
+    if found:
+        with open(path, errors="replace") as f:
+            match = re.search(r"^\s*library\s*\(\s*([^)\s]+)\s*\)", f.read(20000), re.MULTILINE)
+        library = match.group(1) if match else None
+    return {"path": None if path is None else relative_path(path), "found": found,
+            "library": library}
+
+
+def _no_liberty_message(path):
+    where = (f"${toolchain.LIBERTY_ENV} is {path}, which does not exist" if path is not None else
+             f"no liberty file at {relative_path(toolchain.LIBERTY_FETCHED)} or "
+             f"{toolchain.LIBERTY_SYSTEM}")
+    return (f"OSU 0.18 um liberty not found ({where}): run `{toolchain.LIBERTY_FETCH_COMMAND}` "
+            f"(Debian: apt-get download qflow-tech-osu018, no root) or set "
+            f"{toolchain.LIBERTY_ENV}=/path/to/osu018_stdcells.lib")
+
+
+def _memories(path):
+    """The ``$mem_v2`` cells of a ``write_json -selected`` netlist: one dict per memory, by
+    name."""
+    def number(value):
+        return int(value, 2) if isinstance(value, str) else int(value)
+
+    memories = []
+    for module in json.loads(path.read_text())["modules"].values():
+        for cell_name, cell in module["cells"].items():
+            if cell["type"] != "$mem_v2":
+                continue
+            par, con = cell["parameters"], cell["connections"]
+            width, depth = number(par["WIDTH"]), number(par["SIZE"])
+            # A port is connected when some bit of it is a net, not a constant.
+            ports = ("RD_ADDR", "RD_DATA", "WR_ADDR", "WR_DATA", "WR_EN")
+            memories.append({
+                "name": str(par.get("MEMID", cell_name)).lstrip("\\"),
+                "width": width,
+                "depth": depth,
+                "read_ports": number(par["RD_PORTS"]),
+                "sync_read_ports": str(par.get("RD_CLK_ENABLE", "")).count("1"),
+                "write_ports": number(par["WR_PORTS"]),
+                "bits": width * depth,
+                "unconnected_ports": [port for port in ports if con.get(port) and all(
+                    isinstance(bit, str) for bit in con[port])],
+            })
+    return sorted(memories, key=lambda m: m["name"])
+
+
+def osu018_flow(block, params, workdir, timeout, logic=False):
+    """The ``osu018`` flow, or with ``logic`` the ``osu018-logic`` one (memories left as
+    macros)."""
+    path = toolchain.liberty_path()
+    if path is None or not path.is_file():
+        return {"status": "no_liberty", "error": _no_liberty_message(path),
+                "seconds": {"yosys": 0.0}}
+    # The YoWASP Yosys cannot see /tmp: the flow reads a copy in its work directory.
+    shutil.copyfile(path, workdir / "cells.lib")
+    name = f"{block}.v"
+    (workdir / name).write_text(emit_block(block, params))
+    if logic:
+        for stale in ("memories_coarse.json", "memories.json"):
+            (workdir / stale).unlink(missing_ok=True)
+        synth = [
+            # Up to and including the coarse stage, which ends with `memory -nomap`.
+            f"synth -top {block} -flatten -noabc -run begin:fine",
+            # ROMs (no write port: constant tables, and case statements that proc_rom turned
+            # into tables) are logic, not SRAM: map them as synth would.
+            "memory_map -rom-only",
+            "select t:$mem_v2",
+            "write_json -selected memories_coarse.json",
+            "select -clear",
+            # synth's fine stage (`help synth`, -noabc) less memory_map, and its check stage.
+            "opt -fast -full",
+            "opt -full",
+            "techmap",
+            "opt -fast",
+            "hierarchy -check",
+            "check",
+        ]
+    else:
+        synth = [f"synth -top {block} -flatten -noabc"]
+    script = [
+        f"read_verilog {name}",
+        *synth,
+        "dfflibmap -liberty cells.lib",
+        f"abc -liberty cells.lib -script {_ABC_SCRIPT}",
+        "opt_clean",
+        "delete t:$scopeinfo",
+        *(["select t:$mem_v2", "write_json -selected memories.json", "select -clear"]
+          if logic else []),
+        "tee -q -o stat.json stat -json -liberty cells.lib",
+    ]
+    status, error, seconds = yosys(workdir, script, timeout)
+    result = {"status": status, "error": error, "seconds": {"yosys": seconds},
+              "liberty": liberty_info()}
+    if status != "ok":
+        return result
+    design = json.loads((workdir / "stat.json").read_text())["design"]
+    # stat -liberty leaves the memory cells out of the area ("area ... is unknown").
+    cells = dict(sorted((c, n) for c, n in design["num_cells_by_type"].items()
+                        if c != "$mem_v2"))
+    latch = count_cells(cells, "LATCH", r"\$_DLATCH\w*")
+    result.update({
+        "cells": sum(cells.values()),
+        "ff": count_cells(cells, r"DFF\w*"),
+        "latch": latch,
+        "area_um2": round(float(design["area"]), 1),
+        "sequential_area_um2": round(float(design.get("sequential_area", 0.0)), 1),
+        "area_lower_bound": latch > 0,
+        "unmapped_cells": {c: n for c, n in cells.items() if c.startswith("$")},
+        "cells_by_type": cells,
+    })
+    if logic:
+        memories = _memories(workdir / "memories.json")
+        final = {m["name"] for m in memories}
+        result.update({
+            "memories": memories,
+            "memory_bits": sum(m["bits"] for m in memories),
+            "memories_dropped": sorted(m["name"] for m in _memories(
+                workdir / "memories_coarse.json") if m["name"] not in final),
+        })
+    return result

@@ -1,0 +1,102 @@
+"""The FPGA flows of ``focus-rtl synth`` (``ice40``, ``ecp5``): the block in its timing harness,
+``synth_ice40``/``synth_ecp5``, nextpnr, and the LUT/FF/BRAM/DSP counts and Fmax."""
+
+import json
+
+from .harness import HARNESS_NAME, harness_verilog
+from .tools import count_cells, log_utilization, nextpnr, yosys
+
+# ---- the flows ----------------------------------------------------------------------------------
+
+def _fpga_counts(target, cells):
+    """LUT/FF/carry/BRAM/DSP counts from Yosys cell counts of one module."""
+    if target == "ice40":
+        return {
+            "lut": count_cells(cells, "SB_LUT4"),
+            "ff": count_cells(cells, r"SB_DFF\w*"),
+            "carry": count_cells(cells, "SB_CARRY"),
+            "bram": count_cells(cells, "SB_RAM40_4K"),
+            "spram": count_cells(cells, "SB_SPRAM256KA"),
+            "dsp": count_cells(cells, "SB_MAC16"),
+        }
+    # A CCU2C is two LUT4s with their carry chain: count them as LUTs, as the slice does.
+    return {
+        "lut": count_cells(cells, "LUT4") + 2 * count_cells(cells, "CCU2C"),
+        "ff": count_cells(cells, "TRELLIS_FF", r"FD1\w+"),
+        "carry": count_cells(cells, "CCU2C"),
+        "bram": count_cells(cells, "DP16KD", "PDPW16KD"),
+        "lutram": count_cells(cells, "TRELLIS_DPR16X4"),
+        "dsp": count_cells(cells, "MULT18X18D", "ALU54B"),
+    }
+
+# Device resources always listed in a report, used or not.
+_MAIN_RESOURCES = ("ICESTORM_LC", "ICESTORM_RAM", "ICESTORM_DSP", "TRELLIS_COMB", "TRELLIS_FF",
+                   "DP16KD", "MULT18X18D")
+
+
+def _fpga_attempt(target, block, params, workdir, dsp, freq, timeout):
+    workdir.mkdir(parents=True, exist_ok=True)
+    text, harness = harness_verilog(block, params)
+    (workdir / "harness.v").write_text(text)
+    dut = f"{HARNESS_NAME}.dut"
+    if target == "ice40":
+        synth = f"synth_ice40 -top {HARNESS_NAME}" + (" -dsp" if dsp else "")
+    else:
+        synth = f"synth_ecp5 -top {HARNESS_NAME}" + ("" if dsp else " -nodsp")
+    script = [
+        "read_verilog harness.v",
+        f"hierarchy -top {HARNESS_NAME}",
+        # Keep the block a module of its own, so that its cells are counted apart from the
+        # harness's; the netlist is flattened for nextpnr afterwards.
+        f"setattr -mod -set keep_hierarchy 1 {dut}",
+        synth,
+        "tee -q -o stat.json stat -json",
+        "setattr -mod -unset keep_hierarchy *",
+        "flatten",
+        "write_json netlist.json",
+    ]
+    status, error, seconds = yosys(workdir, script, timeout)
+    result = {"status": status, "error": error, "dsp_inference": dsp,
+              "seconds": {"yosys": seconds},
+              "harness": {"in_bits": harness.in_bits, "out_bits": harness.out_bits}}
+    if status != "ok":
+        return result
+    modules = json.loads((workdir / "stat.json").read_text())["modules"]
+    block_cells = modules[f"\\{dut}"]["num_cells_by_type"]
+    top_cells = {c: n for c, n in modules[f"\\{HARNESS_NAME}"]["num_cells_by_type"].items()
+                 if c != dut}
+    result["block"] = _fpga_counts(target, block_cells)
+    result["harness"].update({k: v for k, v in _fpga_counts(target, top_cells).items()
+                              if k in ("lut", "ff")})
+    result["block_cells"] = dict(sorted(block_cells.items()))
+
+    status, error, seconds = nextpnr(target, workdir, freq, timeout)
+    result.update(status=status, error=error)
+    result["seconds"]["nextpnr"] = seconds
+    report_path = workdir / "nextpnr.json"
+    report = json.loads(report_path.read_text()) if status == "ok" else {}
+    utilization = report.get("utilization") or log_utilization(workdir)
+    result["device"] = {cell: use for cell, use in sorted(utilization.items())
+                        if use["used"] or cell in _MAIN_RESOURCES}
+    if status != "ok":
+        return result
+    achieved = [clock["achieved"] for clock in report.get("fmax", {}).values()]
+    result["fmax_mhz"] = round(min(achieved), 2) if achieved else None
+    return result
+
+
+def fpga_flow(target, block, params, workdir, dsp, freq, timeout):
+    if dsp in ("auto", "on"):
+        result = _fpga_attempt(target, block, params, workdir / "dsp", True, freq, timeout)
+        dsp_cell = {"ice40": "ICESTORM_DSP", "ecp5": "MULT18X18D"}[target]
+        if dsp == "on" or not (result["status"] == "does_not_fit"
+                               and dsp_cell in (result["error"] or "")):
+            return result
+        first = result
+        result = _fpga_attempt(target, block, params, workdir / "nodsp", False, freq, timeout)
+        result["dsp_fallback"] = {"error": first["error"], "device": first.get("device", {}),
+                                  "block": first.get("block", {})}
+        for tool, seconds in first["seconds"].items():
+            result["seconds"][tool] = round(result["seconds"].get(tool, 0) + seconds, 2)
+        return result
+    return _fpga_attempt(target, block, params, workdir / "nodsp", False, freq, timeout)

