@@ -15,12 +15,15 @@ PACKAGES = ("golden", "rtl", "sim", "boards", "focus_rtl")
 
 
 def _tree(folder):
-    return {p.relative_to(folder) for p in folder.rglob("*") if "__pycache__" not in p.parts}
+    return {p.relative_to(folder) for p in folder.rglob("*")
+            if "__pycache__" not in p.parts and p.parts[len(folder.parts)] != "bin"}
 
 
 @pytest.fixture(scope="module")
 def installed():
-    """The wheel installed (without dependencies: the test venv has them) under a prefix."""
+    """The wheel installed (without dependencies: the test venv has them) into a folder of its
+    own with ``pip install --target``, which, unlike ``--prefix``, leaves the test environment's
+    own (editable) install alone."""
     work = toolchain.BUILD_ROOT / "test-packaging"
     subprocess.run(["rm", "-rf", str(work)], check=True)
     (work / "wheel").mkdir(parents=True)
@@ -28,12 +31,11 @@ def installed():
                             str(work / "wheel"), str(ROOT)], capture_output=True, text=True)
     assert build.returncode == 0, build.stderr
     wheel = next((work / "wheel").glob("focus_rtl-*.whl"))
-    prefix = work / "prefix"
+    site = work / "site-packages"
     install = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q",
-                              "--prefix", str(prefix), str(wheel)], capture_output=True, text=True)
+                              "--target", str(site), str(wheel)], capture_output=True, text=True)
     assert install.returncode == 0, install.stderr
-    site = next(prefix.glob("lib/python3*/site-packages"))
-    return work, prefix, site
+    return work, site, site
 
 
 def _run(installed, *args, cwd):
