@@ -85,10 +85,11 @@ def test_synth(home):
     proc = focus_rtl("synth", *TINY, "--block", "similarity_comparator", "--target",
                      "generic,ecp5", "-o", "out", "--work-dir", "work", cwd=home)
     assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.splitlines()
-    assert "[1/2] similarity_comparator generic ..." in lines
+    lines, progress = proc.stdout.splitlines(), proc.stderr.splitlines()
+    assert "[1/2] similarity_comparator generic ..." in progress        # progress on stderr
     assert any(re.match(r"\[2/2\] similarity_comparator ecp5: ok, \d+ LUT", line)
-               for line in lines)
+               for line in progress)
+    assert not any(line.startswith("[") for line in lines)
     assert "wrote out/report.json" in lines and "wrote out/report.md" in lines
     report = json.loads((home / "out" / "report.json").read_text())
     result = report["results"]["similarity_comparator"]
@@ -109,7 +110,7 @@ def test_synth_sweep(home):
     assert sweep["field"] == "dim" and [run["value"] for run in sweep["runs"]] == [1, 2]
     assert (out / "sweep.png").read_bytes()[:4] == b"\x89PNG"
     assert "dim=2 similarity_comparator" in (out / "sweep.md").read_text()
-    assert "[1/2] similarity_comparator ice40 (dim=1) ..." in proc.stdout
+    assert "[1/2] similarity_comparator ice40 (dim=1) ..." in proc.stderr
 
 
 @pytest.mark.synth
@@ -120,12 +121,13 @@ def test_synth_strict(home):
             "-o", "out", "--work-dir", "work"]
     proc = focus_rtl(*args, cwd=home)
     assert proc.returncode == 0, proc.stderr
-    assert "does_not_fit" in proc.stdout
+    assert "does_not_fit" in proc.stdout and "does_not_fit" in proc.stderr  # report, progress
     report = json.loads((home / "out" / "report.json").read_text())
     assert report["results"]["similarity_comparator"]["ice40"]["status"] == "does_not_fit"
     strict = focus_rtl(*args, "--strict", cwd=home)
     assert strict.returncode == 1
-    assert strict.stderr.startswith("focus-rtl: error: 1 flow(s) failed: does_not_fit")
+    assert strict.stderr.splitlines()[-1].startswith(
+        "focus-rtl: error: 1 flow(s) failed: does_not_fit")
 
 
 BAD = [
