@@ -55,9 +55,9 @@ class BlockMatcher(FocusBlock):
     cycles. Latency: :func:`matcher_latency`, 12 cycles from a token's input transfer to its map
     beat for every comparator count. With ``mean``, each tile's unique vectors leave after its last
     map beat, ``elem_bits + 2`` cycles each (the divider is bit-serial; 2 cycles for a group of one
-    token, which needs no division), and the next tile waits for them. Back-pressure: ``o_stream``
-    back-pressure stops the whole pipeline (``i_stream.ready`` falls once it is full); nothing is
-    lost or duplicated.
+    token, which needs no division), and the next tile waits for them. Back-pressure: under
+    ``o_stream`` back-pressure the stages fill up and hold (``i_stream.ready`` falls once they
+    are full); nothing is lost or duplicated, however long the stall.
 
     A job is one ``cfg_stream`` beat (:func:`match_config_layout`), then tokens on ``i_stream``
     (:func:`match_input_layout`) up to the one with ``last``. Tiles are runs of ``tile`` tokens;
@@ -66,23 +66,38 @@ class BlockMatcher(FocusBlock):
     token's beat also carries its unique vector, with ``mean`` the unique vectors of a tile follow
     its last map beat. The final beat has ``last``.
 
-    Pipeline: input register (norm, tile bookkeeping, position check) -> window lookups
-    (:class:`~rtl.sic.window_buffer.WindowBuffer`: slots addressed by position, one read port per
-    comparator, all of a round's candidates in one cycle, conflict-free for any FS, HS and
-    pruning; see its docstring for the comparison with the paper's 8 parity banks) -> a register
-    of the read data -> ``comparators`` :class:`~rtl.sic.similarity_comparator.SimilarityComparator`
-    instances (3 cycles; zero skip and clock gating inside; candidate c = r * comparators + j + 1
-    on comparator j in round r) -> a tree of exact "better" tests on their dot**2 outputs
-    (``dot1**2 * ny2 > dot2**2 * ny1``; on equality the lower c wins) -> across rounds, a
-    running best -> delay stages (4 selection stages for any comparator count) -> unique-index
-    lookup (each window slot's tile-local unique index, read with write-through so the previous
-    token's decision is seen) -> output register. Map indices are ``tile base + tile-local
-    index``, so the index memory is ``tile_index_bits`` wide. A candidate's decision is always made
-    before its map index is needed: tokens are resolved in order, one per cycle. Vectors wait in a
-    small FIFO from the input register to the output register instead of riding every stage.
+    Pipeline, one Component per stage, joined by streams (``wiring.connect``), each stage holding
+    only under back-pressure from the next:
 
-    ``mean``: a memory of ``tile`` entries holds each group's element sums and count (updated in
-    the token's first cycle in the output register; read with write-through), costing
+    - :class:`~rtl.sic.job_control.JobControl`: the configuration beat (theta_q from the
+      :class:`~rtl.sic.threshold_table.ThresholdTable`, the candidate offsets), the position check
+      and the error path; tokens pass through combinationally.
+    - :class:`~rtl.sic.token_register.TokenRegister` (1 cycle): the input register, the norm, the
+      tile bookkeeping, one beat per round.
+    - :class:`~rtl.sic.candidate_fetch.CandidateFetch` (2): the window lookups
+      (:class:`~rtl.sic.window_buffer.WindowBuffer`: slots addressed by position, one read port
+      per comparator, all of a round's candidates in one cycle, conflict-free for any FS, HS and
+      pruning; see its docstring for the comparison with the paper's 8 parity banks) and a
+      register of the read data.
+    - :class:`~rtl.sic.comparator_bank.ComparatorBank` (3): ``comparators``
+      :class:`~rtl.sic.similarity_comparator.SimilarityComparator` instances in lockstep (zero
+      skip and clock gating inside; candidate c = r * comparators + j + 1 on comparator j in
+      round r); each candidate's norm and slot, and the round's tag, ride in the comparators'
+      tags.
+    - :class:`~rtl.sic.best_candidate.BestCandidate` (4 for any comparator count): a tree of
+      exact "better" tests on the dot**2 outputs (``dot1**2 * ny2 > dot2**2 * ny1``; on equality
+      the lower c wins), a running best across rounds, delay stages.
+    - :class:`~rtl.sic.unique_indexer.UniqueIndexer` (1): the map lookup (each window slot's
+      tile-local unique index, read with write-through so the previous token's decision is seen;
+      map indices are ``tile base + tile-local index``).
+    - :class:`~rtl.sic.output_stage.OutputStage` (1): the output register, the ``mean`` sums
+      and the end-of-tile drain through the :class:`~rtl.sic.mean_divider.MeanDivider`.
+
+    Vectors wait in a FIFO from the input register to the output register instead of riding
+    every stage (a :class:`~rtl.lib.stream_fork.StreamFork` gives each token to both); its depth is
+    derived from the stages' capacities.
+
+    ``mean``: a memory of ``tile`` entries holds each group's element sums and count, costing
     ``tile * (dim * mean_sum_bits + bit_length(tile))`` bits: 622 592 + 11 264 bits (77 KiB) with
     the default parameters, against 2**window_bits * 300 bits (9.4 KiB) per window-buffer copy.
     At the end of a tile each sum is divided, ``sign(t) * ((2|t| + c) // (2c))``, exactly.
