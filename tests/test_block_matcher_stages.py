@@ -1,7 +1,8 @@
 # amaranth: UnusedElaboratable=no
 """The block matcher's stage Components on their own (Amaranth simulator), each against a Python
 reference that does not share its code: the mean divider, the best-candidate selection (ties),
-the comparator bank's tags, the map lookup, the input register and the threshold table.
+the comparator bank's tags, the map lookup, the input register, the output stage (mean drain)
+and the threshold table.
 
 The stream tests run the four stall patterns of ``tests/test_block_matcher.py`` (none, input
 idles only, output back-pressure only, both) with protocol monitors on every stream port
@@ -21,6 +22,7 @@ from rtl.sic.best_candidate import SELECT_STAGES, BestCandidate
 from rtl.sic.comparator_bank import ComparatorBank
 from rtl.sic.match_layouts import CANDIDATES, matcher_rounds
 from rtl.sic.mean_divider import MeanDivider
+from rtl.sic.output_stage import OutputStage
 from rtl.sic.threshold_table import ThresholdTable
 from rtl.sic.token_register import TokenRegister
 from rtl.sic.unique_indexer import UniqueIndexer
@@ -31,6 +33,7 @@ from sim.streams import (
     stream_get,
     stream_monitor,
     stream_put,
+    unpack,
 )
 
 SMALL = dict(dim=4, window=16, tile=24, layers=4)
@@ -393,3 +396,82 @@ def test_threshold_table_loads_and_holds():
     sim.add_clock(CLOCK_PERIOD)
     sim.add_testbench(testbench)
     sim.run()
+
+
+# ---- OutputStage ------------------------------------------------------------------------------
+
+def output_job(p, count, seed, mean):
+    """Resolved tokens of a job (groups inside tiles, as the map lookup gives them), their
+    vectors, and the expected output beats: with ``mean``, each tile's groups follow its last
+    token as rounded means (exact rationals), in index order."""
+    _, indexed = indexer_job(p, count, seed)
+    rng = np.random.default_rng(seed)
+    low, high = -(1 << (p.elem_bits - 1)), (1 << (p.elem_bits - 1)) - 1
+    vectors = rng.integers(low, high + 1, (count, p.dim))
+    vectors[:3] = low                                   # a group at the most negative value
+    expected, members = [], {}
+    for s, tok in enumerate(indexed):
+        members.setdefault(tok["map"], []).append(s)
+        expected.append({"map": tok["map"], "vector": vectors[s].tolist(), "token": 1,
+                         "unique": int(tok["new"] and not mean),
+                         "last": int(tok["job_last"] and not mean)})
+        if mean and tok["tile_last"]:
+            for u in range(tok["count"]):
+                group = members[tok["base"] + u]
+                expected.append({
+                    "map": tok["base"] + u,
+                    "vector": [reference_mean(int(vectors[group, n].sum()), len(group))
+                               for n in range(p.dim)],
+                    "token": 0, "unique": 1,
+                    "last": int(tok["job_last"] and u == tok["count"] - 1)})
+    return indexed, vectors.tolist(), expected
+
+
+@pytest.mark.parametrize("stalls", STALL_IDS)
+@pytest.mark.parametrize("mean", [False, True], ids=["first", "mean"])
+def test_output_stage_emits_map_beats_and_tile_means(mean, stalls):
+    """Map beats in order, joined with their vectors; with ``mean`` each tile's unique vectors
+    (groups of one and of many, the most negative value) after its last map beat."""
+    p = small()
+    indexed, vectors, expected = output_job(p, 70, seed=6, mean=mean)
+    dut = OutputStage(p)
+    ports = ("i_stream", "v_stream")
+    got = run_with(dut, {"i_stream": indexed, "v_stream": vectors}, {"o_stream": len(expected)},
+                   stalls_for(stalls, inputs=ports), 6, {"mean": int(mean)})
+    assert got["o_stream"] == expected
+
+
+def test_output_stage_flush_as_a_tile_ends_starts_no_drain():
+    """A flush in the very cycle a ``mean`` tile's last map beat leaves: the tile's drain does
+    not start (no unique beat follows), and the stage takes tokens again afterwards."""
+    p = small(tile=4)
+    indexed, vectors, expected = output_job(p, 8, seed=2, mean=True)
+    dut = OutputStage(p)
+    received = []
+
+    async def source(ctx):
+        await stream_put(ctx, dut.i_stream, indexed[:4])
+
+    async def vector_source(ctx):
+        await stream_put(ctx, dut.v_stream, vectors[:4])
+
+    async def sink(ctx):
+        ctx.set(dut.mean, 1)
+        ctx.set(dut.o_stream.ready, 1)
+        for _ in range(60):
+            flush = len(received) == 3 and ctx.get(dut.o_stream.valid)
+            ctx.set(dut.flush, flush)
+            _, _, valid, payload = await ctx.tick().sample(dut.o_stream.valid,
+                                                           dut.o_stream.payload)
+            if valid:
+                received.append(unpack(payload))
+        ctx.set(dut.flush, 0)
+
+    sim = Simulator(dut)
+    sim.add_clock(CLOCK_PERIOD)
+    sim.add_testbench(stream_monitor(dut.o_stream, "o_stream"), background=True)
+    sim.add_testbench(source)
+    sim.add_testbench(vector_source)
+    sim.add_testbench(sink)
+    sim.run()
+    assert received == expected[:4]
