@@ -7,12 +7,11 @@ from amaranth.lib.wiring import In, Out
 from ..block import FocusBlock
 from ..lib.clock_gate import ICG_CELL
 from ..lib.stream_fork import StreamFork
-from .best_candidate import SELECT_STAGES, BestCandidate
+from .best_candidate import BestCandidate
 from .candidate_fetch import CandidateFetch
 from .comparator_bank import ComparatorBank
 from .job_control import JobControl
 from .match_layouts import (
-    CANDIDATES,
     match_config_layout,
     match_input_layout,
     match_output_layout,
@@ -21,18 +20,16 @@ from .match_layouts import (
     tile_index_bits,
 )
 from .output_stage import OutputStage
-from .similarity_comparator import COMPARATOR_LATENCY
 from .threshold_table import ThresholdTable
 from .token_register import TokenRegister
 from .unique_indexer import UniqueIndexer
 
 __all__ = ["BlockMatcher", "match_input_layout", "match_config_layout", "match_output_layout",
-           "matcher_rounds", "matcher_latency", "tile_index_bits", "mean_sum_bits", "CANDIDATES",
-           "SELECT_STAGES"]
+           "matcher_rounds", "matcher_latency", "tile_index_bits", "mean_sum_bits"]
 
-#: The stages from the input to the output register, in order; each states its own ``latency``
-#: (and, but for the last, ``capacity``: the beats it can hold).
-_STAGES = (TokenRegister, CandidateFetch, ComparatorBank, BestCandidate, UniqueIndexer,
+#: The stages from the input register to the output register, in order; each states its own
+#: ``latency`` (and, but for the last, ``capacity``: the beats it can hold).
+_PIPELINE = (TokenRegister, CandidateFetch, ComparatorBank, BestCandidate, UniqueIndexer,
            OutputStage)
 
 
@@ -42,8 +39,7 @@ def matcher_latency(p):
     register, window read, read-data register, 3 comparator stages, 4 selection stages, map
     lookup, output register; the sum of the stages' ``latency``). A job of S tokens takes
     ``S * rounds + 12`` cycles (:func:`golden.cycles.block_match_cycles`)."""
-    assert ComparatorBank.latency == COMPARATOR_LATENCY and BestCandidate.latency == SELECT_STAGES
-    return sum(stage.latency for stage in _STAGES)
+    return sum(stage.latency for stage in _PIPELINE)
 
 
 class BlockMatcher(FocusBlock):
@@ -181,11 +177,9 @@ class BlockMatcher(FocusBlock):
         m.submodules.select = select = BestCandidate(p)
         m.submodules.index = index = UniqueIndexer(p)
         m.submodules.output = output = OutputStage(p)
-        stages = (tokens, fetch, bank, select, index, output)
-        assert tuple(type(s) for s in stages) == _STAGES
         for stage in (tokens, fetch, bank, index):
             m.d.comb += stage.clear.eq(job.start)
-        for stage in stages:
+        for stage in (tokens, fetch, bank, select, index, output):
             m.d.comb += stage.flush.eq(job.flush)
         m.d.comb += [
             fetch.offsets.eq(job.offsets),
@@ -203,15 +197,16 @@ class BlockMatcher(FocusBlock):
         # instead of riding every stage. Its depth covers every token the stages in between can
         # hold, and one more for the entry read in the cycle the next one is written, so it never
         # holds the pipeline back; a full FIFO would only stall the fork, never lose a vector.
-        depth = sum(s.capacity for s in stages[:-1]) + 1
+        depth = sum(s.capacity for s in (tokens, fetch, bank, select, index)) + 1
         vectors = fifo.SyncFIFOBuffered(width=p.dim * p.elem_bits, depth=depth)
         m.submodules.vectors = ResetInserter({"sync": job.flush})(vectors)
         m.submodules.fork = fork = StreamFork(match_input_layout(p), 2)
-        vector_in = fork.o_streams[1]
+        # The FIFO keeps only the vector of the fork's token beats.
+        token_beat, vector_in = fork.o_streams[1], vectors.w_stream
         m.d.comb += [
-            vectors.w_en.eq(vector_in.valid),
-            vectors.w_data.eq(vector_in.payload.vector),
-            vector_in.ready.eq(vectors.w_rdy),
+            vector_in.valid.eq(token_beat.valid),
+            vector_in.payload.eq(token_beat.payload.vector),
+            token_beat.ready.eq(vector_in.ready),
         ]
 
         wiring.connect(m, job.o_stream, fork.i_stream)
