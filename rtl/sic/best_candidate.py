@@ -57,7 +57,8 @@ class BestCandidate(FocusBlock):
     i_stream : In(stream.Signature(scored_layout(params)))
     o_stream : Out(stream.Signature(best_layout(params)))
     flush : In(1)
-        Drops the rounds in flight.
+        Drops the rounds in flight. An abort: a beat being offered on ``o_stream`` is withdrawn, so
+        the consumer must be flushed in the same cycle.
     """
 
     #: Cycles from a token's last round's input transfer to its best candidate being offered.

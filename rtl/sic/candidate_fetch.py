@@ -50,7 +50,8 @@ class CandidateFetch(FocusBlock):
     clear : In(1)
         The job starts: the window forgets every token.
     flush : In(1)
-        Drops the rounds in flight.
+        Drops the rounds in flight. An abort: a beat being offered on ``o_stream`` is withdrawn, so
+        the consumer must be flushed in the same cycle.
     """
 
     #: Cycles from a round's input transfer to its comparison beat being offered.

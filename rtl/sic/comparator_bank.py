@@ -42,7 +42,8 @@ class ComparatorBank(FocusBlock):
     clear : In(1)
         Zeroes the counters (the start of a job).
     flush : In(1)
-        Drops the rounds in flight (the counters keep them).
+        Drops the rounds in flight (the counters keep them). An abort: a beat being offered on
+        ``o_stream`` is withdrawn, so the consumer must be flushed in the same cycle.
     active, gated : Out(32)
         Comparator-cycles computed and skipped since ``clear`` (the comparators' counters
         summed).

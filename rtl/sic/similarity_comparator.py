@@ -103,7 +103,8 @@ class SimilarityComparator(FocusBlock):
     flush : In(1)
         Only with ``flush=True``: drops every comparison in flight at the clock edge, including
         one taken from ``i_stream`` in the same cycle (which is still counted). The counters keep
-        their values.
+        their values. An abort: a result being offered on ``o_stream`` is withdrawn (the
+        consumer is to be flushed with it).
     """
 
     def __init__(self, params=None, *, icg_cell=ICG_CELL, gate=True, tag=None, flush=False):

@@ -38,7 +38,9 @@ class TokenRegister(FocusBlock):
     clear : In(1)
         The job starts: the next token opens a tile.
     flush : In(1)
-        Drops the token held (the tile count is kept: a flushed job ends with its error).
+        Drops the token held (the tile count is kept: a flushed job ends with its error). An abort:
+        a beat being offered on ``o_stream`` is withdrawn, so the consumer must be flushed in the
+        same cycle.
     """
 
     #: Cycles from a token's input transfer to its first round being offered.

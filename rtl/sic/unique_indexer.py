@@ -38,7 +38,9 @@ class UniqueIndexer(FocusBlock):
     clear : In(1)
         The job starts: unique indices count from 0 again.
     flush : In(1)
-        Drops the token held (the counts keep their values: a flushed job ends with its error).
+        Drops the token held (the counts keep their values: a flushed job ends with its error). An
+        abort: a beat being offered on ``o_stream`` is withdrawn, so the consumer must be flushed in
+        the same cycle.
     uniques : Out(position_bits)
         Unique vectors of the job so far (tokens that opened a group and have left).
     """
