@@ -13,12 +13,23 @@ import pytest
 import golden
 import sim
 from golden.photo import photo_tokens
+from rtl.flow.emit import emit_block
 from rtl.params import FocusParams
-from rtl.sic.block_matcher import matcher_rounds
+from rtl.sic.block_matcher import matcher_latency, matcher_rounds
+from rtl.sic.window_buffer import window_slots
 from sim.block_match import Job, decode_beats, golden_job, regression_jobs, run_jobs
 from sim.streams import Stalls
 
 SMALL = dict(dim=4, window=16, tile=24, layers=4)
+
+#: The four stall patterns of the stream tests (style R7): none, input idles only (on both input
+#: streams), output back-pressure only, and both.
+STALL_PATTERNS = {
+    "no-stalls": 0.0,
+    "idles": {"cfg_stream": 0.3, "i_stream": 0.3},
+    "backpressure": {"o_stream": 0.3},
+    "both": 0.3,
+}
 
 
 def small(**changes):
@@ -63,12 +74,12 @@ def check(p, jobs, thetas, results, errors=None):
 
 # ---- regression -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("stalls", [0.0, 0.3])
+@pytest.mark.parametrize("stalls", STALL_PATTERNS.values(), ids=STALL_PATTERNS.keys())
 @pytest.mark.parametrize("comparators", [1, 3, 7])
 def test_regression(comparators, stalls):
     """Mixed jobs (geometries up to FS + HS + 1 = window - 1, pruned positions, tile boundaries
     inside frames, prototypes with noise, exact copies, zero vectors, thresholds 0 and 2**F - 1,
-    both representatives) against golden, with and without input idles and back-pressure."""
+    both representatives) against golden, under the four stall patterns."""
     p = small(comparators=comparators)
     jobs, thetas = regression_jobs(p, 6, seed=comparators)
     check(p, jobs, thetas, run_jobs(p, jobs, thetas=thetas, stalls=stalls, seed=comparators))
@@ -85,11 +96,12 @@ def grid_job(frames, rows, cols, vectors, fs=None, hs=None, keep=None, mean=Fals
     return Job(np.asarray(vectors)[:len(pos)], pos, fs, hs, layer, mean)
 
 
+@pytest.mark.parametrize("stalls", STALL_PATTERNS.values(), ids=STALL_PATTERNS.keys())
 @pytest.mark.parametrize("comparators", [2, 7])
-def test_geometry_edges(comparators):
+def test_geometry_edges(comparators, stalls):
     """FS + HS + 1 = window - 1 (the farthest candidate), FS = 0 and HS = 0 (offset 0 never
     matches), HS = 1 (two candidates are the same token), tiles that end inside a row and a frame
-    (tile 24 on a 5x5 grid), and a 1-token tile."""
+    (tile 24 on a 5x5 grid), and a 1-token tile, under the four stall patterns."""
     p = small(comparators=comparators)
     rng = np.random.default_rng(7)
     base = rng.integers(-100, 100, (3, p.dim))
@@ -103,10 +115,10 @@ def test_geometry_edges(comparators):
     ]
     jobs[4] = Job(jobs[4].vectors, jobs[4].positions, 10, 4, 0, True)
     thetas = [golden.theta_q(0.9), 0, 255, 128]
-    check(p, jobs, thetas, run_jobs(p, jobs, thetas=thetas))
+    check(p, jobs, thetas, run_jobs(p, jobs, thetas=thetas, stalls=stalls, seed=comparators))
     p1 = small(tile=1, comparators=comparators)
     one = [grid_job(1, 3, 4, vec, fs=4, hs=4)]
-    check(p1, one, thetas, run_jobs(p1, one, thetas=thetas))
+    check(p1, one, thetas, run_jobs(p1, one, thetas=thetas, stalls=stalls, seed=comparators))
 
 
 def test_ties_go_to_the_smallest_c():
@@ -239,6 +251,52 @@ def test_long_consumer_stall():
     stalls = {"cfg_stream": 0.1, "i_stream": 0.1,
               "o_stream": Stalls(0.3, seed=2, windows=[(30, 200), (400, 120)])}
     check(p, jobs, thetas, run_jobs(p, jobs, thetas=thetas, stalls=stalls))
+
+
+def assert_complete(p, job, result, thetas):
+    """Nothing lost or duplicated: one map beat per token, the unique beats of golden (in index
+    order, checked by decode_beats), ``last`` exactly on the final beat, and the map and unique
+    vectors equal to golden."""
+    beats = result.beats
+    assert sum(b["token"] for b in beats) == len(job.positions)
+    assert [b["last"] for b in beats] == [0] * (len(beats) - 1) + [1]
+    want_map, want_uniques = golden_job(p, job, thetas)
+    assert sum(b["unique"] for b in beats) == len(want_uniques)
+    got_map, got_uniques = decode_beats(beats, p.dim, job.mean)
+    np.testing.assert_array_equal(got_map, want_map)
+    np.testing.assert_array_equal(got_uniques, want_uniques)
+
+
+@pytest.mark.parametrize("mean", [False, True], ids=["first", "mean"])
+@pytest.mark.parametrize("comparators", [1, 7])
+def test_consumer_stall_longer_than_every_buffer(comparators, mean):
+    """``o_stream.ready`` held low, once at the start and once in the middle of a job, for longer
+    than every buffer of the matcher together (the window's slots, a tile of mean sums, the
+    vector FIFO and every pipeline stage, each round of the slowest token): the result still
+    equals golden and nothing is lost or duplicated. With 7 comparators and ``first`` the stall
+    costs exactly its length: the whole pipeline held, and moves on at full rate."""
+    p = small(comparators=comparators)
+    rounds = matcher_rounds(p)
+    longest = window_slots(p) + p.tile + 2 * matcher_latency(p) * rounds + 1
+    rng = np.random.default_rng(comparators)
+    protos = rng.integers(-100, 100, (4, p.dim))
+    count = 3 * p.tile + 5
+    vec = protos[rng.integers(0, 4, count)] + rng.integers(-2, 3, (count, p.dim))
+    job = Job(vec, np.arange(count) * 2, 8, 3, mean=mean)
+    thetas = [golden.theta_q(0.9)]
+    start = matcher_latency(p) + 2 * p.tile * rounds // 3        # inside the second tile
+    stalls = {"o_stream": Stalls(windows=[(0, longest), (longest + start, longest)])}
+    (result,) = run_jobs(p, [job], thetas=thetas, stalls=stalls)
+    assert_complete(p, job, result, thetas)
+    (free,) = run_jobs(p, [job], thetas=thetas)
+    assert result.cycles >= free.cycles + longest
+    if comparators == 7 and not mean:
+        assert free.cycles == golden.cycles.block_match_cycles(count, comparators)
+        # Exactly the cycles ready was low while a beat was waiting: from the first map beat
+        # (the stall windows count cycles from the start of the simulation) and all of the
+        # second stall. Then the pipeline moves on at full rate.
+        first_beat = free.stats["first_input"] + matcher_latency(p)
+        assert result.cycles == free.cycles + (longest - first_beat) + longest
 
 
 # ---- cycles -----------------------------------------------------------------------------------
@@ -383,6 +441,5 @@ def test_ungated_comparators_give_the_same_results():
 
 
 def test_block_is_registered_and_emits_icg():
-    from rtl.flow.emit import emit_block
     text = emit_block("block_matcher", small(gating="icg"))
     assert "focus_icg" in text and "module block_matcher" in text

@@ -41,9 +41,9 @@ def verilator_pch(monkeypatch):
 
 @pytest.mark.parametrize("simulator, p", CASES, ids=[f"{s}-{p.tag}" for s, p in CASES])
 def test_regression(simulator, p, require_simulator, verilator_pch):
-    """8 mixed jobs with 3 bad jobs between them, against golden job by job, without stalls and
-    with 30 % input idles and output back-pressure, protocol monitors on all stream ports (see
-    sim/tb/block_matcher.py)."""
+    """8 mixed jobs with 3 bad jobs between them, against golden job by job, under the four
+    stall patterns (none, 30 % input idles only, 30 % output back-pressure only, both), protocol
+    monitors on all stream ports (see sim/tb/block_matcher.py)."""
     require_simulator(simulator)
     run_cocotb("block_matcher", p, test_module="sim.tb.block_matcher", simulator=simulator,
                case="regression")

@@ -19,26 +19,31 @@ def vector_layout(p):
     return data.ArrayLayout(signed(p.elem_bits), p.dim)
 
 
-def comparator_input_layout(p):
+def _with_tag(fields, tag):
+    return data.StructLayout(fields if tag is None else {**fields, "tag": tag})
+
+
+def comparator_input_layout(p, tag=None):
     """One comparison: x, y, their squared norms (computed once, when a token enters the window),
-    and the threshold theta_q (theta = theta_q / 2**F)."""
-    return data.StructLayout({
+    and the threshold theta_q (theta = theta_q / 2**F); with a ``tag`` shape, also the caller's
+    side data, returned unchanged with the result."""
+    return _with_tag({
         "x": vector_layout(p),
         "y": vector_layout(p),
         "nx": unsigned(p.norm_bits),
         "ny": unsigned(p.norm_bits),
         "theta_q": unsigned(p.theta_bits),
-    })
+    }, tag)
 
 
-def comparator_output_layout(p):
+def comparator_output_layout(p, tag=None):
     """The decision, and dot(x, y) and dot**2 for choosing the best of several candidates (0 when
-    skipped)."""
-    return data.StructLayout({
+    skipped); with a ``tag`` shape, also the comparison's tag."""
+    return _with_tag({
         "similar": 1,
         "dot": signed(p.dot_bits),
         "dot_sq": unsigned(2 * (p.dot_bits - 1)),
-    })
+    }, tag)
 
 
 def _tree_sum(terms):
@@ -77,28 +82,43 @@ class SimilarityComparator(FocusBlock):
     gate : bool
         False clocks the datapath registers whenever the pipeline moves, zero or not: the ungated
         baseline for power comparisons (same results).
+    tag : shape-like or None
+        With a shape, both payloads get a ``tag`` field: the caller's side data of the comparison
+        (say, which candidate it is), carried through the pipeline's control registers (never
+        gated) and returned with the result, so it cannot fall out of step with the comparison.
+        None (the default): no tag, the standalone block's ports.
+    flush : bool
+        True adds the ``flush`` input (for a caller that aborts work in flight).
 
     Members
     -------
-    i_stream : In(stream.Signature(comparator_input_layout(params)))
-    o_stream : Out(stream.Signature(comparator_output_layout(params)))
+    i_stream : In(stream.Signature(comparator_input_layout(params, tag)))
+    o_stream : Out(stream.Signature(comparator_output_layout(params, tag)))
     active : Out(32)
         Comparisons computed (both norms non-zero) since reset or ``clear``.
     gated : Out(32)
         Comparisons skipped with the datapath clocks off (a zero norm) since reset or ``clear``.
     clear : In(1)
         Zeroes both counters (for the start of a job).
+    flush : In(1)
+        Only with ``flush=True``: drops every comparison in flight at the clock edge, including
+        one taken from ``i_stream`` in the same cycle (which is still counted). The counters keep
+        their values. An abort: a result being offered on ``o_stream`` is withdrawn (the
+        consumer is to be flushed with it).
     """
 
-    def __init__(self, params=None, *, icg_cell=ICG_CELL, gate=True):
+    def __init__(self, params=None, *, icg_cell=ICG_CELL, gate=True, tag=None, flush=False):
         self._icg_cell = icg_cell
         self._gate = gate
+        self._tag = tag
+        self._flush = flush
         super().__init__(params, lambda p: {
-            "i_stream": In(stream.Signature(comparator_input_layout(p))),
-            "o_stream": Out(stream.Signature(comparator_output_layout(p))),
+            "i_stream": In(stream.Signature(comparator_input_layout(p, tag))),
+            "o_stream": Out(stream.Signature(comparator_output_layout(p, tag))),
             "active": Out(32),
             "gated": Out(32),
             "clear": In(1),
+            **({"flush": In(1)} if flush else {}),
         })
 
     def elaborate(self, platform):
@@ -126,6 +146,16 @@ class SimilarityComparator(FocusBlock):
                 valid[1].eq(valid[0]), nonzero[1].eq(nonzero[0]),
                 valid[2].eq(valid[1]), nonzero[2].eq(nonzero[1]),
             ]
+        if self._flush:
+            with m.If(self.flush):
+                m.d.sync += [v.eq(0) for v in valid]
+        if self._tag is not None:
+            # The tag moves with the control flags: it always leaves with its own comparison.
+            tags = [Signal(self._tag, name=f"tag{n}") for n in (1, 2, 3)]
+            with m.If(advance):
+                m.d.sync += [tags[0].eq(i.payload.tag), tags[1].eq(tags[0]),
+                             tags[2].eq(tags[1])]
+            m.d.comb += o.payload.tag.eq(tags[2])
 
         # Stage 1: dot product, nx*ny, theta_q**2.
         dot1 = Signal(signed(p.dot_bits), reset_less=True)

@@ -10,9 +10,9 @@ Run through :func:`sim.runner.run_cocotb`, which passes the parameters as JSON i
 - ``regression``: ``FOCUS_JOBS`` (default 8) mixed jobs from
   :func:`sim.block_match.regression_jobs`, with bad jobs between them (FS + HS + 1 = window, a
   repeated position, a decreasing last position), checked job by job against
-  :func:`golden.block_match`, without and with 30 % input idles and output back-pressure, with
-  protocol monitors on all three stream ports, the error flag and the comparator-cycle counters
-  checked. The seed is ``FOCUS_SEED`` (default 1).
+  :func:`golden.block_match`, under the four stall patterns (none, 30 % input idles only, 30 %
+  output back-pressure only, both), with protocol monitors on all three stream ports, the error
+  flag and the comparator-cycle counters checked. The seed is ``FOCUS_SEED`` (default 1).
 
 The driver protocol is :mod:`sim.block_match`'s: threshold table first, then the configuration beats
 and the tokens offered at once, the output received until the block is idle again.
@@ -63,12 +63,13 @@ class TB:
     and an observer of the configuration transfers and counters. :func:`sim.block_match.golden_job`
     is the model; :func:`check` is the checker."""
 
-    def __init__(self, dut, params, stalls, seed):
+    def __init__(self, dut, params, seed, idles=0.0, backpressure=0.0):
         self.dut, self.params = dut, params
-        dut._log.info("params %s, stalls %s, seed %d", params.tag, stalls, seed)
-        self.cfg = StreamSource(dut, "cfg_stream", match_config_layout(params), stalls, seed)
-        self.tokens = StreamSource(dut, "i_stream", match_input_layout(params), stalls, seed)
-        self.sink = StreamSink(dut, "o_stream", match_output_layout(params), stalls, seed)
+        dut._log.info("params %s, input idles %s, output back-pressure %s, seed %d", params.tag,
+                      idles, backpressure, seed)
+        self.cfg = StreamSource(dut, "cfg_stream", match_config_layout(params), idles, seed)
+        self.tokens = StreamSource(dut, "i_stream", match_input_layout(params), idles, seed)
+        self.sink = StreamSink(dut, "o_stream", match_output_layout(params), backpressure, seed)
         self.monitors = {port: StreamMonitor(dut, port) for port in PORTS}
         dut.theta_we.value = 0
 
@@ -161,16 +162,17 @@ def _bad_jobs(params, jobs):
 async def job(dut):
     """Jobs from ``FOCUS_JOB``; the raw record to ``FOCUS_JOB_OUT``."""
     jobs, thetas, stalls, seed, max_cycles = load_jobs(os.environ["FOCUS_JOB"])
-    tb = TB(dut, PARAMS, stalls, seed)
+    tb = TB(dut, PARAMS, seed, idles=stalls, backpressure=stalls)
     await tb.start()
     raw = await tb.run(jobs, thetas, max_cycles)
     save_raw(os.environ["FOCUS_JOB_OUT"], raw, PARAMS.dim)
 
 
 @cocotb.test(skip="FOCUS_JOB" in os.environ)
-@cocotb.parametrize(stalls=[0.0, 0.3])
-async def regression(dut, stalls):
-    """Mixed jobs and bad jobs against golden, job by job, under ``stalls``."""
+@cocotb.parametrize(idles=[0.0, 0.3], backpressure=[0.0, 0.3])
+async def regression(dut, idles, backpressure):
+    """Mixed jobs and bad jobs against golden, job by job, with ``idles`` on the input streams
+    and ``backpressure`` on the output (the four stall patterns)."""
     p = PARAMS
     good, thetas = regression_jobs(p, JOBS, seed=SEED)
     bad = _bad_jobs(p, good)
@@ -183,9 +185,10 @@ async def regression(dut, stalls):
             expect_error.append(True)
     dut._log.info("regression: %d good jobs (FOCUS_JOBS), %d bad, %d tokens, seed %d "
                   "(FOCUS_SEED)", len(good), len(bad), sum(len(j.positions) for j in jobs), SEED)
-    tb = TB(dut, p, stalls, SEED)
+    tb = TB(dut, p, SEED, idles=idles, backpressure=backpressure)
     await tb.start()
     tokens = sum(len(j.positions) for j in jobs)
+    stalls = max(idles, backpressure)
     budget = 2000 + int(tokens * (matcher_rounds(p) + p.elem_bits + 4) * 4 / (1 - stalls) ** 2)
     raw = await tb.run(jobs, thetas, budget)
     results = _split(jobs, raw)

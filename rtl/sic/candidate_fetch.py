@@ -1,0 +1,137 @@
+"""The block matcher's candidate lookups: the window buffer and its read-data register."""
+
+from amaranth.hdl import Array, Const, Module, Signal
+from amaranth.lib import stream
+from amaranth.lib.wiring import In, Out
+
+from ..block import FocusBlock
+from .match_layouts import (
+    CANDIDATES,
+    compare_layout,
+    matcher_rounds,
+    offsets_layout,
+    round_layout,
+    round_tag_layout,
+)
+from .similarity_comparator import vector_layout
+from .window_buffer import WindowBuffer
+
+__all__ = ["CandidateFetch"]
+
+
+class CandidateFetch(FocusBlock):
+    """Looks up each round's ``comparators`` candidates in the
+    :class:`~rtl.sic.window_buffer.WindowBuffer` and offers them, with the token, as one
+    comparison beat.
+
+    Lane j of round r looks up candidate c = r * comparators + j + 1 at the position
+    ``offsets[c - 1]`` before the token's; it exists when c <= 7, its offset is not 0 and it is
+    in the tile (offset <= the round's ``distance``), and it is then found when the window holds
+    it (a missing candidate has norm 0, which the comparators skip). The token itself enters the
+    window as its last round is taken, so every later token sees it.
+
+    Two stages: D, the window's read (its synchronous read ports), and E, a register of the read
+    data, so that a block RAM's clock-to-output delay does not add to the comparators' first
+    stage (the dot product, the longest path). Latency 2, throughput one round per cycle.
+    Back-pressure: both stages hold under ``o_stream`` back-pressure (the window's read data holds
+    while no lookup is issued); ``i_stream.ready`` falls once both are full.
+
+    Parameters
+    ----------
+    params : FocusParams
+        Uses ``dim``, ``elem_bits``, ``window`` and ``comparators``.
+
+    Members
+    -------
+    i_stream : In(stream.Signature(round_layout(params)))
+    o_stream : Out(stream.Signature(compare_layout(params)))
+    offsets : In(offsets_layout(params))
+        The job's candidate offsets (held during the job).
+    clear : In(1)
+        The job starts: the window forgets every token.
+    flush : In(1)
+        Drops the rounds in flight. An abort: a beat being offered on ``o_stream`` is withdrawn, so
+        the consumer must be flushed in the same cycle.
+    """
+
+    #: Cycles from a round's input transfer to its comparison beat being offered.
+    latency = 2
+    #: Rounds held at most.
+    capacity = 2
+
+    def __init__(self, params=None):
+        super().__init__(params, lambda p: {
+            "i_stream": In(stream.Signature(round_layout(p))),
+            "o_stream": Out(stream.Signature(compare_layout(p))),
+            "offsets": In(offsets_layout(p)),
+            "clear": In(1),
+            "flush": In(1),
+        })
+
+    def elaborate(self, platform):
+        p = self._params
+        m = Module()
+        i, o = self.i_stream, self.o_stream
+        k, rounds, wb = p.comparators, matcher_rounds(p), p.window_bits
+        rnd = i.payload.round
+
+        d_valid, e_valid = Signal(), Signal()
+        e_accept, d_accept, go = Signal(), Signal(), Signal()
+        m.d.comb += [
+            e_accept.eq(~e_valid | o.ready),
+            d_accept.eq(~d_valid | e_accept),
+            i.ready.eq(d_accept),
+            go.eq(i.valid & d_accept),          # a round's lookups are issued
+        ]
+
+        m.submodules.window = window = WindowBuffer(p, k)
+        m.d.comb += [
+            window.clear.eq(self.clear),
+            window.w_en.eq(go & (rnd == rounds - 1)),
+            window.w_pos.eq(i.payload.position),
+            window.w_vec.eq(i.payload.x),
+            window.w_norm.eq(i.payload.nx),
+            window.r_en.eq(go),
+            window.r_pos.eq(i.payload.position),
+        ]
+        for j in range(k):
+            cands = [r * k + j + 1 for r in range(rounds)]
+            offs = [self.offsets[c - 1] if c <= CANDIDATES else Const(0, wb) for c in cands]
+            off = Array(offs)[rnd] if rounds > 1 else offs[0]
+            m.d.comb += [
+                window.r_offset[j].eq(off),
+                window.r_want[j].eq((off != 0) & (i.payload.distance >= off)),
+            ]
+
+        # D: the window is reading; the token waits beside it.
+        d_x = Signal(vector_layout(p))
+        d_nx = Signal(p.norm_bits)
+        d_tag = Signal(round_tag_layout(p))
+        with m.If(d_accept):
+            m.d.sync += [
+                d_valid.eq(go),
+                d_x.eq(i.payload.x),
+                d_nx.eq(i.payload.nx),
+                d_tag.first.eq(rnd == 0),
+                d_tag.last.eq(rnd == rounds - 1),
+                d_tag.tile_first.eq(i.payload.tile_first),
+                d_tag.tile_last.eq(i.payload.tile_last),
+                d_tag.job_last.eq(i.payload.job_last),
+                d_tag.own_slot.eq(i.payload.position[:wb]),
+            ]
+
+        # E: the read data, registered.
+        e = Signal(compare_layout(p))
+        with m.If(e_accept):
+            m.d.sync += [e_valid.eq(d_valid), e.x.eq(d_x), e.nx.eq(d_nx), e.tag.eq(d_tag)]
+            for j in range(k):
+                m.d.sync += [
+                    e.lanes[j].y.eq(window.y[j]),
+                    e.lanes[j].ny.eq(window.ny[j]),
+                    e.lanes[j].slot.eq(window.slot[j]),
+                ]
+        m.d.comb += [o.valid.eq(e_valid), o.payload.eq(e)]
+
+        with m.If(self.flush):
+            m.d.sync += [d_valid.eq(0), e_valid.eq(0)]
+        return m

@@ -1,0 +1,112 @@
+"""The block matcher's comparators: one similarity comparator per candidate lane, in lockstep."""
+
+from amaranth.hdl import Module
+from amaranth.lib import data, stream
+from amaranth.lib.wiring import In, Out
+
+from ..block import FocusBlock
+from ..lib.clock_gate import ICG_CELL
+from .match_layouts import compare_layout, round_tag_layout, scored_layout
+from .similarity_comparator import COMPARATOR_LATENCY, SimilarityComparator
+
+__all__ = ["ComparatorBank"]
+
+
+class ComparatorBank(FocusBlock):
+    """Compares a round's token with its ``comparators`` candidates, one
+    :class:`~rtl.sic.similarity_comparator.SimilarityComparator` per lane.
+
+    Every comparator gets the same ``valid``, ``ready`` and ``flush``, so they move in lockstep and
+    the bank is one pipeline: latency :data:`~rtl.sic.similarity_comparator.COMPARATOR_LATENCY`
+    (3), throughput one round per cycle, and under ``o_stream`` back-pressure the whole bank holds
+    (``i_stream.ready`` falls once it is full); nothing is lost or duplicated. Side data travels
+    in the comparators' tags: each lane's candidate norm and window slot in its own comparator,
+    the round's tag in comparator 0's. So each result leaves with its own candidate, whatever the
+    comparators' latency.
+
+    Parameters
+    ----------
+    params : FocusParams
+        Uses ``comparators`` and what the comparators use.
+    icg_cell : str or None
+        As for :class:`~rtl.sic.similarity_comparator.SimilarityComparator`.
+    gate : bool
+        As for :class:`~rtl.sic.similarity_comparator.SimilarityComparator`.
+
+    Members
+    -------
+    i_stream : In(stream.Signature(compare_layout(params)))
+    o_stream : Out(stream.Signature(scored_layout(params)))
+    theta_q : In(params.theta_bits)
+        The job's threshold (held during the job).
+    clear : In(1)
+        Zeroes the counters (the start of a job).
+    flush : In(1)
+        Drops the rounds in flight (the counters keep them). An abort: a beat being offered on
+        ``o_stream`` is withdrawn, so the consumer must be flushed in the same cycle.
+    active, gated : Out(32)
+        Comparator-cycles computed and skipped since ``clear`` (the comparators' counters
+        summed).
+    """
+
+    #: Cycles from a round's input transfer to its results being offered.
+    latency = COMPARATOR_LATENCY
+    #: Rounds held at most.
+    capacity = COMPARATOR_LATENCY
+
+    def __init__(self, params=None, *, icg_cell=ICG_CELL, gate=True):
+        self._icg_cell = icg_cell
+        self._gate = gate
+        super().__init__(params, lambda p: {
+            "i_stream": In(stream.Signature(compare_layout(p))),
+            "o_stream": Out(stream.Signature(scored_layout(p))),
+            "theta_q": In(p.theta_bits),
+            "clear": In(1),
+            "flush": In(1),
+            "active": Out(32),
+            "gated": Out(32),
+        })
+
+    def elaborate(self, platform):
+        p = self._params
+        m = Module()
+        i, o = self.i_stream, self.o_stream
+        lane_tag = data.StructLayout({"ny": p.norm_bits, "slot": p.window_bits})
+        first_tag = data.StructLayout({"lane": lane_tag, "round": round_tag_layout(p)})
+
+        comps = []
+        for j in range(p.comparators):
+            comp = SimilarityComparator(p, icg_cell=self._icg_cell, gate=self._gate,
+                                        tag=first_tag if j == 0 else lane_tag, flush=True)
+            m.submodules[f"comparator{j}"] = comp
+            comps.append(comp)
+            lane = i.payload.lanes[j]
+            tag_in = comp.i_stream.payload.tag.lane if j == 0 else comp.i_stream.payload.tag
+            tag_out = comp.o_stream.payload.tag.lane if j == 0 else comp.o_stream.payload.tag
+            m.d.comb += [
+                comp.i_stream.valid.eq(i.valid),
+                comp.i_stream.payload.x.eq(i.payload.x),
+                comp.i_stream.payload.y.eq(lane.y),
+                comp.i_stream.payload.nx.eq(i.payload.nx),
+                comp.i_stream.payload.ny.eq(lane.ny),
+                comp.i_stream.payload.theta_q.eq(self.theta_q),
+                tag_in.ny.eq(lane.ny),
+                tag_in.slot.eq(lane.slot),
+                comp.o_stream.ready.eq(o.ready),
+                comp.clear.eq(self.clear),
+                comp.flush.eq(self.flush),
+                o.payload.cands[j].sim.eq(comp.o_stream.payload.similar),
+                o.payload.cands[j].dsq.eq(comp.o_stream.payload.dot_sq),
+                o.payload.cands[j].ny.eq(tag_out.ny),
+                o.payload.cands[j].slot.eq(tag_out.slot),
+            ]
+        # Lockstep: comparator 0 speaks for all of them.
+        m.d.comb += [
+            comps[0].i_stream.payload.tag.round.eq(i.payload.tag),
+            o.payload.tag.eq(comps[0].o_stream.payload.tag.round),
+            i.ready.eq(comps[0].i_stream.ready),
+            o.valid.eq(comps[0].o_stream.valid),
+            self.active.eq(sum(c.active for c in comps)),
+            self.gated.eq(sum(c.gated for c in comps)),
+        ]
+        return m

@@ -1,0 +1,203 @@
+"""Payload layouts and sizes of the SIC block matcher and of the stages it is built from.
+
+The public layouts (:func:`match_input_layout`, :func:`match_config_layout`,
+:func:`match_output_layout`) are the block matcher's ports; :mod:`rtl.sic.block_matcher`
+re-exports them. The others are the payloads of the streams between its stages, in pipeline
+order::
+
+    JobControl --match_input--> TokenRegister --round--> CandidateFetch --compare-->
+    ComparatorBank --scored--> BestCandidate --best--> UniqueIndexer --indexed--> OutputStage
+
+Each stream's producer and consumer use the same factory, so ``wiring.connect`` joins them bit
+for bit. Side data that a stage does not use rides in the ``tag`` field of its payload.
+"""
+
+from amaranth.hdl import signed, unsigned
+from amaranth.lib import data
+
+from ..params import ceil_log2
+from .similarity_comparator import vector_layout
+
+__all__ = [
+    "CANDIDATES", "matcher_rounds", "tile_index_bits", "mean_sum_bits",
+    "match_input_layout", "match_config_layout", "match_output_layout",
+    "offsets_layout", "round_layout", "round_tag_layout", "lane_layout", "compare_layout",
+    "candidate_layout", "scored_layout", "best_layout", "indexed_layout", "group_sum_layout",
+]
+
+#: Candidates per token (c = 1..7 of the 2x2x2 block).
+CANDIDATES = 7
+
+
+def matcher_rounds(p):
+    """Cycles a token spends issuing its candidates: ceil(7 / comparators)."""
+    return -(-CANDIDATES // p.comparators)
+
+
+def tile_index_bits(p):
+    """Bits of a tile-local unique index or token index, 0 .. tile-1."""
+    return max(1, ceil_log2(p.tile))
+
+
+def mean_sum_bits(p):
+    """Signed bits of a group's element sum: |sum| <= tile * 2**(elem_bits-1)."""
+    return p.elem_bits + p.tile.bit_length()
+
+
+# ---- the block matcher's ports ------------------------------------------------------------------
+
+def match_input_layout(p):
+    """One token: its sub-vector, its original position (strictly increasing within the job) and
+    ``last`` on the job's final token."""
+    return data.StructLayout({
+        "vector": vector_layout(p),
+        "position": unsigned(p.position_bits),
+        "last": 1,
+    })
+
+
+def match_config_layout(p):
+    """The job's settings: FS and HS (FS + HS + 1 must be < ``window``), the layer (selects theta_q
+    from the threshold table, < ``layers``), and the representative: ``mean`` = 0 for ``first``,
+    1 for ``mean``."""
+    return data.StructLayout({
+        "frame_stride": unsigned(p.position_bits),
+        "row_stride": unsigned(p.position_bits),
+        "layer": unsigned(p.layer_bits),
+        "mean": 1,
+    })
+
+
+def match_output_layout(p):
+    """One output beat.
+
+    - ``token`` = 1: the map entry of the next token in input order, ``map``; ``vector`` is the
+      token's own vector. With ``first``, ``unique`` is also 1 when the token opened a new group:
+      then ``vector`` is unique vector number ``map``.
+    - ``token`` = 0, ``unique`` = 1 (``mean`` only, after each tile's tokens): unique vector number
+      ``map``, the rounded mean of its group.
+    - ``last``: the job's final beat.
+    """
+    return data.StructLayout({
+        "map": unsigned(p.position_bits),
+        "vector": vector_layout(p),
+        "token": 1,
+        "unique": 1,
+        "last": 1,
+    })
+
+
+# ---- between the stages -------------------------------------------------------------------------
+
+def offsets_layout(p):
+    """The position offsets of candidates c = 1..7 (element c - 1), ``f*FS + dh*HS + dw`` modulo
+    ``2**window_bits`` (the job is rejected unless FS + HS + 1 < ``window``)."""
+    return data.ArrayLayout(unsigned(p.window_bits), CANDIDATES)
+
+
+def round_layout(p):
+    """One round of a token's lookups (:class:`~rtl.sic.token_register.TokenRegister` to
+    :class:`~rtl.sic.candidate_fetch.CandidateFetch`): the token, its squared norm, its distance
+    from its tile's first position (clipped to ``2**window_bits - 1``), the round number
+    (candidates ``round * comparators + 1 ..``) and where the token sits in its tile and job."""
+    return data.StructLayout({
+        "x": vector_layout(p),
+        "nx": unsigned(p.norm_bits),
+        "position": unsigned(p.position_bits),
+        "distance": unsigned(p.window_bits),
+        "round": unsigned(max(1, ceil_log2(matcher_rounds(p)))),
+        "tile_first": 1,
+        "tile_last": 1,
+        "job_last": 1,
+    })
+
+
+def round_tag_layout(p):
+    """What a round carries past the comparators to the selection and the map lookup: its first
+    and last round flags, where the token sits in its tile and job, and its own window slot (where
+    its unique index is kept)."""
+    return data.StructLayout({
+        "first": 1,
+        "last": 1,
+        "tile_first": 1,
+        "tile_last": 1,
+        "job_last": 1,
+        "own_slot": unsigned(p.window_bits),
+    })
+
+
+def lane_layout(p):
+    """One candidate lookup: its vector, its squared norm (0 when it does not exist) and its
+    window slot."""
+    return data.StructLayout({
+        "y": vector_layout(p),
+        "ny": unsigned(p.norm_bits),
+        "slot": unsigned(p.window_bits),
+    })
+
+
+def compare_layout(p):
+    """One round's comparisons (:class:`~rtl.sic.candidate_fetch.CandidateFetch` to
+    :class:`~rtl.sic.comparator_bank.ComparatorBank`): the token, its norm, ``comparators``
+    candidate lanes, and the round's tag."""
+    return data.StructLayout({
+        "x": vector_layout(p),
+        "nx": unsigned(p.norm_bits),
+        "lanes": data.ArrayLayout(lane_layout(p), p.comparators),
+        "tag": round_tag_layout(p),
+    })
+
+
+def candidate_layout(p):
+    """A compared candidate: similar or not, dot**2, its squared norm and its window slot (what
+    the "better" test ``dot1**2 * ny2 > dot2**2 * ny1`` and the map lookup need)."""
+    return data.StructLayout({
+        "sim": 1,
+        "dsq": unsigned(2 * (p.dot_bits - 1)),
+        "ny": unsigned(p.norm_bits),
+        "slot": unsigned(p.window_bits),
+    })
+
+
+def scored_layout(p):
+    """One round's compared candidates, lane j being candidate ``round * comparators + j + 1``
+    (:class:`~rtl.sic.comparator_bank.ComparatorBank` to
+    :class:`~rtl.sic.best_candidate.BestCandidate`)."""
+    return data.StructLayout({
+        "cands": data.ArrayLayout(candidate_layout(p), p.comparators),
+        "tag": round_tag_layout(p),
+    })
+
+
+def best_layout(p):
+    """A token's best candidate (``best.sim`` = 0: none is similar) and its last round's tag
+    (:class:`~rtl.sic.best_candidate.BestCandidate` to
+    :class:`~rtl.sic.unique_indexer.UniqueIndexer`)."""
+    return data.StructLayout({
+        "best": candidate_layout(p),
+        "tag": round_tag_layout(p),
+    })
+
+
+def indexed_layout(p):
+    """A resolved token (:class:`~rtl.sic.unique_indexer.UniqueIndexer` to
+    :class:`~rtl.sic.output_stage.OutputStage`): its map entry, its tile-local unique index, whether
+    it opened a new group, its tile's first unique index and the tile's unique count so far (both
+    complete on the tile's last token), and where it sits in its tile and job."""
+    return data.StructLayout({
+        "map": unsigned(p.position_bits),
+        "index": unsigned(tile_index_bits(p)),
+        "new": 1,
+        "base": unsigned(p.position_bits),
+        "count": unsigned(p.tile.bit_length()),
+        "tile_last": 1,
+        "job_last": 1,
+    })
+
+
+def group_sum_layout(p):
+    """A group's element sums and its token count (the ``mean`` representative's accumulator)."""
+    return data.StructLayout({
+        "sums": data.ArrayLayout(signed(mean_sum_bits(p)), p.dim),
+        "count": unsigned(p.tile.bit_length()),
+    })

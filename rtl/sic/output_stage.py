@@ -1,0 +1,164 @@
+"""The block matcher's output register, with the ``mean`` sums and the end-of-tile mean drain."""
+
+from amaranth.hdl import Module, Mux, ResetInserter, Signal
+from amaranth.lib import memory, stream
+from amaranth.lib.wiring import In, Out
+
+from ..block import FocusBlock
+from .match_layouts import group_sum_layout, indexed_layout, match_output_layout, tile_index_bits
+from .mean_divider import MeanDivider
+from .similarity_comparator import vector_layout
+
+__all__ = ["OutputStage"]
+
+
+class OutputStage(FocusBlock):
+    """Joins each resolved token (``i_stream``) with its vector (``v_stream``, in the same order)
+    into a map beat in the output register, and with ``mean`` emits each tile's unique vectors,
+    the rounded means of its groups, after the tile's last map beat.
+
+    ``mean`` sums: a memory of ``tile`` entries (:func:`~rtl.sic.match_layouts.group_sum_layout`)
+    holds each group's element sums and count. A token's entry is read as the token enters the
+    output register and updated in its first cycle there; the read is write-through, so the
+    next token sees the update even when it enters in that same cycle. The memory costs
+    ``tile * (dim * mean_sum_bits + bit_length(tile))`` bits: 622 592 + 11 264 bits (77 KiB)
+    with the default parameters.
+
+    Drain: once a tile's last map beat has left (``mean`` only), the stage takes no token until
+    its unique vectors have left: for each group in turn it reads the sums and divides them
+    (:class:`~rtl.sic.mean_divider.MeanDivider`), one unique beat per ``elem_bits + 2`` cycles
+    (2 for a group of one token), the first one cycle later.
+
+    Latency 1 (a token taken at a clock edge is offered after it), throughput one beat per cycle
+    outside the drain. Back-pressure: the output register holds until ``o_stream.ready``; a token
+    is taken when both its entry and its vector are offered and the register is empty or
+    leaving.
+
+    Parameters
+    ----------
+    params : FocusParams
+        Uses ``dim``, ``elem_bits``, ``tile`` and ``position_bits``.
+
+    Members
+    -------
+    i_stream : In(stream.Signature(indexed_layout(params)))
+    v_stream : In(stream.Signature(vector_layout(params)))
+        The tokens' vectors (a FIFO's output: only widths must match).
+    o_stream : Out(stream.Signature(match_output_layout(params)))
+    mean : In(1)
+        The job's representative is ``mean`` (held during the job).
+    flush : In(1)
+        Stops a drain and drops its state; a beat already offered is still delivered.
+    """
+
+    #: Cycles from a token's input transfer to its map beat being offered.
+    latency = 1
+
+    def __init__(self, params=None):
+        super().__init__(params, lambda p: {
+            "i_stream": In(stream.Signature(indexed_layout(p))),
+            "v_stream": In(stream.Signature(vector_layout(p))),
+            "o_stream": Out(stream.Signature(match_output_layout(p))),
+            "mean": In(1),
+            "flush": In(1),
+        })
+
+    def elaborate(self, platform):
+        p = self._params
+        m = Module()
+        i, v, out, mean, flush = self.i_stream, self.v_stream, self.o_stream, self.mean, self.flush
+
+        o_valid = Signal()
+        o_beat = Signal(match_output_layout(p))
+        o_tok = Signal(indexed_layout(p))           # the token in the register
+        o_tile_last = Signal()                      # ... ends a tile (until its drain starts)
+        o_sum_pending = Signal()                    # ... has its group sum to update this cycle
+        drain = Signal()
+        o_take, can_take, accept = Signal(), Signal(), Signal()
+        m.d.comb += [
+            out.valid.eq(o_valid),
+            out.payload.eq(o_beat),
+            o_take.eq(o_valid & out.ready),
+            can_take.eq(~drain & (~o_valid | (out.ready & ~(o_tile_last & mean)))),
+            i.ready.eq(can_take & v.valid),
+            v.ready.eq(can_take & i.valid),
+            accept.eq(can_take & i.valid & v.valid),
+        ]
+
+        m.submodules.sums = sums = memory.Memory(shape=group_sum_layout(p), depth=p.tile, init=[])
+        sum_wp = sums.write_port()
+        sum_rp = sums.read_port(transparent_for=(sum_wp,))
+        drain_u = Signal(tile_index_bits(p))
+        drain_addr = Signal(tile_index_bits(p))
+        drain_read = Signal()
+        m.d.comb += [
+            sum_rp.addr.eq(Mux(drain, drain_addr, i.payload.index)),
+            sum_rp.en.eq(Mux(drain, drain_read, accept)),
+            sum_wp.en.eq(o_sum_pending),
+            sum_wp.addr.eq(o_tok.index),
+            sum_wp.data.count.eq(Mux(o_tok.new, 1, sum_rp.data.count + 1)),
+        ]
+        for n in range(p.dim):
+            x = o_beat.vector[n]
+            m.d.comb += sum_wp.data.sums[n].eq(Mux(o_tok.new, x, sum_rp.data.sums[n] + x))
+        m.d.sync += o_sum_pending.eq(0)
+
+        with m.If(accept):
+            m.d.sync += [
+                o_valid.eq(1),
+                o_tok.eq(i.payload),
+                o_beat.map.eq(i.payload.map),
+                o_beat.vector.eq(v.payload),
+                o_beat.token.eq(1),
+                o_beat.unique.eq(i.payload.new & ~mean),
+                o_beat.last.eq(i.payload.job_last & ~mean),
+                o_tile_last.eq(i.payload.tile_last),
+                o_sum_pending.eq(mean),
+            ]
+        with m.Elif(o_take):
+            m.d.sync += [o_valid.eq(0), o_tile_last.eq(0)]
+
+        # The drain: for u = 0 .. count-1, read the group's sums, divide, emit. The tile's base
+        # and unique count are those of its last token, still in o_tok.
+        divider = MeanDivider(p)
+        m.submodules.divider = ResetInserter({"sync": flush})(divider)
+        loaded = Signal()           # the divider's input (the read data) is valid
+        m.d.comb += [divider.i_stream.valid.eq(loaded), divider.i_stream.payload.eq(sum_rp.data)]
+        with m.If(divider.i_stream.valid & divider.i_stream.ready):
+            m.d.sync += loaded.eq(0)
+        with m.If(drain_read):
+            m.d.sync += loaded.eq(1)
+        with m.FSM(name="drain"):
+            with m.State("OFF"):
+                with m.If(o_take & o_tile_last & mean & ~flush):
+                    m.d.sync += [drain.eq(1), drain_u.eq(0)]
+                    m.next = "READ"
+            with m.State("READ"):
+                m.d.comb += [drain_read.eq(1), drain_addr.eq(drain_u)]
+                m.next = "MEAN"
+                with m.If(flush):
+                    m.next = "OFF"
+            with m.State("MEAN"):
+                m.d.comb += divider.o_stream.ready.eq(~o_valid | o_take)
+                with m.If(divider.o_stream.valid & divider.o_stream.ready):
+                    done = drain_u == o_tok.count - 1
+                    m.d.sync += [
+                        o_valid.eq(1),
+                        o_beat.map.eq(o_tok.base + drain_u),
+                        o_beat.vector.eq(divider.o_stream.payload),
+                        o_beat.token.eq(0),
+                        o_beat.unique.eq(1),
+                        o_beat.last.eq(o_tok.job_last & done),
+                    ]
+                    with m.If(done):
+                        m.d.sync += drain.eq(0)
+                        m.next = "OFF"
+                    with m.Else():
+                        # The next group's sums are read now, while this one leaves.
+                        m.d.comb += [drain_read.eq(1), drain_addr.eq(drain_u + 1)]
+                        m.d.sync += drain_u.eq(drain_u + 1)
+                with m.If(flush):
+                    m.next = "OFF"
+        with m.If(flush):
+            m.d.sync += [o_tile_last.eq(0), o_sum_pending.eq(0), drain.eq(0), loaded.eq(0)]
+        return m

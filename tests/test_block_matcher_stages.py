@@ -1,0 +1,516 @@
+# amaranth: UnusedElaboratable=no
+"""The block matcher's stage Components on their own (Amaranth simulator), each against a Python
+reference that does not share its code: the mean divider, the best-candidate selection (ties),
+the comparator bank's tags, the map lookup, the input register, the output stage (mean drain)
+and the threshold table.
+
+The stream tests run the four stall patterns of ``tests/test_block_matcher.py`` (none, input
+idles only, output back-pressure only, both) with protocol monitors on every stream port
+(:func:`sim.streams.run_streams`).
+"""
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from amaranth.sim import Simulator
+
+from golden.similarity import dot, similar, sqnorm
+from rtl.params import FocusParams
+from rtl.sic.best_candidate import SELECT_STAGES, BestCandidate
+from rtl.sic.comparator_bank import ComparatorBank
+from rtl.sic.match_layouts import CANDIDATES, matcher_rounds
+from rtl.sic.mean_divider import MeanDivider
+from rtl.sic.output_stage import OutputStage
+from rtl.sic.threshold_table import ThresholdTable
+from rtl.sic.token_register import TokenRegister
+from rtl.sic.unique_indexer import UniqueIndexer
+from sim.streams import (
+    CLOCK_PERIOD,
+    run_streams,
+    stall_sources,
+    stream_get,
+    stream_monitor,
+    stream_put,
+    unpack,
+)
+
+SMALL = dict(dim=4, window=16, tile=24, layers=4)
+
+
+def small(**changes):
+    return FocusParams(**{**SMALL, **changes})
+
+
+def patterns(inputs, outputs, p=0.3):
+    """The four stall patterns for a component's ``inputs`` and ``outputs`` stream ports."""
+    return {
+        "no-stalls": 0.0,
+        "idles": {port: p for port in inputs},
+        "backpressure": {port: p for port in outputs},
+        "both": p,
+    }
+
+
+STALL_IDS = list(patterns((), ()))
+
+
+def stalls_for(name, inputs=("i_stream",), outputs=("o_stream",)):
+    return patterns(inputs, outputs)[name]
+
+
+# ---- MeanDivider ------------------------------------------------------------------------------
+
+def reference_mean(t, c):
+    """The rounded mean t / c, halves away from zero, with exact rationals."""
+    q = Fraction(t, c)
+    rounded = math.floor(abs(q) + Fraction(1, 2))
+    return rounded if q >= 0 else -rounded
+
+
+def divider_groups(p, seed):
+    """(sums, count) groups: t = 0, negative t, the extremes t = c * -2**(e-1) (all elements most
+    negative) and c * (2**(e-1) - 1), exact halves of both signs, c = 1, 2, 3, tile - 1 and
+    tile, and random groups."""
+    low, high = -(1 << (p.elem_bits - 1)), (1 << (p.elem_bits - 1)) - 1
+    rng = np.random.default_rng(seed)
+    sums = {}                                       # count -> element sums
+    for c in sorted({1, 2, 3, p.tile - 1, p.tile} - {0}):
+        sums[c] = [0, c * low, c * high, -1, 1, c * low + 1, -c, c]
+        if c % 2 == 0:
+            sums[c] += [c // 2, -(c // 2), 3 * c // 2, -(3 * c // 2)]
+    groups = []
+    for c, ts in sums.items():
+        ts = [t for t in ts if c * low <= t <= c * high]
+        ts += [0] * (-len(ts) % p.dim)
+        groups += [(ts[n:n + p.dim], c) for n in range(0, len(ts), p.dim)]
+    for _ in range(40):
+        c = int(rng.integers(1, p.tile + 1))
+        groups.append((rng.integers(c * low, c * high + 1, p.dim).tolist(), c))
+    return groups
+
+
+@pytest.mark.parametrize("stalls", STALL_IDS)
+@pytest.mark.parametrize("p", [small(), FocusParams(dim=3, elem_bits=2, tile=7),
+                               FocusParams(dim=2, elem_bits=16, tile=300)],
+                         ids=lambda p: f"e{p.elem_bits}_tile{p.tile}")
+def test_mean_divider_rounds_like_exact_rationals(p, stalls):
+    groups = divider_groups(p, p.tile)
+    inputs = [{"sums": sums, "count": c} for sums, c in groups]
+    outputs, stats = run_streams(MeanDivider(p), {"i_stream": inputs},
+                                 {"o_stream": len(groups)}, stalls=stalls_for(stalls), seed=3)
+    want = [[reference_mean(t, c) for t in sums] for sums, c in groups]
+    assert outputs["o_stream"] == want
+    if stalls == "no-stalls":
+        # One group per elem_bits + 2 cycles, 2 for a group of one.
+        assert stats["cycles"] == sum(2 if c == 1 else p.elem_bits + 2 for _, c in groups)
+
+
+# ---- BestCandidate ----------------------------------------------------------------------------
+
+#: Cosine**2 classes with several (dot**2, ny) representations each: exact ties across lanes.
+RATIOS = [Fraction(1), Fraction(2), Fraction(3, 2), Fraction(5, 7)]
+
+
+def scored_rounds(p, tokens, seed):
+    """``tokens`` tokens of ``rounds`` beats; candidate c has slot c, so the winner is known by
+    its slot. Similar candidates take a ratio from a few classes, scaled, so exact ties are
+    common; lanes past c = 7 look like missing candidates (nothing similar, norm 0). Returns
+    the beats, the expected (winner or None, tag) per token, and the number of tokens whose
+    winner ties with another candidate."""
+    rng = np.random.default_rng(seed)
+    k, rounds = p.comparators, matcher_rounds(p)
+    beats, expected, ties = [], [], 0
+    for n in range(tokens):
+        cands = {}
+        tag = {"tile_first": int(rng.integers(0, 2)), "tile_last": int(rng.integers(0, 2)),
+               "job_last": int(n == tokens - 1), "own_slot": int(rng.integers(0, 16))}
+        for r in range(rounds):
+            lanes = []
+            for j in range(k):
+                c = r * k + j + 1
+                if c > CANDIDATES or rng.random() < 0.3:
+                    lane = {"sim": 0, "dsq": 0 if c > CANDIDATES else int(rng.integers(0, 50)),
+                            "ny": 0 if c > CANDIDATES else int(rng.integers(0, 50)), "slot": c}
+                else:
+                    ratio = RATIOS[int(rng.integers(0, len(RATIOS)))]
+                    scale = int(rng.integers(1, 6))
+                    lane = {"sim": 1, "dsq": ratio.numerator * scale,
+                            "ny": ratio.denominator * scale, "slot": c}
+                lanes.append(lane)
+                cands[c] = lane
+            beats.append({"cands": lanes, "tag": {**tag, "first": int(r == 0),
+                                                  "last": int(r == rounds - 1)}})
+        cosines = {c: Fraction(lane["dsq"], lane["ny"]) for c, lane in sorted(cands.items())
+                   if lane["sim"]}
+        # The largest cosine; on equal cosines the lowest c (max() keeps the first maximum).
+        best = max(cosines, key=cosines.get) if cosines else None
+        ties += best is not None and list(cosines.values()).count(cosines[best]) > 1
+        expected.append((best, {**tag, "first": int(rounds == 1), "last": 1}))
+    return beats, expected, ties
+
+
+@pytest.mark.parametrize("stalls", STALL_IDS)
+@pytest.mark.parametrize("comparators", range(1, 8))
+def test_best_candidate_breaks_ties_to_the_smallest_c(comparators, stalls):
+    p = small(comparators=comparators)
+    beats, expected, ties = scored_rounds(p, 60, seed=comparators)
+    outputs, stats = run_streams(BestCandidate(p), {"i_stream": beats},
+                                 {"o_stream": len(expected)}, stalls=stalls_for(stalls),
+                                 seed=comparators)
+    for n, (got, (best, tag)) in enumerate(zip(outputs["o_stream"], expected, strict=True)):
+        assert got["tag"] == tag, f"token {n}: tag"
+        assert got["best"]["sim"] == (best is not None), f"token {n}: similar"
+        if best is not None:
+            assert got["best"]["slot"] == best, f"token {n}: winner c = {got['best']['slot']}"
+    assert ties > 10, "too few exact ties for the best candidate"
+    if stalls == "no-stalls":
+        rounds = matcher_rounds(p)
+        assert stats["cycles"] == len(expected) * rounds + SELECT_STAGES
+
+
+def test_best_candidate_exact_tie_in_one_round_and_across_rounds():
+    """Equal cosines from different numbers (4/2 = 2/1): c = 1 beats c = 2 with 7 comparators
+    (one round) and with 1 comparator (across rounds); a strictly better c = 7 wins."""
+    for comparators in (7, 1):
+        p = small(comparators=comparators)
+        k, rounds = comparators, matcher_rounds(p)
+
+        def token(values, p=p, k=k, rounds=rounds):
+            beats = []
+            for r in range(rounds):
+                lanes = []
+                for j in range(k):
+                    c = r * k + j + 1
+                    sim, dsq, ny = values.get(c, (0, 0, 0))
+                    lanes.append({"sim": sim, "dsq": dsq, "ny": ny, "slot": c})
+                beats.append({"cands": lanes, "tag": {"first": int(r == 0),
+                                                      "last": int(r == rounds - 1)}})
+            return beats
+
+        tie = token({1: (1, 4, 2), 2: (1, 2, 1), 3: (0, 9, 1)})
+        better = token({1: (1, 4, 2), 2: (1, 2, 1), 7: (1, 21, 10)})
+        outputs, _ = run_streams(BestCandidate(p), {"i_stream": tie + better}, {"o_stream": 2})
+        assert [b["best"]["slot"] for b in outputs["o_stream"]] == [1, 7]
+
+
+# ---- ComparatorBank ---------------------------------------------------------------------------
+
+def run_with(dut, inputs, outputs, stalls, seed, settings, max_cycles=5000):
+    """Like :func:`sim.streams.run_streams`, with the non-stream inputs ``settings``
+    (``{member: value}``) set from the start. Returns the received payloads."""
+    sources = stall_sources(stalls, (*inputs, *outputs), seed)
+    sim = Simulator(dut)
+    sim.add_clock(CLOCK_PERIOD)
+    for port in (*inputs, *outputs):
+        sim.add_testbench(stream_monitor(getattr(dut, port), port), background=True)
+    received = {}
+
+    async def setup(ctx):
+        for member, value in settings.items():
+            ctx.set(getattr(dut, member), value)
+
+    def put(port):
+        async def testbench(ctx):
+            await stream_put(ctx, getattr(dut, port), inputs[port], sources[port])
+        return testbench
+
+    def get(port):
+        async def testbench(ctx):
+            received[port] = await stream_get(ctx, getattr(dut, port), outputs[port],
+                                              sources[port])
+        return testbench
+
+    async def watchdog(ctx):
+        for _ in range(max_cycles):
+            await ctx.tick()
+        raise AssertionError(f"{type(dut).__name__} timed out after {max_cycles} cycles")
+
+    sim.add_testbench(setup)
+    for port in inputs:
+        sim.add_testbench(put(port))
+    for port in outputs:
+        sim.add_testbench(get(port))
+    sim.add_testbench(watchdog, background=True)
+    sim.run()
+    return received
+
+
+@pytest.mark.parametrize("stalls", STALL_IDS)
+@pytest.mark.parametrize("comparators", [1, 3, 7])
+def test_comparator_bank_results_leave_with_their_candidates(comparators, stalls):
+    """Random tokens and candidates (some missing: norm 0; some zero; some copies): every
+    result leaves with its own lane's norm and slot and its round's tag, and is golden's."""
+    p = small(comparators=comparators)
+    rng = np.random.default_rng(comparators)
+    theta_q = 200
+    beats, expected = [], []
+    for n in range(80):
+        x = rng.integers(-128, 128, p.dim)
+        if n % 9 == 0:
+            x[:] = 0
+        lanes, want = [], []
+        for _ in range(comparators):
+            near = rng.random() < 0.6
+            y = x + rng.integers(-20, 21, p.dim) if near else rng.integers(-128, 128, p.dim)
+            y = np.clip(y, -128, 127)
+            ny = int(sqnorm(y)) if rng.random() < 0.8 else 0
+            slot = int(rng.integers(0, 16))
+            lanes.append({"y": y.tolist(), "ny": ny, "slot": slot})
+            skipped = ny == 0 or not x.any()
+            sim = not skipped and bool(similar(x, y, theta_q, p.theta_bits))
+            want.append({"sim": int(sim), "dsq": 0 if skipped else int(dot(x, y)) ** 2,
+                         "ny": ny, "slot": slot})
+        tag = {"first": int(rng.integers(0, 2)), "last": int(rng.integers(0, 2)),
+               "tile_first": int(rng.integers(0, 2)), "tile_last": int(rng.integers(0, 2)),
+               "job_last": int(rng.integers(0, 2)), "own_slot": int(rng.integers(0, 16))}
+        beats.append({"x": x.tolist(), "nx": int(sqnorm(x)), "lanes": lanes, "tag": tag})
+        expected.append({"cands": want, "tag": tag})
+    dut = ComparatorBank(p, icg_cell=None)
+    got = run_with(dut, {"i_stream": beats}, {"o_stream": len(beats)},
+                   stalls_for(stalls), comparators, {"theta_q": theta_q})
+    assert got["o_stream"] == expected
+
+
+def test_comparator_bank_flush_drops_what_is_in_flight():
+    """Three rounds held in the bank by back-pressure, a flush, then two more: only the two
+    come out, each with its own tag; the counters still count all five comparisons. (A flush
+    withdraws the offered beat, so the output is not monitored.)"""
+    p = small(comparators=2)
+    dut = ComparatorBank(p, icg_cell=None)
+    x = [3, 1, -2, 5]
+
+    def beat(n):
+        lane = {"y": x, "ny": sum(v * v for v in x), "slot": n}
+        return {"x": x, "nx": lane["ny"], "lanes": [lane, lane],
+                "tag": {"first": 1, "last": 1, "tile_first": 0, "tile_last": 0, "job_last": 0,
+                        "own_slot": n}}
+
+    received = []
+
+    async def testbench(ctx):
+        await stream_put(ctx, dut.i_stream, [beat(n) for n in range(3)])
+        ctx.set(dut.flush, 1)
+        await ctx.tick()
+        ctx.set(dut.flush, 0)
+        ctx.set(dut.o_stream.ready, 1)
+        await stream_put(ctx, dut.i_stream, [beat(n) for n in (7, 8)])
+        for _ in range(10):
+            _, _, valid, payload = await ctx.tick().sample(dut.o_stream.valid,
+                                                           dut.o_stream.payload)
+            if valid:
+                received.append(unpack(payload))
+        assert ctx.get(dut.active) == 2 * 5
+
+    sim = Simulator(dut)
+    sim.add_clock(CLOCK_PERIOD)
+    sim.add_testbench(testbench)
+    sim.run()
+    assert [b["tag"]["own_slot"] for b in received] == [7, 8]
+    assert [[c["slot"] for c in b["cands"]] for b in received] == [[7, 7], [8, 8]]
+    assert all(c["sim"] for b in received for c in b["cands"])
+
+
+# ---- UniqueIndexer ----------------------------------------------------------------------------
+
+def indexer_job(p, count, seed):
+    """A job of ``count`` tokens at positions 0, 1, ...: each either opens a group or matches an
+    earlier token of its tile within the window (by that token's slot). The model numbers
+    groups in order of creation and gives a match its candidate's number."""
+    rng = np.random.default_rng(seed)
+    slots = 1 << p.window_bits
+    beats, expected, group_of = [], [], {}
+    tile_base = uniques = 0
+    for s in range(count):
+        first, last = s % p.tile == 0, s % p.tile == p.tile - 1 or s == count - 1
+        if first:
+            tile_base = uniques
+        reach = min(s % p.tile, p.window - 1)
+        match = reach > 0 and rng.random() < 0.6
+        q = s - int(rng.integers(1, reach + 1)) if match else s
+        if match:
+            group = group_of[q]
+        else:
+            group, uniques = uniques, uniques + 1
+        group_of[s] = group
+        beats.append({"best": {"sim": int(match), "dsq": 0, "ny": 0, "slot": q % slots},
+                      "tag": {"first": 1, "last": 1, "tile_first": int(first),
+                              "tile_last": int(last), "job_last": int(s == count - 1),
+                              "own_slot": s % slots}})
+        expected.append({"map": group, "index": group - tile_base, "new": int(not match),
+                         "base": tile_base, "count": uniques - tile_base,
+                         "tile_last": int(last), "job_last": int(s == count - 1)})
+    return beats, expected
+
+
+@pytest.mark.parametrize("stalls", STALL_IDS)
+def test_unique_indexer_numbers_groups_in_order(stalls):
+    """Matches of the previous token (write-through), of tokens a whole window back, tiles
+    ending inside the job; under stalls the register holds and its read holds with it."""
+    p = small()
+    beats, expected = indexer_job(p, 150, seed=4)
+    outputs, stats = run_streams(UniqueIndexer(p), {"i_stream": beats},
+                                 {"o_stream": len(beats)}, stalls=stalls_for(stalls), seed=4,
+                                 probes=("uniques",))
+    assert outputs["o_stream"] == expected
+    assert stats["uniques"] == expected[-1]["base"] + expected[-1]["count"]
+
+
+# ---- TokenRegister ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("stalls", STALL_IDS)
+@pytest.mark.parametrize("comparators", [1, 3, 7])
+def test_token_register_rounds_tiles_and_distances(comparators, stalls):
+    """Every token as ``rounds`` beats with its norm, its tile flags (tiles of 24, and the job's
+    last token ends one) and its distance from its tile's first position, clipped to the
+    window's slots."""
+    p = small(comparators=comparators)
+    rounds, clip = matcher_rounds(p), (1 << p.window_bits) - 1
+    rng = np.random.default_rng(comparators)
+    count = 70
+    pos = np.cumsum(rng.integers(1, 4, count)).tolist()
+    vec = rng.integers(-128, 128, (count, p.dim)).tolist()
+    tokens = [{"vector": v, "position": q, "last": int(s == count - 1)}
+              for s, (v, q) in enumerate(zip(vec, pos, strict=True))]
+    expected = []
+    for s in range(count):
+        start = s - s % p.tile
+        for r in range(rounds):
+            expected.append({
+                "x": vec[s], "nx": sum(e * e for e in vec[s]), "position": pos[s],
+                "distance": min(pos[s] - pos[start], clip), "round": r,
+                "tile_first": int(s == start),
+                "tile_last": int(s % p.tile == p.tile - 1 or s == count - 1),
+                "job_last": int(s == count - 1)})
+    outputs, stats = run_streams(TokenRegister(p), {"i_stream": tokens},
+                                 {"o_stream": len(expected)}, stalls=stalls_for(stalls),
+                                 seed=comparators)
+    assert outputs["o_stream"] == expected
+    if stalls == "no-stalls":
+        assert stats["cycles"] == count * rounds + TokenRegister.latency
+
+
+# ---- ThresholdTable ---------------------------------------------------------------------------
+
+def test_threshold_table_loads_and_holds():
+    """A load shows its entry the next cycle and holds it through writes (also to that entry)
+    until the next load; a load in the cycle its entry is written gives the old value."""
+    p = small(layers=5, theta_bits=6)
+    dut = ThresholdTable(p)
+
+    async def testbench(ctx):
+        async def write(layer, value):
+            ctx.set(dut.w_en, 1)
+            ctx.set(dut.w_addr, layer)
+            ctx.set(dut.w_data, value)
+            await ctx.tick()
+            ctx.set(dut.w_en, 0)
+
+        async def load(layer, also_write=None):
+            ctx.set(dut.read.en, 1)
+            ctx.set(dut.read.layer, layer)
+            if also_write is not None:
+                ctx.set(dut.w_en, 1)
+                ctx.set(dut.w_addr, layer)
+                ctx.set(dut.w_data, also_write)
+            await ctx.tick()
+            ctx.set(dut.read.en, 0)
+            ctx.set(dut.w_en, 0)
+            return ctx.get(dut.read.theta_q)
+
+        for layer in range(p.layers):
+            await write(layer, 10 + layer)
+        assert await load(3) == 13
+        await write(3, 50)
+        for _ in range(3):
+            await ctx.tick()
+            assert ctx.get(dut.read.theta_q) == 13
+        assert await load(3) == 50
+        assert await load(4, also_write=63) == 14
+        assert await load(4) == 63
+        assert await load(0) == 10
+
+    sim = Simulator(dut)
+    sim.add_clock(CLOCK_PERIOD)
+    sim.add_testbench(testbench)
+    sim.run()
+
+
+# ---- OutputStage ------------------------------------------------------------------------------
+
+def output_job(p, count, seed, mean):
+    """Resolved tokens of a job (groups inside tiles, as the map lookup gives them), their
+    vectors, and the expected output beats: with ``mean``, each tile's groups follow its last
+    token as rounded means (exact rationals), in index order."""
+    _, indexed = indexer_job(p, count, seed)
+    rng = np.random.default_rng(seed)
+    low, high = -(1 << (p.elem_bits - 1)), (1 << (p.elem_bits - 1)) - 1
+    vectors = rng.integers(low, high + 1, (count, p.dim))
+    vectors[:3] = low                                   # a group at the most negative value
+    expected, members = [], {}
+    for s, tok in enumerate(indexed):
+        members.setdefault(tok["map"], []).append(s)
+        expected.append({"map": tok["map"], "vector": vectors[s].tolist(), "token": 1,
+                         "unique": int(tok["new"] and not mean),
+                         "last": int(tok["job_last"] and not mean)})
+        if mean and tok["tile_last"]:
+            for u in range(tok["count"]):
+                group = members[tok["base"] + u]
+                expected.append({
+                    "map": tok["base"] + u,
+                    "vector": [reference_mean(int(vectors[group, n].sum()), len(group))
+                               for n in range(p.dim)],
+                    "token": 0, "unique": 1,
+                    "last": int(tok["job_last"] and u == tok["count"] - 1)})
+    return indexed, vectors.tolist(), expected
+
+
+@pytest.mark.parametrize("stalls", STALL_IDS)
+@pytest.mark.parametrize("mean", [False, True], ids=["first", "mean"])
+def test_output_stage_emits_map_beats_and_tile_means(mean, stalls):
+    """Map beats in order, joined with their vectors; with ``mean`` each tile's unique vectors
+    (groups of one and of many, the most negative value) after its last map beat."""
+    p = small()
+    indexed, vectors, expected = output_job(p, 70, seed=6, mean=mean)
+    dut = OutputStage(p)
+    ports = ("i_stream", "v_stream")
+    got = run_with(dut, {"i_stream": indexed, "v_stream": vectors}, {"o_stream": len(expected)},
+                   stalls_for(stalls, inputs=ports), 6, {"mean": int(mean)})
+    assert got["o_stream"] == expected
+
+
+def test_output_stage_flush_as_a_tile_ends_starts_no_drain():
+    """A flush in the very cycle a ``mean`` tile's last map beat leaves: the tile's drain does
+    not start (no unique beat follows), and the stage takes tokens again afterwards."""
+    p = small(tile=4)
+    indexed, vectors, expected = output_job(p, 8, seed=2, mean=True)
+    dut = OutputStage(p)
+    received = []
+
+    async def source(ctx):
+        await stream_put(ctx, dut.i_stream, indexed[:4])
+
+    async def vector_source(ctx):
+        await stream_put(ctx, dut.v_stream, vectors[:4])
+
+    async def sink(ctx):
+        ctx.set(dut.mean, 1)
+        ctx.set(dut.o_stream.ready, 1)
+        for _ in range(60):
+            flush = len(received) == 3 and ctx.get(dut.o_stream.valid)
+            ctx.set(dut.flush, flush)
+            _, _, valid, payload = await ctx.tick().sample(dut.o_stream.valid,
+                                                           dut.o_stream.payload)
+            if valid:
+                received.append(unpack(payload))
+        ctx.set(dut.flush, 0)
+
+    sim = Simulator(dut)
+    sim.add_clock(CLOCK_PERIOD)
+    sim.add_testbench(stream_monitor(dut.o_stream, "o_stream"), background=True)
+    sim.add_testbench(source)
+    sim.add_testbench(vector_source)
+    sim.add_testbench(sink)
+    sim.run()
+    assert received == expected[:4]
