@@ -599,10 +599,11 @@ class FocusBoard(BridgeClient):
         for name, value in (("SIC_FRAME_STRIDE", frame_stride), ("SIC_ROW_STRIDE", row_stride),
                             ("SIC_LAYER", 0), ("SIC_REPR", int(representative == "mean"))):
             self.write_reg(self._reg(name), value)
-        maps, uniques = [], []
-        for column in range(kept.shape[1] // p.dim):
+        n, columns = len(kept), kept.shape[1] // p.dim
+        maps, uniques = np.zeros((n, columns), np.int64), []
+        for column in range(columns):
             self.write_reg(self._reg("CTRL"), 2)
-            if len(kept):
+            if n:
                 got = self._drain({"sic": None},
                                   [("tokens", token_beats(kept, column, p.dim))],
                                   paced={"sic": "tokens"})["sic"]
@@ -610,10 +611,11 @@ class FocusBoard(BridgeClient):
                 got = []
             self._check_errors("a SIC job")
             mp, u = decode_beats(got, p.dim, representative == "mean")
-            maps.append(mp)
+            if len(mp) != n:
+                raise RuntimeError(f"column {column}: the board sent {len(mp)} map entries for "
+                                   f"{n} tokens")
+            maps[:, column] = mp
             uniques.append(u)
-        n = len(kept)
-        maps = (np.stack(maps, axis=1) if maps else np.zeros((n, 0), np.int64)).reshape(n, -1)
         return maps, uniques
 
     def _require_sic(self, what):

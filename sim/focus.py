@@ -32,6 +32,7 @@ from rtl.params import FocusParams
 
 from .sec import mask_from_beats, score_beats
 from .sic import decode_beats
+from .streams import rtl_failures
 
 __all__ = ["SIMULATORS", "INPUTS", "OUTPUTS", "COUNTERS", "focus", "fit_params",
            "focus_program", "wait_idle", "read_counters", "AmaranthIO", "run_program",
@@ -323,14 +324,16 @@ def _results(params, job, record, beats, transfers):
     words = np.array([b["word"] for b in code], dtype=np.uint64)
     nbits = code[-1]["nbits"] if code else 0
     mean = bool(job["mean"])
-    maps, uniques, columns = [], [], record["columns"]
-    for column in columns:
+    columns = record["columns"]
+    n = int(mask.sum())
+    maps, uniques = np.zeros((n, len(columns)), np.int64), []
+    for j, column in enumerate(columns):
         a, b = column["beats"]
         mp, u = decode_beats(beats["sic"][a:b], params.dim, mean)
-        maps.append(mp)
+        if len(mp) != n:
+            raise AssertionError(f"column {j}: {len(mp)} map entries for {n} kept tokens")
+        maps[:, j] = mp
         uniques.append(u)
-    n = int(mask.sum())
-    maps = (np.stack(maps, axis=1) if maps else np.zeros((n, 0), np.int64)).reshape(n, -1)
     first = transfers["scores"][0] if transfers["scores"] else None
     last = max((t[-1] for port, t in transfers.items() if port in OUTPUTS and t), default=None)
     stats = {
@@ -393,7 +396,16 @@ def focus(scores, tokens, keep, *, mode="spatial", order=None, word_bits=32, fra
 
     Returns
     -------
-    (mask, words, nbits, maps, uniques), as :func:`golden.focus`.
+    (mask, words, nbits, maps, uniques), as :func:`golden.focus` (also for keep = 0: maps
+    [0, D/V] and D/V empty unique arrays).
+
+    Raises
+    ------
+    ValueError
+        Bad input, before anything runs: golden's errors, and the RTL's limits.
+    sim.streams.RTLFailure
+        (a ``RuntimeError``) when the run fails on a job the checks accepted; the harness's
+        ``AssertionError`` when the RTL breaks a stream rule or hangs.
     """
     a, tok, _ = check_focus_inputs(scores, tokens, frame_stride=frame_stride,
                                    row_stride=row_stride, theta_q=theta_q, theta_bits=theta_bits,
@@ -425,16 +437,18 @@ def focus(scores, tokens, keep, *, mode="spatial", order=None, word_bits=32, fra
     if R >= 1 << ROWS_BITS:
         raise ValueError(f"R = {R} is out of range: the analyzer counts at most "
                          f"{(1 << ROWS_BITS) - 1} rows")
-    job = job_record(params, a, tok, keep, mode=mode, order=order, frame_stride=frame_stride,
-                     row_stride=row_stride, theta_q=theta_q, representative=representative)
-    if simulator == "amaranth":
-        record, io = run_program(params, lambda io: focus_program(io, params, job),
-                                 stalls=stalls, seed=seed,
-                                 max_cycles=_budget(params, job, stalls))
-        beats, transfers = io.received, io.transfers
-    else:
-        record, beats, transfers = _cocotb_run(params, job, simulator, stalls, seed)
-    mask, words, nbits, maps, uniques, run = _results(params, job, record, beats, transfers)
+    with rtl_failures("sim.focus"):
+        job = job_record(params, a, tok, keep, mode=mode, order=order,
+                         frame_stride=frame_stride, row_stride=row_stride, theta_q=theta_q,
+                         representative=representative)
+        if simulator == "amaranth":
+            record, io = run_program(params, lambda io: focus_program(io, params, job),
+                                     stalls=stalls, seed=seed,
+                                     max_cycles=_budget(params, job, stalls))
+            beats, transfers = io.received, io.transfers
+        else:
+            record, beats, transfers = _cocotb_run(params, job, simulator, stalls, seed)
+        mask, words, nbits, maps, uniques, run = _results(params, job, record, beats, transfers)
     if stats is not None:
         stats.update(run)
     return mask, words, nbits, maps, [u.astype(dtype) for u in uniques]

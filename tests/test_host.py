@@ -113,6 +113,19 @@ def test_focus_equals_golden(board):
     _same(result, golden.focus(scores, tokens, 6, **SIC, dim=4))
 
 
+def test_focus_keeping_nothing_equals_golden(board):
+    """keep = 0 is a valid job: no token is kept and every SIC column is empty; the board returns
+    golden's empty maps [0, D/V] and empty unique arrays, and the next job still works."""
+    scores, tokens = _scores(10), _tokens(11)
+    want = golden.focus(scores, tokens, 0, **SIC, dim=4)
+    got = board.focus(scores, tokens, 0, **SIC, dim=4)
+    assert got[3].shape == want[3].shape == (0, 2)
+    assert [u.shape for u in got[4]] == [u.shape for u in want[4]] == [(0, 4)] * 2
+    _same(got, want)
+    _same(board.focus(scores, tokens, 6, **SIC, dim=4), golden.focus(scores, tokens, 6, **SIC,
+                                                                      dim=4))
+
+
 def test_a_board_without_sic():
     """The iCEBreaker's SEC-only unit: the driver sees from PING that the bridge has only the
     SEC ports; ``sec`` equals golden; ``sic`` and ``focus`` raise RuntimeError and send
