@@ -26,15 +26,12 @@ Decisions where the spec is silent:
 
 import numpy as np
 
-from .similarity import better, check_theta_q, check_vectors, dot, similar, sqnorm
+from .similarity import ELEM_BITS_MAX, better, check_theta_q, check_vectors, dot, similar, sqnorm
 
 __all__ = ["block_match", "sic", "candidate_offsets", "REPRESENTATIVES", "check_config",
            "check_positions", "check_columns"]
 
 REPRESENTATIVES = ("first", "mean")
-
-# Widest signed element the model accepts (FocusParams.elem_bits <= 16): dots stay exact in int64.
-_ELEM_BITS_MAX = 16
 
 
 def _check_int(value, name, low=None):
@@ -101,7 +98,7 @@ def _check_matrix(vectors, name):
     orig = np.asarray(vectors)
     if orig.ndim != 2:
         raise ValueError(f"{name} must be a 2-D integer array [S, V], not shape {orig.shape}")
-    vec = check_vectors(orig, name, _ELEM_BITS_MAX)
+    vec = check_vectors(orig, name, ELEM_BITS_MAX)
     if vec.shape[1] < 1:
         raise ValueError(f"{name} must have at least one element per vector, not shape "
                          f"{vec.shape}")

@@ -13,11 +13,18 @@ exact for any ``elem_bits``, ``dim`` and ``theta_bits`` that :class:`rtl.params.
 
 import numpy as np
 
-__all__ = ["similar", "dot", "sqnorm", "better", "check_vectors", "check_theta_q"]
+__all__ = ["similar", "dot", "sqnorm", "better", "check_vectors", "check_theta_q",
+           "ELEM_BITS_MAX"]
+
+#: The widest signed element (:class:`rtl.params.FocusParams` allows elem_bits 2..16): every dot
+#: product and squared norm of such elements is exact in int64.
+ELEM_BITS_MAX = 16
 
 
-def check_vectors(x, name="x", elem_bits=None):
-    """Return ``x`` as an int64 array; raise ``ValueError`` for non-integer or out-of-range data."""
+def check_vectors(x, name="x", elem_bits=ELEM_BITS_MAX):
+    """Return ``x`` as an int64 array; raise ``ValueError`` for non-integer data, a 0-d array,
+    or elements outside the signed ``elem_bits``-bit range (checked on the input's own dtype,
+    before the cast, so that no value wraps)."""
     a = np.asarray(x)
     if a.dtype == bool or not np.issubdtype(a.dtype, np.integer):
         raise ValueError(f"{name} must be an integer array (signed sub-vector elements), "
@@ -25,13 +32,13 @@ def check_vectors(x, name="x", elem_bits=None):
     if a.ndim < 1:
         raise ValueError(f"{name} must have at least one dimension (the V elements), "
                          f"not shape {a.shape}")
-    a = a.astype(np.int64)
-    if elem_bits is not None and a.size:
+    if a.size:
         low, high = -(1 << (elem_bits - 1)), (1 << (elem_bits - 1)) - 1
-        if a.min() < low or a.max() > high:
+        least, most = int(a.min()), int(a.max())
+        if least < low or most > high:
             raise ValueError(f"{name} has elements outside the signed {elem_bits}-bit range "
-                             f"[{low}, {high}]: min {a.min()}, max {a.max()}")
-    return a
+                             f"[{low}, {high}]: min {least}, max {most}")
+    return a.astype(np.int64)
 
 
 def check_theta_q(theta_q, theta_bits):
@@ -61,7 +68,8 @@ def similar(x, y, theta_q, theta_bits=8):
     """cos(x, y) > theta_q / 2**theta_bits, exactly, over the last axis (V); broadcasts leading dims.
 
     Returns a bool array of the broadcast leading shape (a 0-d array for single vectors). Raises
-    ``ValueError`` for non-integer vectors, mismatched V, or theta_q outside [0, 2**F).
+    ``ValueError`` for non-integer vectors, elements outside the signed 16-bit range
+    (:data:`ELEM_BITS_MAX`), mismatched V, or theta_q outside [0, 2**F).
     """
     x = check_vectors(x, "x")
     y = check_vectors(y, "y")

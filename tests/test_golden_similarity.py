@@ -185,3 +185,26 @@ def test_errors():
         similar(x.astype(np.float32), x, 0)
     with pytest.raises(ValueError, match=r"y must be an integer array"):
         similar(x, x.astype(bool), 0)
+
+
+@pytest.mark.parametrize("big", [np.array([2**31, 1], np.int64), np.array([2**63, 1], np.uint64),
+                                 np.array([-32769, 0]), np.array([32768, 0], np.uint16)],
+                         ids=["int64-2**31", "uint64-2**63", "-32769", "uint16-32768"])
+def test_elements_outside_16_bits_are_rejected(big):
+    """Elements must fit the widest elem_bits (16): beyond it the products are not the ones the
+    hardware computes, and int64 could overflow; the message gives the range and the data's own
+    min and max (a uint64 value above 2**63 is not wrapped to a negative one first)."""
+    ok = np.ones(2, np.int64)
+    low, high = int(big.min()), int(big.max())
+    message = (rf"^x has elements outside the signed 16-bit range \[-32768, 32767\]: "
+               rf"min {low}, max {high}$")
+    with pytest.raises(ValueError, match=message):
+        similar(big, ok, 1)
+    with pytest.raises(ValueError, match=message.replace("^x", "^y")):
+        similar(ok, big, 1)
+
+
+def test_the_16_bit_extremes_are_accepted():
+    x = np.array([-32768, 32767, -32768], np.int16)
+    assert similar(x, x, 255)                                    # cos = 1
+    assert not similar(x, np.array([32767, -32767, 32767]), 0)   # opposite: dot < 0

@@ -215,12 +215,18 @@ BAD_INPUTS = [
     (np.ones(4, int), np.ones(4, int), -1, r"^theta_q = -1 is out of range"),
     (np.ones(4, int), np.ones(4, int), 0.5, r"^theta_q must be an integer"),
     (np.ones(4, int), np.ones(4, int), True, r"^theta_q must be an integer"),
+    (np.array([2**31, 1]), np.ones(2, int), 1,
+     r"^x has elements outside the signed 16-bit range \[-32768, 32767\]: min 1, "
+     r"max 2147483648$"),
+    (np.ones(2, int), np.array([2**63, 1], np.uint64), 1,
+     r"^y has elements outside the signed 16-bit range \[-32768, 32767\]: min 1, "
+     r"max 9223372036854775808$"),
 ]
 
 
 @pytest.mark.parametrize("x, y, theta_q, match", BAD_INPUTS,
                          ids=["float", "bool", "0-d", "V", "theta-high", "theta-negative",
-                              "theta-float", "theta-bool"])
+                              "theta-float", "theta-bool", "int64-2**31", "uint64-2**63"])
 def test_same_errors_as_golden(x, y, theta_q, match):
     with pytest.raises(ValueError, match=match):
         golden.similar(x, y, theta_q)
