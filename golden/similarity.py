@@ -14,11 +14,21 @@ exact for any ``elem_bits``, ``dim`` and ``theta_bits`` that :class:`rtl.params.
 import numpy as np
 
 __all__ = ["similar", "dot", "sqnorm", "better", "check_vectors", "check_theta_q",
-           "ELEM_BITS_MAX"]
+           "signed_bits", "ELEM_BITS_MAX"]
 
 #: The widest signed element (:class:`rtl.params.FocusParams` allows elem_bits 2..16): every dot
 #: product and squared norm of such elements is exact in int64.
 ELEM_BITS_MAX = 16
+
+
+def signed_bits(a):
+    """Bits of the narrowest signed (two's complement) type that holds every element of ``a``, 0
+    for an empty array: ``bit_length(v) + 1`` for v >= 0 and ``bit_length(~v) + 1`` for v < 0,
+    so -2**(b-1) .. 2**(b-1) - 1 need b bits."""
+    a = np.asarray(a)
+    if not a.size:
+        return 0
+    return max((v if v >= 0 else ~v).bit_length() + 1 for v in (int(a.min()), int(a.max())))
 
 
 def check_vectors(x, name="x", elem_bits=ELEM_BITS_MAX):

@@ -26,6 +26,7 @@ from golden.block_match import REPRESENTATIVES
 from golden.focus import check_focus_inputs
 from golden.offsets import check_order, check_word_bits
 from golden.sec import MODES, check_keep
+from golden.similarity import signed_bits
 from rtl.focus_unit import Ctrl, FocusUnit, Reg, Status
 from rtl.importance_analyzer import ROWS_BITS
 from rtl.params import FocusParams
@@ -52,10 +53,7 @@ _job_numbers = itertools.count()
 # ---- parameters and checks ---------------------------------------------------------------------
 
 def _signed_bits(a):
-    if not a.size:
-        return 2
-    low, high = int(a.min()), int(a.max())
-    return max(2, (-low - 1).bit_length() + 1 if low < 0 else 1, high.bit_length() + 1)
+    return max(2, signed_bits(a))
 
 
 def fit_params(M, score_bits_needed, elem_bits_needed, *, word_bits=32, theta_bits=8, tile=1024,

@@ -24,6 +24,7 @@ import numpy as np
 from golden.block_match import (_check_matrix, check_columns, check_config,
                                 check_positions)
 from golden.block_match import block_match as golden_block_match
+from golden.similarity import signed_bits
 from rtl.block_matcher import BlockMatcher, matcher_rounds
 from rtl.params import FocusParams
 
@@ -60,18 +61,11 @@ class JobResult:
     stats: dict = field(default_factory=dict)
 
 
-def _elem_bits_needed(a):
-    if not a.size:
-        return 0
-    low, high = int(a.min()), int(a.max())
-    return max((-low - 1).bit_length() + 1 if low < 0 else 1, high.bit_length() + 1)
-
-
 def fit_params(vectors, theta_bits=8, tile=1024, window=256):
     """The :class:`FocusParams` used when none is given: ``dim`` = V, ``theta_bits``, ``tile``,
     ``window``, one threshold layer, and ``elem_bits`` = 8 or wider (up to 16) when the data needs
     it. Values FocusParams does not allow raise its ``ValueError``."""
-    elem_bits = max(8, _elem_bits_needed(np.asarray(vectors)))
+    elem_bits = max(8, signed_bits(vectors))
     return FocusParams(dim=vectors.shape[1], elem_bits=min(elem_bits, 16), theta_bits=theta_bits,
                        tile=tile, window=window, layers=1)
 

@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 
-from golden.similarity import check_theta_q, check_vectors, dot, sqnorm
+from golden.similarity import check_theta_q, check_vectors, dot, signed_bits, sqnorm
 from rtl.params import FocusParams
 from rtl.similarity_comparator import SimilarityComparator
 
@@ -27,20 +27,12 @@ _BLOCK = "similarity_comparator"
 _job_numbers = itertools.count()
 
 
-def _elem_bits_needed(a):
-    """Bits of the narrowest signed type holding every element of ``a`` (0 for an empty array)."""
-    if not a.size:
-        return 0
-    low, high = int(a.min()), int(a.max())
-    return max((-low - 1).bit_length() + 1 if low < 0 else 1, high.bit_length() + 1)
-
-
 def fit_params(x, y, theta_bits=8):
     """The :class:`FocusParams` :func:`similar` uses when given none: ``dim`` = V, ``theta_bits``,
     and ``elem_bits`` = 8, or wider (up to 16) when the data needs it."""
-    elem_bits = max(8, _elem_bits_needed(x), _elem_bits_needed(y))
+    elem_bits = max(8, signed_bits(x), signed_bits(y))
     if elem_bits > 16:
-        name = "x" if _elem_bits_needed(x) > 16 else "y"
+        name = "x" if signed_bits(x) > 16 else "y"
         check_vectors(x if name == "x" else y, name, 16)
     return FocusParams(dim=x.shape[-1], theta_bits=theta_bits, elem_bits=elem_bits)
 

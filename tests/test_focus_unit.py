@@ -260,6 +260,20 @@ def test_sim_focus_keeps_nothing(M, D):
     assert_same_result(sim.focus(job["scores"], job["tokens"], 0, **args), want)
 
 
+def test_sim_focus_takes_the_most_negative_elements():
+    """Tokens all at -128, the most negative 8-bit value (also their largest element), fit params
+    with elem_bits = 8; sim.sic fits 8 bits to them too."""
+    from sim.sic import fit_params
+
+    scores = np.random.default_rng(31).integers(0, 100, (2, 12))
+    tokens = np.full((12, 8), -128, np.int8)
+    args = dict(frame_stride=4, row_stride=1, theta_q=230, tile=P7.tile, window=P7.window,
+                dim=P7.dim)
+    assert_same_result(sim.focus(scores, tokens, 7, params=P7, **args),
+                       golden.focus(scores, tokens, 7, **args))
+    assert fit_params(tokens[:, :4]).elem_bits == 8
+
+
 def test_sim_focus_rejects_like_golden():
     args = dict(frame_stride=2, row_stride=1, theta_q=200, window=16, tile=32, dim=4)
     with pytest.raises(ValueError, match=r"^tokens has 5 rows but scores has M = 6"):

@@ -208,3 +208,12 @@ def test_the_16_bit_extremes_are_accepted():
     x = np.array([-32768, 32767, -32768], np.int16)
     assert similar(x, x, 255)                                    # cos = 1
     assert not similar(x, np.array([32767, -32767, 32767]), 0)   # opposite: dot < 0
+
+
+@pytest.mark.parametrize("values, bits", [([-32768], 16), ([32767], 16), ([-32768, 32767], 16),
+                                          ([32768], 17), ([-32769], 17), ([-128, -128], 8),
+                                          ([-129], 9), ([0], 1), ([-1], 1), ([1], 2), ([], 0)])
+def test_signed_bits(values, bits):
+    from golden.similarity import signed_bits
+
+    assert signed_bits(np.array(values, np.int64)) == bits

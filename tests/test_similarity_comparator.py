@@ -159,6 +159,17 @@ def test_elem_bits_fitted_from_data():
     assert sim.similarity.fit_params(x // 300, y // 300).elem_bits == 8
 
 
+@pytest.mark.parametrize("low, dtype", [(-32768, np.int16), (-128, np.int8), (-2, np.int64)])
+def test_most_negative_values_fit_their_width(low, dtype):
+    """A vector whose largest element is negative, e.g. int16 all -32768: the most negative value
+    of b bits needs b bits (not b + 1), so sim fits the data's own width and equals golden."""
+    x = np.full((2, 6), low, dtype)
+    y = np.stack([x[0], np.arange(6, dtype=dtype) + low])
+    both(x, y, 200)
+    bits = {np.int16: 16, np.int8: 8, np.int64: 8}[dtype]     # fit_params never goes below 8
+    assert sim.similarity.fit_params(x, y).elem_bits == bits
+
+
 @pytest.mark.parametrize("xs, ys", [((4, 3), ()), ((2, 1), (1, 5)), ((), ()), ((0,), ())],
                          ids=["4x3-1", "2x1-1x5", "scalar", "empty"])
 def test_leading_dims_broadcast(xs, ys):
