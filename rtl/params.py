@@ -5,6 +5,7 @@ the tests. Every derived width is a property here and is computed nowhere else.
 """
 
 from dataclasses import asdict, dataclass, fields, replace
+from numbers import Integral
 
 __all__ = ["FocusParams", "ceil_log2"]
 
@@ -69,8 +70,9 @@ class FocusParams:
     gating : str
         ``"enable"`` (clock enables) or ``"icg"`` (clock-gate cell instances).
 
-    Bad values raise ``ValueError`` (``TypeError`` for a value of the wrong type); the message names
-    the field, the value and the allowed range.
+    Integer fields take any ``numbers.Integral`` but ``bool`` (NumPy integers too) and store it as
+    a plain ``int``. Bad values raise ``ValueError`` (``TypeError`` for a value of the wrong type);
+    the message names the field, the value and the allowed range.
     """
 
     tokens: int = 1024
@@ -90,8 +92,10 @@ class FocusParams:
     def __post_init__(self):
         for name, (low, high) in _INT_RANGES.items():
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, bool) or not isinstance(value, Integral):
                 raise TypeError(f"FocusParams.{name} must be an integer, not {value!r}")
+            value = int(value)                  # a NumPy integer is stored as a plain int
+            object.__setattr__(self, name, value)
             if not low <= value <= high:
                 raise ValueError(
                     f"FocusParams.{name} = {value!r} is out of range: it must be in "

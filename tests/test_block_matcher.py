@@ -321,6 +321,23 @@ def test_block_match_api_rtl_limits():
         sim.block_match(x, pos, **{**args, "frame_stride": 0, "row_stride": 0, "window": 2})
 
 
+def test_numpy_integer_settings():
+    """tile, window, theta_bits, dim, the strides and theta_q as NumPy integers: sim.sic and
+    sim.block_match accept them as golden does, with the same result."""
+    rng = np.random.default_rng(12)
+    tokens = np.repeat(rng.integers(-9, 9, (5, 8)), 3, axis=0)
+    pos = np.arange(15)
+    args = dict(frame_stride=np.int64(6), row_stride=np.int32(2), theta_q=np.int64(200),
+                theta_bits=np.int64(8), tile=np.int64(12), window=np.uint16(16))
+    for got, want in ((sim.sic(tokens, pos, dim=np.int64(4), **args),
+                       golden.sic(tokens, pos, dim=np.int64(4), **args)),
+                      (sim.block_match(tokens[:, :4], pos, **args),
+                       golden.block_match(tokens[:, :4], pos, **args))):
+        np.testing.assert_array_equal(got[0], want[0])
+        for g, w in zip(got[1], want[1]):
+            np.testing.assert_array_equal(g, w)
+
+
 def test_sic_columns_equal_golden():
     """D = 3V: three columns, each its own job; columns match different neighbours."""
     rng = np.random.default_rng(9)

@@ -170,6 +170,13 @@ def test_most_negative_values_fit_their_width(low, dtype):
     assert sim.similarity.fit_params(x, y).elem_bits == bits
 
 
+def test_numpy_integer_threshold():
+    rng = np.random.default_rng(8)
+    x, y = rng.integers(-100, 100, (2, 5, 4))
+    both(x, y, np.int64(10), np.int64(4))
+    both(x, y, np.uint8(200), np.int16(8))
+
+
 @pytest.mark.parametrize("xs, ys", [((4, 3), ()), ((2, 1), (1, 5)), ((), ()), ((0,), ())],
                          ids=["4x3-1", "2x1-1x5", "scalar", "empty"])
 def test_leading_dims_broadcast(xs, ys):
