@@ -11,14 +11,18 @@ All arithmetic is on Python integers (``dtype=object``) where int64 could overfl
 exact for any ``elem_bits``, ``dim`` and ``theta_bits`` that :class:`rtl.params.FocusParams` allows.
 """
 
+from numbers import Integral
+
 import numpy as np
 
 __all__ = ["similar", "dot", "sqnorm", "better", "check_vectors", "check_theta_q",
-           "signed_bits", "ELEM_BITS_MAX"]
+           "check_theta_bits", "signed_bits", "ELEM_BITS_MAX", "THETA_BITS_MAX"]
 
 #: The widest signed element (:class:`rtl.params.FocusParams` allows elem_bits 2..16): every dot
 #: product and squared norm of such elements is exact in int64.
 ELEM_BITS_MAX = 16
+#: The most fraction bits of the threshold (FocusParams.theta_bits is 1..16).
+THETA_BITS_MAX = 16
 
 
 def signed_bits(a):
@@ -51,6 +55,16 @@ def check_vectors(x, name="x", elem_bits=ELEM_BITS_MAX):
     return a.astype(np.int64)
 
 
+def check_theta_bits(theta_bits):
+    """Return ``theta_bits`` (F) as an int in 1..16; ``ValueError`` naming it otherwise."""
+    if isinstance(theta_bits, bool) or not isinstance(theta_bits, Integral):
+        raise ValueError(f"theta_bits must be an integer, not {theta_bits!r}")
+    if not 1 <= theta_bits <= THETA_BITS_MAX:
+        raise ValueError(f"theta_bits = {theta_bits} is out of range: it must be in "
+                         f"[1, {THETA_BITS_MAX}]")
+    return int(theta_bits)
+
+
 def check_theta_q(theta_q, theta_bits):
     if isinstance(theta_q, bool) or not isinstance(theta_q, (int, np.integer)):
         raise ValueError(f"theta_q must be an integer, not {theta_q!r}")
@@ -79,13 +93,15 @@ def similar(x, y, theta_q, theta_bits=8):
 
     Returns a bool array of the broadcast leading shape (a 0-d array for single vectors). Raises
     ``ValueError`` for non-integer vectors, elements outside the signed 16-bit range
-    (:data:`ELEM_BITS_MAX`), mismatched V, or theta_q outside [0, 2**F).
+    (:data:`ELEM_BITS_MAX`), mismatched V, theta_bits not an integer in 1..16, or theta_q
+    outside [0, 2**F).
     """
     x = check_vectors(x, "x")
     y = check_vectors(y, "y")
     if x.shape[-1] != y.shape[-1]:
         raise ValueError(f"x and y must have the same V (last axis): {x.shape[-1]} != "
                          f"{y.shape[-1]}")
+    theta_bits = check_theta_bits(theta_bits)
     tq = check_theta_q(theta_q, theta_bits)
     d, nx, ny = dot(x, y), sqnorm(x), sqnorm(y)
     d, nx, ny = np.broadcast_arrays(d, nx, ny)

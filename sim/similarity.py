@@ -13,7 +13,8 @@ import os
 
 import numpy as np
 
-from golden.similarity import check_theta_q, check_vectors, dot, signed_bits, sqnorm
+from golden.similarity import (check_theta_bits, check_theta_q, check_vectors, dot, signed_bits,
+                               sqnorm)
 from rtl.params import FocusParams
 from rtl.similarity_comparator import SimilarityComparator
 
@@ -96,6 +97,7 @@ def similar(x, y, theta_q, theta_bits=8, *, params=None, simulator="amaranth", s
     if x.shape[-1] != y.shape[-1]:
         raise ValueError(f"x and y must have the same V (last axis): {x.shape[-1]} != "
                          f"{y.shape[-1]}")
+    theta_bits = check_theta_bits(theta_bits)
     tq = check_theta_q(theta_q, theta_bits)
     _check_simulator(simulator)
     if params is None:

@@ -290,10 +290,12 @@ BAD_INPUTS = [
     (dict(theta_q=256), "theta_q"),
     (dict(representative="median"), "representative"),
     (dict(tile=0), "tile"),
+    (dict(theta_bits=17), "theta_bits = 17 is out of range"),
+    (dict(theta_bits=0), "theta_bits = 0 is out of range"),
 ]
 
 
-@pytest.mark.parametrize("bad, what", BAD_INPUTS, ids=[w for _, w in BAD_INPUTS])
+@pytest.mark.parametrize("bad, what", BAD_INPUTS, ids=[w.split(" is")[0] for _, w in BAD_INPUTS])
 def test_block_match_api_raises_like_golden(bad, what):
     args = dict(vectors=np.ones((3, 4), np.int8), positions=np.array([0, 1, 2]), frame_stride=4,
                 row_stride=2, theta_q=200, tile=8, window=16)

@@ -217,3 +217,27 @@ def test_signed_bits(values, bits):
     from golden.similarity import signed_bits
 
     assert signed_bits(np.array(values, np.int64)) == bits
+
+
+THETA_BITS_BAD = [(True, r"must be an integer, not True"), (None, r"must be an integer, not None"),
+                  (1.5, r"must be an integer, not 1\.5"),
+                  (0, r"= 0 is out of range: it must be in \[1, 16\]"),
+                  (-1, r"= -1 is out of range: it must be in \[1, 16\]"),
+                  (17, r"= 17 is out of range: it must be in \[1, 16\]"),
+                  (40, r"= 40 is out of range: it must be in \[1, 16\]")]
+
+
+@pytest.mark.parametrize("theta_bits, message", THETA_BITS_BAD,
+                         ids=[repr(t) for t, _ in THETA_BITS_BAD])
+def test_theta_bits_is_validated(theta_bits, message):
+    """theta_bits (F) is an integer in 1..16, as FocusParams allows; anything else is a ValueError
+    naming theta_bits, not a shift error or a silently wrong threshold."""
+    x = np.ones(4, np.int8)
+    with pytest.raises(ValueError, match=rf"^theta_bits {message}$"):
+        similar(x, x, 0, theta_bits)
+
+
+def test_theta_bits_takes_numpy_integers():
+    x, y = np.array([3, 1, 0, 0]), np.array([3, 0, 1, 0])    # cos = 9/10
+    assert similar(x, y, np.int64(57), np.int64(6))           # 57/64 < 0.9 < 58/64
+    assert not similar(x, y, np.int64(58), np.int64(6))

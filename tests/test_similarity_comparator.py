@@ -252,6 +252,16 @@ def test_same_errors_as_golden(x, y, theta_q, match):
         sim.similar(x, y, theta_q)
 
 
+@pytest.mark.parametrize("theta_bits", [True, None, 1.5, 0, -1, 17, 40])
+def test_same_theta_bits_errors_as_golden(theta_bits):
+    x = np.ones(4, int)
+    with pytest.raises(ValueError, match=r"^theta_bits ") as want:
+        golden.similar(x, x, 0, theta_bits)
+    with pytest.raises(ValueError) as got:
+        sim.similar(x, x, 0, theta_bits)
+    assert str(got.value) == str(want.value)
+
+
 def test_errors_of_the_rtl_driver():
     x = np.ones((2, 4), int)
     with pytest.raises(ValueError, match=r"^Unknown simulator 'modelsim'"):
