@@ -7,7 +7,7 @@ the tests. Every derived width is a property here and is computed nowhere else.
 from dataclasses import asdict, dataclass, fields, replace
 from numbers import Integral
 
-__all__ = ["FocusParams", "ceil_log2"]
+__all__ = ["FocusParams", "ceil_log2", "check_limit"]
 
 
 def ceil_log2(n):
@@ -30,6 +30,21 @@ _INT_RANGES = {
     "tile":        (1, 65536),
     "comparators": (1, 7),
 }
+
+
+def check_limit(field, value, argument=None):
+    """``value`` as an int when it is within the range of the :class:`FocusParams` integer field
+    ``field``, else ``ValueError`` naming the user's ``argument`` (default: the field), the value
+    and the RTL's range: ``M = 70000 is out of the RTL's range [1, 65536] (FocusParams.tokens)``.
+
+    For the drivers that fit parameters to a job: a value golden accepts but the RTL cannot build
+    is reported as what the user passed, not as a FocusParams value made from it."""
+    low, high = _INT_RANGES[field]
+    if not low <= value <= high:
+        raise ValueError(f"{argument or field} = {value} is out of the RTL's range "
+                         f"[{low}, {high}] (FocusParams.{field})")
+    return int(value)
+
 
 _CHOICES = {
     "sorter": ("bubble", "radix"),

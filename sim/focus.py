@@ -29,7 +29,7 @@ from golden.sec import MODES, check_keep
 from golden.similarity import signed_bits
 from rtl.focus_unit import Ctrl, FocusUnit, Reg, Status
 from rtl.importance_analyzer import ROWS_BITS
-from rtl.params import FocusParams
+from rtl.params import FocusParams, check_limit
 
 from .sec import mask_from_beats, score_beats
 from .sic import decode_beats
@@ -426,8 +426,9 @@ def focus(scores, tokens, keep, *, mode="spatial", order=None, word_bits=32, fra
     settings = {"word_bits": word_bits, "theta_bits": theta_bits, "tile": tile,
                 "window": window, "dim": dim}
     if params is None:
-        if M > 65536:
-            raise ValueError(f"M = {M} is out of range: the largest buffer holds 65536 tokens")
+        check_limit("tokens", M, "M")
+        for name in ("tile", "window", "dim"):
+            check_limit(name, settings[name])
         if needed > 32:
             raise ValueError(f"scores need {needed} bits; at most 32 are supported")
         params = fit_params(M, needed, min(16, _signed_bits(tok)), **settings)

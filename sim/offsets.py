@@ -30,7 +30,7 @@ from golden.offsets import (_check_tokens, _check_words, check_mask, check_order
                             check_word_bits)
 from rtl.offset_decoder import DecodeError, OffsetDecoder
 from rtl.offset_encoder import EncodeError, OffsetEncoder
-from rtl.params import FocusParams
+from rtl.params import FocusParams, check_limit
 
 from .streams import RTLFailure, pack, rtl_failures, stall_sources, stream_monitor, unpack
 
@@ -73,10 +73,12 @@ def _check_simulator(simulator):
                          f"{', '.join(SIMULATORS)}")
 
 
-def fit_params(M, word_bits=32):
+def fit_params(M, word_bits=32, argument="M"):
     """The parameters used when none are given: ``tokens`` the next power of two >= max(M, 8)
-    (so nearby sizes share a netlist), ``word_bits``, and the default ``lanes``."""
-    return FocusParams(tokens=1 << max(3, (int(M) - 1).bit_length()), word_bits=word_bits)
+    (so nearby sizes share a netlist), ``word_bits``, and the default ``lanes``. M beyond the
+    RTL's 65536 tokens raises ``ValueError`` naming ``argument`` (the user's name for M)."""
+    M = check_limit("tokens", M, argument)
+    return FocusParams(tokens=1 << max(3, (M - 1).bit_length()), word_bits=word_bits)
 
 
 def _check_params(params, M, word_bits):
@@ -514,7 +516,7 @@ def decode_offsets(words, nbits, tokens, word_bits=32, *, params=None, simulator
     nbits = int(nbits)
     _check_simulator(simulator)
     if params is None:
-        params = fit_params(M, word_bits)
+        params = fit_params(M, word_bits, "tokens")
     _check_params(params, M, word_bits)
     if not values or nbits >= 1 << params.nbits_bits:
         # The RTL interface cannot carry these (no words; an nbits wider than its field, so

@@ -22,7 +22,7 @@ from amaranth.sim import Simulator
 
 from golden.sec import MODES, _unsigned, check_keep, check_scores
 from rtl.importance_analyzer import ROWS_BITS, Dataflow, ImportanceAnalyzer
-from rtl.params import FocusParams
+from rtl.params import FocusParams, check_limit
 from rtl.topk_selector import TopKSelector
 
 from .streams import CLOCK_PERIOD, stall_sources, stream_get, stream_monitor, stream_put
@@ -61,8 +61,7 @@ def _needed_bits(a):
 def fit_params(M, score_bits_needed=1, sorter="bubble"):
     """The :class:`FocusParams` used when none is given: the default with ``tokens`` raised to M
     and ``score_bits`` raised to what the data needs (up to 32)."""
-    if M > 65536:
-        raise ValueError(f"M = {M} is out of range: the largest buffer holds 65536 tokens")
+    check_limit("tokens", M, "M")
     if score_bits_needed > 32:
         raise ValueError(f"scores need {score_bits_needed} bits; at most 32 are supported")
     d = FocusParams()

@@ -26,7 +26,7 @@ from golden.block_match import (_check_matrix, check_columns, check_config,
 from golden.block_match import block_match as golden_block_match
 from golden.similarity import signed_bits
 from rtl.block_matcher import BlockMatcher, matcher_rounds
-from rtl.params import FocusParams
+from rtl.params import FocusParams, check_limit
 
 __all__ = ["SIMULATORS", "Job", "JobResult", "block_match", "sic", "run_jobs", "fit_params",
            "regression_jobs", "decode_beats"]
@@ -66,8 +66,10 @@ def fit_params(vectors, theta_bits=8, tile=1024, window=256):
     ``window``, one threshold layer, and ``elem_bits`` = 8 or wider (up to 16) when the data needs
     it. Values FocusParams does not allow raise its ``ValueError``."""
     elem_bits = max(8, signed_bits(vectors))
-    return FocusParams(dim=vectors.shape[1], elem_bits=min(elem_bits, 16), theta_bits=theta_bits,
-                       tile=tile, window=window, layers=1)
+    return FocusParams(dim=check_limit("dim", vectors.shape[1], "V (the vectors' length)"),
+                       elem_bits=min(elem_bits, 16), theta_bits=theta_bits,
+                       tile=check_limit("tile", tile), window=check_limit("window", window),
+                       layers=1)
 
 
 def _check_params(params, vec, theta_bits, tile, window):
@@ -176,6 +178,8 @@ def sic(tokens, positions, *, frame_stride, row_stride, theta_q, theta_bits=8, t
     """
     check_config(frame_stride, row_stride, theta_q, theta_bits, tile, window, representative)
     orig, dim, columns = check_columns(tokens, dim)
+    if params is None:
+        check_limit("dim", dim)
     checked = [_check_job_inputs(orig[:, j * dim:(j + 1) * dim], positions, frame_stride,
                                  row_stride, theta_q, theta_bits, tile, window, representative,
                                  params, simulator) for j in range(columns)]

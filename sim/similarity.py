@@ -15,7 +15,7 @@ import numpy as np
 
 from golden.similarity import (check_theta_bits, check_theta_q, check_vectors, dot, signed_bits,
                                sqnorm)
-from rtl.params import FocusParams
+from rtl.params import FocusParams, check_limit
 from rtl.similarity_comparator import SimilarityComparator
 
 from .streams import run_streams
@@ -35,7 +35,8 @@ def fit_params(x, y, theta_bits=8):
     if elem_bits > 16:
         name = "x" if signed_bits(x) > 16 else "y"
         check_vectors(x if name == "x" else y, name, 16)
-    return FocusParams(dim=x.shape[-1], theta_bits=theta_bits, elem_bits=elem_bits)
+    return FocusParams(dim=check_limit("dim", x.shape[-1], "V (the vectors' length)"),
+                       theta_bits=theta_bits, elem_bits=elem_bits)
 
 
 def _check_params(params, x, y, theta_bits):
@@ -100,12 +101,18 @@ def similar(x, y, theta_q, theta_bits=8, *, params=None, simulator="amaranth", s
     theta_bits = check_theta_bits(theta_bits)
     tq = check_theta_q(theta_q, theta_bits)
     _check_simulator(simulator)
+    shape = np.broadcast_shapes(x.shape[:-1], y.shape[:-1])
+    v = x.shape[-1]
+    if params is None and v == 0:
+        # V = 0: every vector is zero, so never similar (golden's answer); no comparator has 0
+        # elements, so nothing runs.
+        if stats is not None:
+            stats.update(cycles=0, active=0, gated=0)
+        return np.zeros(shape, bool)
     if params is None:
         params = fit_params(x, y, theta_bits)
     else:
         _check_params(params, x, y, theta_bits)
-    shape = np.broadcast_shapes(x.shape[:-1], y.shape[:-1])
-    v = x.shape[-1]
     xs = np.broadcast_to(x, shape + (v,)).reshape(-1, v)
     ys = np.broadcast_to(y, shape + (v,)).reshape(-1, v)
     result, _, run_stats = compare(xs, ys, np.full(len(xs), tq), params, simulator=simulator,

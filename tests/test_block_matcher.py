@@ -319,8 +319,24 @@ def test_block_match_api_rtl_limits():
         sim.block_match(x, pos + (1 << 32), **args)
     with pytest.raises(ValueError, match=r"Unknown simulator"):
         sim.block_match(x, pos, simulator="xsim", **args)
-    with pytest.raises(ValueError, match=r"FocusParams.window = 2 is out of range"):
-        sim.block_match(x, pos, **{**args, "frame_stride": 0, "row_stride": 0, "window": 2})
+    # golden takes these; the RTL's range is named with the user's argument
+    for change, message in (({"frame_stride": 0, "row_stride": 0, "window": 2},
+                             r"^window = 2 is out of the RTL's range \[4, 4096\] "
+                             r"\(FocusParams\.window\)$"),
+                            ({"window": 5000}, r"^window = 5000 is out of the RTL's range"),
+                            ({"tile": 70_000}, r"^tile = 70000 is out of the RTL's range "
+                                               r"\[1, 65536\] \(FocusParams\.tile\)$")):
+        golden.block_match(x, pos, **{**args, **change})
+        with pytest.raises(ValueError, match=message):
+            sim.block_match(x, pos, **{**args, **change})
+    wide = np.ones((3, 300), np.int64)
+    golden.block_match(wide, pos, **args)
+    with pytest.raises(ValueError, match=r"^V \(the vectors' length\) = 300 is out of the RTL's "
+                                         r"range \[1, 256\] \(FocusParams\.dim\)$"):
+        sim.block_match(wide, pos, **args)
+    golden.sic(wide, pos, dim=300, **args)
+    with pytest.raises(ValueError, match=r"^dim = 300 is out of the RTL's range \[1, 256\]"):
+        sim.sic(wide, pos, dim=300, **args)
 
 
 def test_numpy_integer_settings():

@@ -286,6 +286,23 @@ def test_sim_focus_rejects_like_golden():
         sim.focus(np.ones((2, 60), int), np.ones((60, 8), int), 3, params=P7, **args)
 
 
+def test_sim_focus_names_the_rtl_limits():
+    """Jobs golden runs but the RTL cannot build: the error names the argument and the RTL's
+    range."""
+    scores, tokens = np.ones((2, 6), int), np.ones((6, 8), int)
+    args = dict(frame_stride=0, row_stride=0, theta_q=200, window=16, tile=32, dim=4)
+    for change, message in (({"window": 3}, r"^window = 3 is out of the RTL's range \[4, 4096\]"),
+                            ({"tile": 70_000}, r"^tile = 70000 is out of the RTL's range"),
+                            ({"dim": 300}, r"^dim = 300 is out of the RTL's range \[1, 256\]")):
+        job = {**args, **change}
+        wide = np.ones((6, 300), int) if "dim" in change else tokens
+        golden.focus(scores, wide, 3, **job)
+        with pytest.raises(ValueError, match=message):
+            sim.focus(scores, wide, 3, **job)
+    with pytest.raises(ValueError, match=r"^scores need 33 bits; at most 32 are supported"):
+        sim.focus(scores << 32, tokens, 3, **args)
+
+
 # ---- registers -----------------------------------------------------------------------------------
 
 def errors_of(status):

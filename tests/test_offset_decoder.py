@@ -197,6 +197,14 @@ def test_sim_malformed_code_raises_golden_error(case):
     assert re.search(rf"\(RTL decoder cause {case}\)$", str(got.value.__cause__))
 
 
+def test_sim_names_the_tokens_beyond_the_rtl_limit():
+    words, nbits = golden.encode_offsets(np.zeros(70_000, bool), 0, 32)
+    assert not golden.decode_offsets(words, nbits, 70_000).any()
+    with pytest.raises(ValueError, match=r"^tokens = 70000 is out of the RTL's range "
+                                         r"\[1, 65536\] \(FocusParams\.tokens\)$"):
+        sim.decode_offsets(words, nbits, 70_000)
+
+
 def test_sim_rejects_what_the_interface_cannot_carry():
     """No words, or an nbits wider than the decoder's field: the RTL cannot take the job, and
     golden rejects both, so sim raises golden's error without running it."""

@@ -274,6 +274,18 @@ def test_errors_of_the_rtl_driver():
         sim.similar(x * 200, x, 1, params=FocusParams(dim=4))
     with pytest.raises(ValueError, match=r"^y has elements outside the signed 16-bit range"):
         sim.similar(x, x * 40000, 1)
+    wide = np.ones((2, 300), int)
+    golden.similar(wide, wide, 1)
+    with pytest.raises(ValueError, match=r"^V \(the vectors' length\) = 300 is out of the RTL's "
+                                         r"range \[1, 256\] \(FocusParams\.dim\)$"):
+        sim.similar(wide, wide, 1)
+
+
+def test_no_elements_are_never_similar():
+    """V = 0: golden's vectors are all zero, so never similar; sim gives the same answer."""
+    for xs, ys in (((3, 0), (3, 0)), ((2, 1, 0), (4, 0)), ((0,), (0,))):
+        x, y = np.zeros(xs, np.int8), np.zeros(ys, np.int8)
+        both(x, y, 0)
 
 
 # ---- the harness itself -----------------------------------------------------------------------
