@@ -15,7 +15,7 @@ from numbers import Integral
 
 import numpy as np
 
-__all__ = ["similar", "dot", "sqnorm", "better", "check_vectors", "check_theta_q",
+__all__ = ["similar", "dot", "sqnorm", "better", "check_vectors", "check_pair", "check_theta_q",
            "check_theta_bits", "signed_bits", "ELEM_BITS_MAX", "THETA_BITS_MAX"]
 
 #: The widest signed element (:class:`rtl.params.FocusParams` allows elem_bits 2..16): every dot
@@ -53,6 +53,22 @@ def check_vectors(x, name="x", elem_bits=ELEM_BITS_MAX):
             raise ValueError(f"{name} has elements outside the signed {elem_bits}-bit range "
                              f"[{low}, {high}]: min {least}, max {most}")
     return a.astype(np.int64)
+
+
+def check_pair(x, y):
+    """``(x, y, leading shape)`` for :func:`similar`: both checked by :func:`check_vectors`, the
+    same V, and leading shapes that broadcast; ``ValueError`` naming the problem otherwise."""
+    x = check_vectors(x, "x")
+    y = check_vectors(y, "y")
+    if x.shape[-1] != y.shape[-1]:
+        raise ValueError(f"x and y must have the same V (last axis): {x.shape[-1]} != "
+                         f"{y.shape[-1]}")
+    try:
+        shape = np.broadcast_shapes(x.shape[:-1], y.shape[:-1])
+    except ValueError:
+        raise ValueError(f"x and y do not broadcast: leading shapes {x.shape[:-1]} and "
+                         f"{y.shape[:-1]} (the dimensions before V must be equal or 1)") from None
+    return x, y, shape
 
 
 def check_theta_bits(theta_bits):
@@ -93,14 +109,10 @@ def similar(x, y, theta_q, theta_bits=8):
 
     Returns a bool array of the broadcast leading shape (a 0-d array for single vectors). Raises
     ``ValueError`` for non-integer vectors, elements outside the signed 16-bit range
-    (:data:`ELEM_BITS_MAX`), mismatched V, theta_bits not an integer in 1..16, or theta_q
-    outside [0, 2**F).
+    (:data:`ELEM_BITS_MAX`), mismatched V, leading shapes that do not broadcast, theta_bits not
+    an integer in 1..16, or theta_q outside [0, 2**F).
     """
-    x = check_vectors(x, "x")
-    y = check_vectors(y, "y")
-    if x.shape[-1] != y.shape[-1]:
-        raise ValueError(f"x and y must have the same V (last axis): {x.shape[-1]} != "
-                         f"{y.shape[-1]}")
+    x, y, _ = check_pair(x, y)
     theta_bits = check_theta_bits(theta_bits)
     tq = check_theta_q(theta_q, theta_bits)
     d, nx, ny = dot(x, y), sqnorm(x), sqnorm(y)

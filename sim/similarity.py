@@ -13,8 +13,8 @@ import os
 
 import numpy as np
 
-from golden.similarity import (check_theta_bits, check_theta_q, check_vectors, dot, signed_bits,
-                               sqnorm)
+from golden.similarity import (check_pair, check_theta_bits, check_theta_q, check_vectors, dot,
+                               signed_bits, sqnorm)
 from rtl.params import FocusParams, check_limit
 from rtl.similarity_comparator import SimilarityComparator
 
@@ -93,15 +93,10 @@ def similar(x, y, theta_q, theta_bits=8, *, params=None, simulator="amaranth", s
     -------
     numpy.ndarray of bool, the broadcast leading shape (0-d for single vectors).
     """
-    x = check_vectors(x, "x")
-    y = check_vectors(y, "y")
-    if x.shape[-1] != y.shape[-1]:
-        raise ValueError(f"x and y must have the same V (last axis): {x.shape[-1]} != "
-                         f"{y.shape[-1]}")
+    x, y, shape = check_pair(x, y)
     theta_bits = check_theta_bits(theta_bits)
     tq = check_theta_q(theta_q, theta_bits)
     _check_simulator(simulator)
-    shape = np.broadcast_shapes(x.shape[:-1], y.shape[:-1])
     v = x.shape[-1]
     if params is None and v == 0:
         # V = 0: every vector is zero, so never similar (golden's answer); no comparator has 0

@@ -241,3 +241,10 @@ def test_theta_bits_takes_numpy_integers():
     x, y = np.array([3, 1, 0, 0]), np.array([3, 0, 1, 0])    # cos = 9/10
     assert similar(x, y, np.int64(57), np.int64(6))           # 57/64 < 0.9 < 58/64
     assert not similar(x, y, np.int64(58), np.int64(6))
+
+
+def test_leading_shapes_that_do_not_broadcast():
+    with pytest.raises(ValueError, match=r"^x and y do not broadcast: leading shapes \(2, 4\) and "
+                                         r"\(3, 1\) \(the dimensions before V must be equal or "
+                                         r"1\)$"):
+        similar(np.ones((2, 4, 3), int), np.ones((3, 1, 3), int), 1)

@@ -239,12 +239,16 @@ BAD_INPUTS = [
     (np.ones(2, int), np.array([2**63, 1], np.uint64), 1,
      r"^y has elements outside the signed 16-bit range \[-32768, 32767\]: min 1, "
      r"max 9223372036854775808$"),
+    (np.ones((2, 3), int), np.ones((3, 3), int), 1,
+     r"^x and y do not broadcast: leading shapes \(2,\) and \(3,\) \(the dimensions before "
+     r"V must be equal or 1\)$"),
 ]
 
 
 @pytest.mark.parametrize("x, y, theta_q, match", BAD_INPUTS,
                          ids=["float", "bool", "0-d", "V", "theta-high", "theta-negative",
-                              "theta-float", "theta-bool", "int64-2**31", "uint64-2**63"])
+                              "theta-float", "theta-bool", "int64-2**31", "uint64-2**63",
+                              "broadcast"])
 def test_same_errors_as_golden(x, y, theta_q, match):
     with pytest.raises(ValueError, match=match):
         golden.similar(x, y, theta_q)
