@@ -268,7 +268,7 @@ def importance(scores, mode="spatial", *, params=None, simulator="amaranth", sta
 
     Returns
     -------
-    numpy.ndarray [M], the unsigned dtype of ``scores`` (as golden).
+    numpy.ndarray [M], the unsigned dtype of ``scores`` in native byte order (as golden).
     """
     if mode not in MODES:
         raise ValueError(f"mode = {mode!r} is not allowed: it must be 'spatial' or 'temporal'")
@@ -298,7 +298,7 @@ def importance(scores, mode="spatial", *, params=None, simulator="amaranth", sta
         run = {"cycles": int(out["cycles"])}
     if stats is not None:
         stats.update(run)
-    return vector.astype(a.dtype)
+    return vector.astype(a.dtype.newbyteorder("="))    # golden's max(axis=0) is native
 
 
 def topk_mask(s, keep, *, params=None, simulator="amaranth", stalls=0.0, stats=None, seed=0):
