@@ -201,6 +201,8 @@ def _bad(home, name):
     path = home / name
     if name == "text.npz":
         path.write_text("not numpy\n")
+    elif name == "empty.npz":
+        path.write_bytes(b"")
     elif name == "array.npy":
         np.save(path, np.zeros(3))
     elif name == "truncated.npz":
@@ -223,7 +225,9 @@ def _bad(home, name):
 
 @pytest.mark.parametrize("job, name, args, message", [
     ("sec", "missing.npz", ["--keep", 1], r"input file .*missing\.npz does not exist"),
-    ("sec", "text.npz", ["--keep", 1], r"text\.npz is not an \.npz file"),
+    ("sec", "text.npz", ["--keep", 1],
+     r"text\.npz is not an \.npz archive \(not a zip file\); write one with numpy\.savez"),
+    ("sec", "empty.npz", ["--keep", 1], r"empty\.npz is not an \.npz archive \(not a zip file\)"),
     ("sec", "array.npy", ["--keep", 1], r"array\.npy is a single \.npy array, not an \.npz"),
     ("sec", "truncated.npz", ["--keep", 1], r"truncated\.npz is not (an|a readable) \.npz"),
     ("sec", "tokens-only.npz", ["--keep", 1],
@@ -255,6 +259,7 @@ def test_bad_input(home, job, name, args, message):
     assert status == 2, err
     assert err.count("\n") == 1 and err.startswith("focus-rtl: error: "), err
     assert re.search(message, err), err
+    assert "allow_pickle" not in err
     assert not (home / "out.npz").exists()
 
 
