@@ -475,9 +475,10 @@ def encode_offsets(mask, order=None, word_bits=32, *, params=None, simulator="am
     if params is None:
         params = fit_params(mask.size, word_bits)
     _check_params(params, mask.size, word_bits)
-    (result,) = run_encoder_jobs(params, [(mask, order)], simulator=simulator, stalls=stalls,
-                                 seed=seed)
-    words, nbits = encoder_result(result)
+    with rtl_failures("sim.encode_offsets"):
+        (result,) = run_encoder_jobs(params, [(mask, order)], simulator=simulator, stalls=stalls,
+                                     seed=seed)
+        words, nbits = encoder_result(result)
     if stats is not None:
         stats.update(cycles=result["cycles"], order=int(words[0]) >> (word_bits - 3),
                      kept=int(np.count_nonzero(mask)))

@@ -25,7 +25,8 @@ from rtl.importance_analyzer import ROWS_BITS, Dataflow, ImportanceAnalyzer
 from rtl.params import FocusParams, check_limit
 from rtl.topk_selector import TopKSelector
 
-from .streams import CLOCK_PERIOD, stall_sources, stream_get, stream_monitor, stream_put
+from .streams import (CLOCK_PERIOD, rtl_failures, stall_sources, stream_get, stream_monitor,
+                      stream_put)
 
 __all__ = ["SIMULATORS", "importance", "topk_mask", "fit_params", "score_beats", "vector_beats",
            "vector_from_beats", "mask_from_beats", "analyzer_config", "selector_config",
@@ -281,21 +282,22 @@ def importance(scores, mode="spatial", *, params=None, simulator="amaranth", sta
     if R >= 1 << ROWS_BITS:
         raise ValueError(f"R = {R} is out of range: the analyzer counts at most "
                          f"{(1 << ROWS_BITS) - 1} rows")
-    lanes = params.lanes
-    beats = score_beats(a, mode, lanes)
-    N = -(-M // lanes)
-    if simulator == "amaranth":
-        job = {"cfg": analyzer_config(M, R, mode), "beats": beats, "outputs": N}
-        (result,), trace = run_jobs(ImportanceAnalyzer(params), [job], stalls=stalls, seed=seed)
-        vector = vector_from_beats(result["outputs"], M)
-        run = {"cycles": result["cycles"],
-               "done_latency": trace["done"].index(1, result["last_input"]) - result["last_input"]}
-    else:
-        out = _cocotb_job("importance_analyzer", params, simulator, {
-            "kind": "importance", "scores": a.astype(np.int64), "mode": mode,
-            "stalls": float(stalls), "seed": int(seed)})
-        vector = out["vector"].astype(np.uint64)
-        run = {"cycles": int(out["cycles"])}
+    with rtl_failures("sim.importance"):
+        lanes = params.lanes
+        beats = score_beats(a, mode, lanes)
+        N = -(-M // lanes)
+        if simulator == "amaranth":
+            job = {"cfg": analyzer_config(M, R, mode), "beats": beats, "outputs": N}
+            (result,), trace = run_jobs(ImportanceAnalyzer(params), [job], stalls=stalls, seed=seed)
+            vector = vector_from_beats(result["outputs"], M)
+            last = result["last_input"]
+            run = {"cycles": result["cycles"], "done_latency": trace["done"].index(1, last) - last}
+        else:
+            out = _cocotb_job("importance_analyzer", params, simulator, {
+                "kind": "importance", "scores": a.astype(np.int64), "mode": mode,
+                "stalls": float(stalls), "seed": int(seed)})
+            vector = out["vector"].astype(np.uint64)
+            run = {"cycles": int(out["cycles"])}
     if stats is not None:
         stats.update(run)
     return vector.astype(a.dtype.newbyteorder("="))    # golden's max(axis=0) is native
@@ -316,22 +318,23 @@ def topk_mask(s, keep, *, params=None, simulator="amaranth", stalls=0.0, stats=N
     if params is None:
         params = fit_params(M, _needed_bits(a))
     _check_params(params, M, a, "s")
-    lanes = params.lanes
-    if simulator == "amaranth":
-        job = {"cfg": selector_config(params, M, keep), "beats": vector_beats(a, lanes),
-               "outputs": -(-M // lanes)}
-        passes = -(-min(keep, M) // lanes)
-        (result,), _ = run_jobs(TopKSelector(params), [job], stalls=stalls, seed=seed,
-                                max_cycles=4000 + int(4 * (passes + 6) * (M + 64)
-                                                      / (1.0 - stalls)))
-        mask = mask_from_beats(result["outputs"], M, lanes)
-        run = {"cycles": result["cycles"]}
-    else:
-        out = _cocotb_job("topk_selector", params, simulator, {
-            "kind": "topk", "s": a.astype(np.int64), "keep": keep, "stalls": float(stalls),
-            "seed": int(seed)})
-        mask = out["mask"].astype(bool)
-        run = {"cycles": int(out["cycles"])}
+    with rtl_failures("sim.topk_mask"):
+        lanes = params.lanes
+        if simulator == "amaranth":
+            job = {"cfg": selector_config(params, M, keep), "beats": vector_beats(a, lanes),
+                   "outputs": -(-M // lanes)}
+            passes = -(-min(keep, M) // lanes)
+            (result,), _ = run_jobs(TopKSelector(params), [job], stalls=stalls, seed=seed,
+                                    max_cycles=4000 + int(4 * (passes + 6) * (M + 64)
+                                                          / (1.0 - stalls)))
+            mask = mask_from_beats(result["outputs"], M, lanes)
+            run = {"cycles": result["cycles"]}
+        else:
+            out = _cocotb_job("topk_selector", params, simulator, {
+                "kind": "topk", "s": a.astype(np.int64), "keep": keep, "stalls": float(stalls),
+                "seed": int(seed)})
+            mask = out["mask"].astype(bool)
+            run = {"cycles": int(out["cycles"])}
     if stats is not None:
         stats.update(run)
     return mask

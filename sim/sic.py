@@ -28,6 +28,8 @@ from golden.similarity import signed_bits
 from rtl.block_matcher import BlockMatcher, matcher_rounds
 from rtl.params import FocusParams, check_limit
 
+from .streams import rtl_failures
+
 __all__ = ["SIMULATORS", "Job", "JobResult", "block_match", "sic", "run_jobs", "fit_params",
            "regression_jobs", "decode_beats"]
 
@@ -149,13 +151,14 @@ def block_match(vectors, positions, *, frame_stride, row_stride, theta_q, theta_
         if stats is not None:
             stats.update(cycles=0, active=0, gated=0, uniques=0)
         return np.zeros(0, dtype=np.int64), orig[:0].copy()
-    job = Job(vec, pos, int(frame_stride), int(row_stride), 0, representative == "mean")
-    (result,) = run_jobs(params, [job], thetas=[int(theta_q)], simulator=simulator,
-                         stalls=stalls, seed=seed)
-    if result.error:
-        raise RuntimeError("the block matcher raised its error flag on a job the golden model "
-                           "accepts")
-    mp, uniques = decode_beats(result.beats, params.dim, job.mean)
+    with rtl_failures("sim.block_match"):
+        job = Job(vec, pos, int(frame_stride), int(row_stride), 0, representative == "mean")
+        (result,) = run_jobs(params, [job], thetas=[int(theta_q)], simulator=simulator,
+                             stalls=stalls, seed=seed)
+        if result.error:
+            raise RuntimeError("the block matcher raised its error flag on a job the golden "
+                               "model accepts")
+        mp, uniques = decode_beats(result.beats, params.dim, job.mean)
     if stats is not None:
         stats.update(cycles=result.cycles, active=result.active, gated=result.gated,
                      uniques=result.uniques)
@@ -195,15 +198,16 @@ def sic(tokens, positions, *, frame_stride, row_stride, theta_q, theta_bits=8, t
         return maps, [orig[:0, :dim].copy() for _ in range(columns)]
     mean = representative == "mean"
     jobs = [Job(c[1], pos, int(frame_stride), int(row_stride), 0, mean) for c in checked]
-    results = run_jobs(params, jobs, thetas=[int(theta_q)], simulator=simulator, stalls=stalls,
-                       seed=seed)
-    uniques = []
-    for j, result in enumerate(results):
-        if result.error:
-            raise RuntimeError(f"the block matcher raised its error flag on column {j}, which "
-                               f"the golden model accepts")
-        maps[:, j], u = decode_beats(result.beats, params.dim, mean)
-        uniques.append(u.astype(orig.dtype))
+    with rtl_failures("sim.sic"):
+        results = run_jobs(params, jobs, thetas=[int(theta_q)], simulator=simulator, stalls=stalls,
+                           seed=seed)
+        uniques = []
+        for j, result in enumerate(results):
+            if result.error:
+                raise RuntimeError(f"the block matcher raised its error flag on column {j}, which "
+                                   f"the golden model accepts")
+            maps[:, j], u = decode_beats(result.beats, params.dim, mean)
+            uniques.append(u.astype(orig.dtype))
     if stats is not None:
         stats.update(cycles=_span(results),
                      column_cycles=[r.cycles for r in results],

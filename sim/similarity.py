@@ -18,7 +18,7 @@ from golden.similarity import (check_pair, check_theta_bits, check_theta_q, chec
 from rtl.params import FocusParams, check_limit
 from rtl.similarity_comparator import SimilarityComparator
 
-from .streams import run_streams
+from .streams import rtl_failures, run_streams
 
 __all__ = ["SIMULATORS", "similar", "compare", "fit_params", "comparison_vectors"]
 
@@ -110,8 +110,9 @@ def similar(x, y, theta_q, theta_bits=8, *, params=None, simulator="amaranth", s
         _check_params(params, x, y, theta_bits)
     xs = np.broadcast_to(x, shape + (v,)).reshape(-1, v)
     ys = np.broadcast_to(y, shape + (v,)).reshape(-1, v)
-    result, _, run_stats = compare(xs, ys, np.full(len(xs), tq), params, simulator=simulator,
-                                   stalls=stalls, seed=seed)
+    with rtl_failures("sim.similar"):
+        result, _, run_stats = compare(xs, ys, np.full(len(xs), tq), params, simulator=simulator,
+                                       stalls=stalls, seed=seed)
     if stats is not None:
         stats.update(run_stats)
     return result.reshape(shape)

@@ -170,7 +170,12 @@ def test_rtl_keeping_nothing_equals_golden(home):
         assert got[key].shape == want[key].shape and np.array_equal(got[key], want[key]), key
 
 
-def test_an_internal_value_error_is_an_rtl_failure(home, monkeypatch):
+@pytest.mark.parametrize("job, module, name, extra", [
+    ("sec", "sim.sec_unit", "mask_from_beats", ["--keep", 5]),
+    ("sic", "sim.sic", "decode_beats", [*SIC, "--theta", 0.8]),
+    ("focus", "sim.focus", "decode_beats", ["--keep", 5, *SIC, "--theta", 0.8]),
+])
+def test_an_internal_value_error_is_an_rtl_failure(home, monkeypatch, job, module, name, extra):
     """A ValueError raised inside the simulation of a job the checks accepted is the RTL's (or
     the driver's) failure, exit 1, never bad input (exit 2)."""
     import importlib
@@ -178,11 +183,11 @@ def test_an_internal_value_error_is_an_rtl_failure(home, monkeypatch):
     def broken(*args, **kwargs):
         raise ValueError("cannot reshape array of size 0 into shape (0,newaxis)")
 
-    monkeypatch.setattr(importlib.import_module("sim.focus"), "decode_beats", broken)
+    monkeypatch.setattr(importlib.import_module(module), name, broken)
     rng = np.random.default_rng(9)
     np.savez(home / "in.npz", scores=_scores(rng, 2, 12), tokens=_tokens(rng, 12))
-    status, _, err = focus_rtl("run", "focus", "-i", home / "in.npz", "-o", home / "out.npz",
-                               *BOARD, "--keep", 5, *SIC, "--theta", 0.8, "--rtl", "amaranth")
+    status, _, err = focus_rtl("run", job, "-i", home / "in.npz", "-o", home / "out.npz",
+                               *BOARD, *extra, "--rtl", "amaranth")
     assert status == 1, err
     assert err.count("\n") == 1 and err.startswith("focus-rtl: error: the RTL run failed: "), err
     assert not (home / "out.npz").exists()
