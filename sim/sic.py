@@ -66,7 +66,8 @@ class JobResult:
 def fit_params(vectors, theta_bits=8, tile=1024, window=256):
     """The :class:`FocusParams` used when none is given: ``dim`` = V, ``theta_bits``, ``tile``,
     ``window``, one threshold layer, and ``elem_bits`` = 8 or wider (up to 16) when the data needs
-    it. Values FocusParams does not allow raise its ``ValueError``."""
+    it. V, ``tile`` or ``window`` beyond the RTL's range raise ``ValueError`` naming the argument
+    and the range (:func:`rtl.params.check_limit`)."""
     elem_bits = max(8, signed_bits(vectors))
     return FocusParams(dim=check_limit("dim", vectors.shape[1], "V (the vectors' length)"),
                        elem_bits=min(elem_bits, 16), theta_bits=theta_bits,
