@@ -607,10 +607,11 @@ class FocusBoard(BridgeClient):
         for name, value in (("SIC_FRAME_STRIDE", frame_stride), ("SIC_ROW_STRIDE", row_stride),
                             ("SIC_LAYER", 0), ("SIC_REPR", int(representative == "mean"))):
             self.write_reg(self._reg(name), value)
-        maps, uniques = [], []
-        for column in range(kept.shape[1] // p.dim):
+        n, columns = len(kept), kept.shape[1] // p.dim
+        maps, uniques = np.zeros((n, columns), np.int64), []
+        for column in range(columns):
             self.write_reg(self._reg("CTRL"), 2)
-            if len(kept):
+            if n:
                 got = self._drain({"sic": None},
                                   [("tokens", token_beats(kept, column, p.dim))],
                                   paced={"sic": "tokens"})["sic"]
@@ -618,10 +619,11 @@ class FocusBoard(BridgeClient):
                 got = []
             self._check_errors("a SIC job")
             mp, u = decode_beats(got, p.dim, representative == "mean")
-            maps.append(mp)
+            if len(mp) != n:
+                raise RuntimeError(f"column {column}: the board sent {len(mp)} map entries for "
+                                   f"{n} tokens")
+            maps[:, column] = mp
             uniques.append(u)
-        n = len(kept)
-        maps = (np.stack(maps, axis=1) if maps else np.zeros((n, 0), np.int64)).reshape(n, -1)
         return maps, uniques
 
     def _require_sic(self, what):
@@ -636,24 +638,29 @@ class FocusBoard(BridgeClient):
         The board's SIC takes its positions from the offset code of the last SEC job, so this
         first runs an SEC job whose keep mask is exactly ``positions`` (one score row: 1 at the
         positions, 0 elsewhere; keep = their count). Positions must therefore be below the
-        board's ``tokens``, and the tokens must fit one tile. ``RuntimeError`` on a board built
-        without SIC."""
+        board's ``tokens``, and the tokens must fit one tile. Zero tokens give golden's empty
+        result without starting a job. ``RuntimeError`` on a board built without SIC."""
         self._require_sic("sic")
         check_config(frame_stride, row_stride, theta_q, theta_bits, tile, window, representative)
-        orig, dim, _ = check_columns(tokens, dim)
+        orig, dim, columns = check_columns(tokens, dim)
         pos = check_positions(positions, len(orig))
         self._check_sic_board(len(orig), dim, theta_bits, tile, window, frame_stride, row_stride)
         self._check_elements(orig)
         if len(pos) and int(pos[-1]) >= self.params.tokens:
             raise ValueError(f"position {int(pos[-1])} >= the board's tokens = "
                              f"{self.params.tokens}")
-        if len(pos):
-            M = int(pos[-1]) + 1
-            a = np.zeros((1, M), dtype=np.uint64)
-            a[0, pos] = 1
-            self._sec_job(a, len(pos), "spatial", None)
-        return self._sic_columns(orig, frame_stride=frame_stride, row_stride=row_stride,
-                                 theta_q=theta_q, representative=representative)
+        if not len(pos):
+            # golden's answer is empty; the unit has no job of zero tokens to run (SEC needs
+            # M >= 1, and a SIC job without a stored code is refused: COMMAND), so none starts.
+            return (np.zeros((0, columns), np.int64),
+                    [orig[:0, :dim].copy() for _ in range(columns)])
+        M = int(pos[-1]) + 1
+        a = np.zeros((1, M), dtype=np.uint64)
+        a[0, pos] = 1
+        self._sec_job(a, len(pos), "spatial", None)
+        maps, uniques = self._sic_columns(orig, frame_stride=frame_stride, row_stride=row_stride,
+                                          theta_q=theta_q, representative=representative)
+        return maps, [u.astype(orig.dtype) for u in uniques]
 
     def focus(self, scores, tokens, keep, *, mode="spatial", order=None, word_bits=32,
               frame_stride, row_stride, theta_q, theta_bits=8, tile=1024, window=256,
@@ -673,10 +680,11 @@ class FocusBoard(BridgeClient):
         got = self._sec_job(a, keep, mode, order)
         mask = mask_from_beats(got["mask"], a.shape[1], self.params.lanes)
         words, nbits = self._code(got["code"], word_bits)
-        maps, uniques = self._sic_columns(np.asarray(orig)[mask], frame_stride=frame_stride,
+        orig = np.asarray(orig)
+        maps, uniques = self._sic_columns(orig[mask], frame_stride=frame_stride,
                                           row_stride=row_stride, theta_q=theta_q,
                                           representative=representative)
-        return mask, words, nbits, maps, uniques
+        return mask, words, nbits, maps, [u.astype(orig.dtype) for u in uniques]
 
 
 def token_rates(params=None, *, rows=16, tokens=None, max_len=256, baud=BAUD_RATE):

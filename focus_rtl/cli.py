@@ -1,9 +1,9 @@
 """The ``focus-rtl`` command line (spec section 7): ``emit`` and ``synth``.
 
 Exit status: 0 on success; 1 on a real error (a tool is missing or cannot run, Yosys rejects a
-design, or, with ``synth --strict``, any flow that did not end ``ok``); 2 on bad arguments
-(unknown or badly valued ``--set`` field, unknown preset, block or target), with one line
-``focus-rtl: error: ...`` on stderr.
+design, a file or directory cannot be read or written, or, with ``synth --strict``, any flow that
+did not end ``ok``); 2 on bad arguments (unknown or badly valued ``--set`` field, unknown preset,
+block or target), with one line ``focus-rtl: error: ...`` on stderr.
 """
 
 import argparse
@@ -306,8 +306,19 @@ def main(argv=None):
     except ToolError as exc:
         print(f"focus-rtl: error: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:      # an output that cannot be created, a full disk, ...
+        print(f"focus-rtl: error: {_os_error_message(exc)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _os_error_message(exc):
+    """One line for an ``OSError``: ``PATH: reason`` (both paths for a rename), else its text."""
+    paths = [str(p) for p in (exc.filename, exc.filename2) if p is not None]
+    if exc.strerror and paths:
+        return f"{' -> '.join(paths)}: {exc.strerror}"
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 if __name__ == "__main__":

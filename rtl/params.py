@@ -5,8 +5,9 @@ the tests. Every derived width is a property here and is computed nowhere else.
 """
 
 from dataclasses import asdict, dataclass, fields, replace
+from numbers import Integral
 
-__all__ = ["FocusParams", "ceil_log2"]
+__all__ = ["FocusParams", "ceil_log2", "check_limit"]
 
 
 def ceil_log2(n):
@@ -29,6 +30,21 @@ _INT_RANGES = {
     "tile":        (1, 65536),
     "comparators": (1, 7),
 }
+
+
+def check_limit(field, value, argument=None):
+    """``value`` as an int when it is within the range of the :class:`FocusParams` integer field
+    ``field``, else ``ValueError`` naming the user's ``argument`` (default: the field), the value
+    and the RTL's range: ``M = 70000 is out of the RTL's range [1, 65536] (FocusParams.tokens)``.
+
+    For the drivers that fit parameters to a job: a value golden accepts but the RTL cannot build
+    is reported as what the user passed, not as a FocusParams value made from it."""
+    low, high = _INT_RANGES[field]
+    if not low <= value <= high:
+        raise ValueError(f"{argument or field} = {value} is out of the RTL's range "
+                         f"[{low}, {high}] (FocusParams.{field})")
+    return int(value)
+
 
 _CHOICES = {
     "sorter": ("bubble", "radix"),
@@ -69,8 +85,9 @@ class FocusParams:
     gating : str
         ``"enable"`` (clock enables) or ``"icg"`` (clock-gate cell instances).
 
-    Bad values raise ``ValueError`` (``TypeError`` for a value of the wrong type); the message names
-    the field, the value and the allowed range.
+    Integer fields take any ``numbers.Integral`` but ``bool`` (NumPy integers too) and store it as
+    a plain ``int``. Bad values raise ``ValueError`` (``TypeError`` for a value of the wrong type);
+    the message names the field, the value and the allowed range.
     """
 
     tokens: int = 1024
@@ -90,8 +107,10 @@ class FocusParams:
     def __post_init__(self):
         for name, (low, high) in _INT_RANGES.items():
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, bool) or not isinstance(value, Integral):
                 raise TypeError(f"FocusParams.{name} must be an integer, not {value!r}")
+            value = int(value)                  # a NumPy integer is stored as a plain int
+            object.__setattr__(self, name, value)
             if not low <= value <= high:
                 raise ValueError(
                     f"FocusParams.{name} = {value!r} is out of range: it must be in "

@@ -5,7 +5,9 @@ RTL instead of NumPy, so any input can be run through both and compared with ``=
 also takes ``params=None`` (a fitting :class:`rtl.params.FocusParams` when None),
 ``simulator="amaranth"`` (``"icarus"`` or ``"verilator"`` run the emitted Verilog under cocotb),
 ``stalls=0.0`` (the seeded probability of an input idle or an output back-pressure cycle) and
-``stats=None`` (a dict filled with at least ``cycles``).
+``stats=None`` (a dict filled with at least ``cycles``). Bad input raises ``ValueError`` before
+anything runs; a run that fails on a valid job raises :class:`sim.streams.RTLFailure` (a
+``RuntimeError``) or the harness's ``AssertionError``, never ``ValueError``.
 
 The harness the drivers share: :mod:`sim.streams` (Amaranth simulator), :mod:`sim.cocotb_streams`
 (cocotb drivers and monitors) and :mod:`sim.runner` (builds and runs cocotb per case).

@@ -23,8 +23,11 @@ import numpy as np
 
 from golden.block_match import _check_matrix, check_columns, check_config, check_positions
 from golden.block_match import block_match as golden_block_match
-from rtl.params import FocusParams
+from golden.similarity import signed_bits
+from rtl.params import FocusParams, check_limit
 from rtl.sic.block_matcher import BlockMatcher, matcher_rounds
+
+from .streams import rtl_failures
 
 __all__ = ["SIMULATORS", "Job", "JobResult", "block_match", "sic", "run_jobs", "fit_params",
            "regression_jobs", "decode_beats"]
@@ -59,20 +62,16 @@ class JobResult:
     stats: dict = field(default_factory=dict)
 
 
-def _elem_bits_needed(a):
-    if not a.size:
-        return 0
-    low, high = int(a.min()), int(a.max())
-    return max((-low - 1).bit_length() + 1 if low < 0 else 1, high.bit_length() + 1)
-
-
 def fit_params(vectors, theta_bits=8, tile=1024, window=256):
     """The :class:`FocusParams` used when none is given: ``dim`` = V, ``theta_bits``, ``tile``,
     ``window``, one threshold layer, and ``elem_bits`` = 8 or wider (up to 16) when the data needs
-    it. Values FocusParams does not allow raise its ``ValueError``."""
-    elem_bits = max(8, _elem_bits_needed(np.asarray(vectors)))
-    return FocusParams(dim=vectors.shape[1], elem_bits=min(elem_bits, 16), theta_bits=theta_bits,
-                       tile=tile, window=window, layers=1)
+    it. V, ``tile`` or ``window`` beyond the RTL's range raise ``ValueError`` naming the argument
+    and the range (:func:`rtl.params.check_limit`)."""
+    elem_bits = max(8, signed_bits(vectors))
+    return FocusParams(dim=check_limit("dim", vectors.shape[1], "V (the vectors' length)"),
+                       elem_bits=min(elem_bits, 16), theta_bits=theta_bits,
+                       tile=check_limit("tile", tile), window=check_limit("window", window),
+                       layers=1)
 
 
 def _check_params(params, vec, theta_bits, tile, window):
@@ -152,13 +151,14 @@ def block_match(vectors, positions, *, frame_stride, row_stride, theta_q, theta_
         if stats is not None:
             stats.update(cycles=0, active=0, gated=0, uniques=0)
         return np.zeros(0, dtype=np.int64), orig[:0].copy()
-    job = Job(vec, pos, int(frame_stride), int(row_stride), 0, representative == "mean")
-    (result,) = run_jobs(params, [job], thetas=[int(theta_q)], simulator=simulator,
-                         stalls=stalls, seed=seed)
-    if result.error:
-        raise RuntimeError("the block matcher raised its error flag on a job the golden model "
-                           "accepts")
-    mp, uniques = decode_beats(result.beats, params.dim, job.mean)
+    with rtl_failures("sim.block_match"):
+        job = Job(vec, pos, int(frame_stride), int(row_stride), 0, representative == "mean")
+        (result,) = run_jobs(params, [job], thetas=[int(theta_q)], simulator=simulator,
+                             stalls=stalls, seed=seed)
+        if result.error:
+            raise RuntimeError("the block matcher raised its error flag on a job the golden "
+                               "model accepts")
+        mp, uniques = decode_beats(result.beats, params.dim, job.mean)
     if stats is not None:
         stats.update(cycles=result.cycles, active=result.active, gated=result.gated,
                      uniques=result.uniques)
@@ -181,6 +181,8 @@ def sic(tokens, positions, *, frame_stride, row_stride, theta_q, theta_bits=8, t
     """
     check_config(frame_stride, row_stride, theta_q, theta_bits, tile, window, representative)
     orig, dim, columns = check_columns(tokens, dim)
+    if params is None:
+        check_limit("dim", dim)
     checked = [_check_job_inputs(orig[:, j * dim:(j + 1) * dim], positions, frame_stride,
                                  row_stride, theta_q, theta_bits, tile, window, representative,
                                  params, simulator) for j in range(columns)]
@@ -196,15 +198,16 @@ def sic(tokens, positions, *, frame_stride, row_stride, theta_q, theta_bits=8, t
         return maps, [orig[:0, :dim].copy() for _ in range(columns)]
     mean = representative == "mean"
     jobs = [Job(c[1], pos, int(frame_stride), int(row_stride), 0, mean) for c in checked]
-    results = run_jobs(params, jobs, thetas=[int(theta_q)], simulator=simulator, stalls=stalls,
-                       seed=seed)
-    uniques = []
-    for j, result in enumerate(results):
-        if result.error:
-            raise RuntimeError(f"the block matcher raised its error flag on column {j}, which "
-                               f"the golden model accepts")
-        maps[:, j], u = decode_beats(result.beats, params.dim, mean)
-        uniques.append(u.astype(orig.dtype))
+    with rtl_failures("sim.block_match"):
+        results = run_jobs(params, jobs, thetas=[int(theta_q)], simulator=simulator, stalls=stalls,
+                           seed=seed)
+        uniques = []
+        for j, result in enumerate(results):
+            if result.error:
+                raise RuntimeError(f"the block matcher raised its error flag on column {j}, which "
+                                   f"the golden model accepts")
+            maps[:, j], u = decode_beats(result.beats, params.dim, mean)
+            uniques.append(u.astype(orig.dtype))
     if stats is not None:
         stats.update(cycles=_span(results),
                      column_cycles=[r.cycles for r in results],

@@ -27,12 +27,14 @@ from golden.block_match import REPRESENTATIVES
 from golden.focus import check_focus_inputs
 from golden.offsets import check_order, check_word_bits
 from golden.sec import MODES, check_keep
-from rtl.params import FocusParams
+from golden.similarity import signed_bits
+from rtl.params import FocusParams, check_limit
 from rtl.sec.importance_analyzer import ROWS_BITS
 from rtl.top.focus_unit import Ctrl, FocusUnit, Reg, Status
 
 from .block_match import decode_beats
 from .sec import mask_from_beats, score_beats
+from .streams import rtl_failures
 
 __all__ = ["SIMULATORS", "INPUTS", "OUTPUTS", "COUNTERS", "focus", "fit_params",
            "focus_program", "wait_idle", "read_counters", "AmaranthIO", "run_program",
@@ -52,10 +54,7 @@ _job_numbers = itertools.count()
 # ---- parameters and checks ---------------------------------------------------------------------
 
 def _signed_bits(a):
-    if not a.size:
-        return 2
-    low, high = int(a.min()), int(a.max())
-    return max(2, (-low - 1).bit_length() + 1 if low < 0 else 1, high.bit_length() + 1)
+    return max(2, signed_bits(a))
 
 
 def fit_params(M, score_bits_needed, elem_bits_needed, *, word_bits=32, theta_bits=8, tile=1024,
@@ -324,14 +323,16 @@ def _results(params, job, record, beats, transfers):
     words = np.array([b["word"] for b in code], dtype=np.uint64)
     nbits = code[-1]["nbits"] if code else 0
     mean = bool(job["mean"])
-    maps, uniques, columns = [], [], record["columns"]
-    for column in columns:
+    columns = record["columns"]
+    n = int(mask.sum())
+    maps, uniques = np.zeros((n, len(columns)), np.int64), []
+    for j, column in enumerate(columns):
         a, b = column["beats"]
         mp, u = decode_beats(beats["sic"][a:b], params.dim, mean)
-        maps.append(mp)
+        if len(mp) != n:
+            raise AssertionError(f"column {j}: {len(mp)} map entries for {n} kept tokens")
+        maps[:, j] = mp
         uniques.append(u)
-    n = int(mask.sum())
-    maps = (np.stack(maps, axis=1) if maps else np.zeros((n, 0), np.int64)).reshape(n, -1)
     first = transfers["scores"][0] if transfers["scores"] else None
     last = max((t[-1] for port, t in transfers.items() if port in OUTPUTS and t), default=None)
     stats = {
@@ -394,7 +395,16 @@ def focus(scores, tokens, keep, *, mode="spatial", order=None, word_bits=32, fra
 
     Returns
     -------
-    (mask, words, nbits, maps, uniques), as :func:`golden.focus`.
+    (mask, words, nbits, maps, uniques), as :func:`golden.focus` (also for keep = 0: maps
+    [0, D/V] and D/V empty unique arrays).
+
+    Raises
+    ------
+    ValueError
+        Bad input, before anything runs: golden's errors, and the RTL's limits.
+    sim.streams.RTLFailure
+        (a ``RuntimeError``) when the run fails on a job the checks accepted; the harness's
+        ``AssertionError`` when the RTL breaks a stream rule or hangs.
     """
     a, tok, _ = check_focus_inputs(scores, tokens, frame_stride=frame_stride,
                                    row_stride=row_stride, theta_q=theta_q, theta_bits=theta_bits,
@@ -417,8 +427,9 @@ def focus(scores, tokens, keep, *, mode="spatial", order=None, word_bits=32, fra
     settings = {"word_bits": word_bits, "theta_bits": theta_bits, "tile": tile,
                 "window": window, "dim": dim}
     if params is None:
-        if M > 65536:
-            raise ValueError(f"M = {M} is out of range: the largest buffer holds 65536 tokens")
+        check_limit("tokens", M, "M")
+        for name in ("tile", "window", "dim"):
+            check_limit(name, settings[name])
         if needed > 32:
             raise ValueError(f"scores need {needed} bits; at most 32 are supported")
         params = fit_params(M, needed, min(16, _signed_bits(tok)), **settings)
@@ -426,16 +437,18 @@ def focus(scores, tokens, keep, *, mode="spatial", order=None, word_bits=32, fra
     if R >= 1 << ROWS_BITS:
         raise ValueError(f"R = {R} is out of range: the analyzer counts at most "
                          f"{(1 << ROWS_BITS) - 1} rows")
-    job = job_record(params, a, tok, keep, mode=mode, order=order, frame_stride=frame_stride,
-                     row_stride=row_stride, theta_q=theta_q, representative=representative)
-    if simulator == "amaranth":
-        record, io = run_program(params, lambda io: focus_program(io, params, job),
-                                 stalls=stalls, seed=seed,
-                                 max_cycles=_budget(params, job, stalls))
-        beats, transfers = io.received, io.transfers
-    else:
-        record, beats, transfers = _cocotb_run(params, job, simulator, stalls, seed)
-    mask, words, nbits, maps, uniques, run = _results(params, job, record, beats, transfers)
+    with rtl_failures("sim.focus"):
+        job = job_record(params, a, tok, keep, mode=mode, order=order,
+                         frame_stride=frame_stride, row_stride=row_stride, theta_q=theta_q,
+                         representative=representative)
+        if simulator == "amaranth":
+            record, io = run_program(params, lambda io: focus_program(io, params, job),
+                                     stalls=stalls, seed=seed,
+                                     max_cycles=_budget(params, job, stalls))
+            beats, transfers = io.received, io.transfers
+        else:
+            record, beats, transfers = _cocotb_run(params, job, simulator, stalls, seed)
+        mask, words, nbits, maps, uniques, run = _results(params, job, record, beats, transfers)
     if stats is not None:
         stats.update(run)
     return mask, words, nbits, maps, [u.astype(dtype) for u in uniques]

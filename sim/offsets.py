@@ -27,11 +27,11 @@ from numbers import Integral
 import numpy as np
 
 from golden.offsets import _check_tokens, _check_words, check_mask, check_order, check_word_bits
-from rtl.params import FocusParams
+from rtl.params import FocusParams, check_limit
 from rtl.sec.offset_decoder import DecodeError, OffsetDecoder
 from rtl.sec.offset_encoder import EncodeError, OffsetEncoder
 
-from .streams import pack, stall_sources, stream_monitor, unpack
+from .streams import RTLFailure, pack, rtl_failures, stall_sources, stream_monitor, unpack
 
 __all__ = ["SIMULATORS", "encode_offsets", "decode_offsets", "fit_params", "mask_beats",
            "beats_to_mask", "encoder_job", "decoder_job", "encoder_result", "decoder_result",
@@ -72,10 +72,12 @@ def _check_simulator(simulator):
                          f"{', '.join(SIMULATORS)}")
 
 
-def fit_params(M, word_bits=32):
+def fit_params(M, word_bits=32, argument="M"):
     """The parameters used when none are given: ``tokens`` the next power of two >= max(M, 8)
-    (so nearby sizes share a netlist), ``word_bits``, and the default ``lanes``."""
-    return FocusParams(tokens=1 << max(3, (int(M) - 1).bit_length()), word_bits=word_bits)
+    (so nearby sizes share a netlist), ``word_bits``, and the default ``lanes``. M beyond the
+    RTL's 65536 tokens raises ``ValueError`` naming ``argument`` (the user's name for M)."""
+    M = check_limit("tokens", M, argument)
+    return FocusParams(tokens=1 << max(3, (M - 1).bit_length()), word_bits=word_bits)
 
 
 def _check_params(params, M, word_bits):
@@ -472,9 +474,10 @@ def encode_offsets(mask, order=None, word_bits=32, *, params=None, simulator="am
     if params is None:
         params = fit_params(mask.size, word_bits)
     _check_params(params, mask.size, word_bits)
-    (result,) = run_encoder_jobs(params, [(mask, order)], simulator=simulator, stalls=stalls,
-                                 seed=seed)
-    words, nbits = encoder_result(result)
+    with rtl_failures("sim.encode_offsets"):
+        (result,) = run_encoder_jobs(params, [(mask, order)], simulator=simulator, stalls=stalls,
+                                     seed=seed)
+        words, nbits = encoder_result(result)
     if stats is not None:
         stats.update(cycles=result["cycles"], order=int(words[0]) >> (word_bits - 3),
                      kept=int(np.count_nonzero(mask)))
@@ -487,12 +490,13 @@ def decode_offsets(words, nbits, tokens, word_bits=32, *, params=None, simulator
     :func:`golden.offsets.decode_offsets`, or ``ValueError`` where golden raises one.
 
     Argument errors (types, ranges, words that do not fit ``word_bits``) raise golden's own
-    messages. A malformed code is decoded by the RTL, which flags it; the message then names the
-    RTL's cause (:func:`decode_error_message`), which can differ from golden's message when a
-    string has several faults (golden checks ``nbits`` against the words first; the RTL reports
-    whichever fault it meets first while streaming). Two inputs the RTL interface cannot carry
-    raise ``ValueError`` here: no words at all, and ``nbits`` wider than ``nbits_bits`` (longer
-    than any valid code for ``params.tokens``, so golden rejects it too).
+    messages. A malformed code is decoded by the RTL, which flags it; the ``ValueError`` raised
+    then is golden's, message and all, and its ``__cause__`` names the RTL's cause
+    (:func:`decode_error_message`; when a string has several faults, the RTL reports whichever
+    it meets first while streaming). Two inputs the RTL interface cannot carry, no words at all
+    and ``nbits`` wider than ``nbits_bits`` (longer than any valid code for ``params.tokens``),
+    are not run: golden rejects both, and its error is raised. A code golden decodes but the RTL
+    flags raises :class:`sim.streams.RTLFailure`.
 
     Parameters
     ----------
@@ -512,17 +516,39 @@ def decode_offsets(words, nbits, tokens, word_bits=32, *, params=None, simulator
     nbits = int(nbits)
     _check_simulator(simulator)
     if params is None:
-        params = fit_params(M, word_bits)
+        params = fit_params(M, word_bits, "tokens")
     _check_params(params, M, word_bits)
-    if not values:
-        raise ValueError(f"no words: an offset code has at least one word (its header alone "
-                         f"needs {3 + M.bit_length()} bits)")
-    if nbits >= 1 << params.nbits_bits:
-        raise ValueError(f"nbits = {nbits} is longer than any valid offset code for up to "
-                         f"{params.tokens} tokens (at most {(1 << params.nbits_bits) - 1} bits)")
-    (result,) = run_decoder_jobs(params, [(values, nbits, M)], simulator=simulator,
-                                 stalls=stalls, seed=seed)
-    mask, _ = decoder_result(result, M, params.lanes)
+    if not values or nbits >= 1 << params.nbits_bits:
+        # The RTL interface cannot carry these (no words; an nbits wider than its field, so
+        # longer than any valid code for up to params.tokens tokens): golden rejects both.
+        error = _golden_error(values, nbits, M, word_bits)
+        if error is not None:
+            raise error
+        raise ValueError(f"nbits = {nbits} is longer than the RTL decoder's nbits field "
+                         f"({params.nbits_bits} bits at FocusParams.tokens = {params.tokens})")
+    with rtl_failures("sim.decode_offsets"):
+        (result,) = run_decoder_jobs(params, [(values, nbits, M)], simulator=simulator,
+                                     stalls=stalls, seed=seed)
+    try:
+        mask, _ = decoder_result(result, M, params.lanes)
+    except ValueError as flagged:       # the RTL flagged a malformed code: golden's message
+        error = _golden_error(values, nbits, M, word_bits)
+        if error is None:
+            raise RTLFailure(f"sim.decode_offsets: the RTL decoder rejected a code golden "
+                             f"decodes: {flagged}") from flagged
+        raise error from flagged
     if stats is not None:
         stats.update(cycles=result["cycles"], kept=int(np.count_nonzero(mask)))
     return mask
+
+
+def _golden_error(values, nbits, M, word_bits):
+    """The ``ValueError`` of :func:`golden.offsets.decode_offsets` for this code (a fresh one,
+    with the same message), or None when golden decodes it."""
+    from golden.offsets import decode_offsets as golden_decode
+
+    try:
+        golden_decode(values, nbits, M, word_bits)
+    except ValueError as exc:
+        return ValueError(str(exc))
+    return None

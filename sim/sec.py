@@ -21,11 +21,18 @@ import numpy as np
 from amaranth.sim import Simulator
 
 from golden.sec import MODES, _unsigned, check_keep, check_scores
-from rtl.params import FocusParams
+from rtl.params import FocusParams, check_limit
 from rtl.sec.importance_analyzer import ROWS_BITS, Dataflow, ImportanceAnalyzer
 from rtl.sec.topk_selector import TopKSelector
 
-from .streams import CLOCK_PERIOD, stall_sources, stream_get, stream_monitor, stream_put
+from .streams import (
+    CLOCK_PERIOD,
+    rtl_failures,
+    stall_sources,
+    stream_get,
+    stream_monitor,
+    stream_put,
+)
 
 __all__ = ["SIMULATORS", "importance", "topk_mask", "fit_params", "score_beats", "vector_beats",
            "vector_from_beats", "mask_from_beats", "analyzer_config", "selector_config",
@@ -61,8 +68,7 @@ def _needed_bits(a):
 def fit_params(M, score_bits_needed=1, sorter="bubble"):
     """The :class:`FocusParams` used when none is given: the default with ``tokens`` raised to M
     and ``score_bits`` raised to what the data needs (up to 32)."""
-    if M > 65536:
-        raise ValueError(f"M = {M} is out of range: the largest buffer holds 65536 tokens")
+    check_limit("tokens", M, "M")
     if score_bits_needed > 32:
         raise ValueError(f"scores need {score_bits_needed} bits; at most 32 are supported")
     d = FocusParams()
@@ -270,7 +276,7 @@ def importance(scores, mode="spatial", *, params=None, simulator="amaranth", sta
 
     Returns
     -------
-    numpy.ndarray [M], the unsigned dtype of ``scores`` (as golden).
+    numpy.ndarray [M], the unsigned dtype of ``scores`` in native byte order (as golden).
     """
     if mode not in MODES:
         raise ValueError(f"mode = {mode!r} is not allowed: it must be 'spatial' or 'temporal'")
@@ -283,24 +289,25 @@ def importance(scores, mode="spatial", *, params=None, simulator="amaranth", sta
     if R >= 1 << ROWS_BITS:
         raise ValueError(f"R = {R} is out of range: the analyzer counts at most "
                          f"{(1 << ROWS_BITS) - 1} rows")
-    lanes = params.lanes
-    beats = score_beats(a, mode, lanes)
-    N = -(-M // lanes)
-    if simulator == "amaranth":
-        job = {"cfg": analyzer_config(M, R, mode), "beats": beats, "outputs": N}
-        (result,), trace = run_jobs(ImportanceAnalyzer(params), [job], stalls=stalls, seed=seed)
-        vector = vector_from_beats(result["outputs"], M)
-        run = {"cycles": result["cycles"],
-               "done_latency": trace["done"].index(1, result["last_input"]) - result["last_input"]}
-    else:
-        out = _cocotb_job("importance_analyzer", params, simulator, {
-            "kind": "importance", "scores": a.astype(np.int64), "mode": mode,
-            "stalls": float(stalls), "seed": int(seed)})
-        vector = out["vector"].astype(np.uint64)
-        run = {"cycles": int(out["cycles"])}
+    with rtl_failures("sim.importance"):
+        lanes = params.lanes
+        beats = score_beats(a, mode, lanes)
+        N = -(-M // lanes)
+        if simulator == "amaranth":
+            job = {"cfg": analyzer_config(M, R, mode), "beats": beats, "outputs": N}
+            (result,), trace = run_jobs(ImportanceAnalyzer(params), [job], stalls=stalls, seed=seed)
+            vector = vector_from_beats(result["outputs"], M)
+            last = result["last_input"]
+            run = {"cycles": result["cycles"], "done_latency": trace["done"].index(1, last) - last}
+        else:
+            out = _cocotb_job("importance_analyzer", params, simulator, {
+                "kind": "importance", "scores": a.astype(np.int64), "mode": mode,
+                "stalls": float(stalls), "seed": int(seed)})
+            vector = out["vector"].astype(np.uint64)
+            run = {"cycles": int(out["cycles"])}
     if stats is not None:
         stats.update(run)
-    return vector.astype(a.dtype)
+    return vector.astype(a.dtype.newbyteorder("="))    # golden's max(axis=0) is native
 
 
 def topk_mask(s, keep, *, params=None, simulator="amaranth", stalls=0.0, stats=None, seed=0):
@@ -318,22 +325,23 @@ def topk_mask(s, keep, *, params=None, simulator="amaranth", stalls=0.0, stats=N
     if params is None:
         params = fit_params(M, _needed_bits(a))
     _check_params(params, M, a, "s")
-    lanes = params.lanes
-    if simulator == "amaranth":
-        job = {"cfg": selector_config(params, M, keep), "beats": vector_beats(a, lanes),
-               "outputs": -(-M // lanes)}
-        passes = -(-min(keep, M) // lanes)
-        (result,), _ = run_jobs(TopKSelector(params), [job], stalls=stalls, seed=seed,
-                                max_cycles=4000 + int(4 * (passes + 6) * (M + 64)
-                                                      / (1.0 - stalls)))
-        mask = mask_from_beats(result["outputs"], M, lanes)
-        run = {"cycles": result["cycles"]}
-    else:
-        out = _cocotb_job("topk_selector", params, simulator, {
-            "kind": "topk", "s": a.astype(np.int64), "keep": keep, "stalls": float(stalls),
-            "seed": int(seed)})
-        mask = out["mask"].astype(bool)
-        run = {"cycles": int(out["cycles"])}
+    with rtl_failures("sim.topk_mask"):
+        lanes = params.lanes
+        if simulator == "amaranth":
+            job = {"cfg": selector_config(params, M, keep), "beats": vector_beats(a, lanes),
+                   "outputs": -(-M // lanes)}
+            passes = -(-min(keep, M) // lanes)
+            (result,), _ = run_jobs(TopKSelector(params), [job], stalls=stalls, seed=seed,
+                                    max_cycles=4000 + int(4 * (passes + 6) * (M + 64)
+                                                          / (1.0 - stalls)))
+            mask = mask_from_beats(result["outputs"], M, lanes)
+            run = {"cycles": result["cycles"]}
+        else:
+            out = _cocotb_job("topk_selector", params, simulator, {
+                "kind": "topk", "s": a.astype(np.int64), "keep": keep, "stalls": float(stalls),
+                "seed": int(seed)})
+            mask = out["mask"].astype(bool)
+            run = {"cycles": int(out["cycles"])}
     if stats is not None:
         stats.update(run)
     return mask

@@ -34,7 +34,7 @@ from rtl.params import FocusParams
 from rtl.sec.importance_analyzer import ROWS_BITS, Dataflow
 
 from .sec import SCORE_KINDS, _pick_M, _scores, fit_params, mask_from_beats, score_beats
-from .streams import CLOCK_PERIOD, stall_sources, stream_monitor, unpack
+from .streams import CLOCK_PERIOD, rtl_failures, stall_sources, stream_monitor, unpack
 
 __all__ = ["SIMULATORS", "PORTS", "sec", "sec_config", "sec_job", "config_is_good",
            "run_sec_jobs", "collect", "code_from_words", "sec_cases", "job_budget"]
@@ -370,12 +370,13 @@ def sec(scores, keep, *, mode="spatial", order=None, word_bits=32, params=None,
     if params.word_bits != word_bits:
         raise ValueError(f"params.word_bits = {params.word_bits} does not match word_bits = "
                          f"{word_bits}")
-    (result,) = run_sec_jobs(params, [sec_job(params, a, mode, keep, order)],
-                             simulator=simulator, stalls=stalls, seed=seed)
-    if result["error"]:
-        raise AssertionError(f"SEC raised error (cause {result['cause']}) on a valid job")
-    mask = mask_from_beats(result["mask_beats"], M, params.lanes)
-    words, nbits = code_from_words(result["words"])
+    with rtl_failures("sim.sec"):
+        (result,) = run_sec_jobs(params, [sec_job(params, a, mode, keep, order)],
+                                 simulator=simulator, stalls=stalls, seed=seed)
+        if result["error"]:
+            raise AssertionError(f"SEC raised error (cause {result['cause']}) on a valid job")
+        mask = mask_from_beats(result["mask_beats"], M, params.lanes)
+        words, nbits = code_from_words(result["words"])
     if stats is not None:
         stats.update(cycles=result["cycles"], kept=result["kept"], nbits=result["nbits"],
                      order=result["order"])

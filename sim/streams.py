@@ -23,6 +23,7 @@ Only one-shot ``await ctx.tick()...`` waits are used: an abandoned async iterato
 which ``filterwarnings = error`` would turn into an unrelated test failure.
 """
 
+import contextlib
 import os
 import random
 import re
@@ -35,10 +36,26 @@ from amaranth.sim import Simulator
 from rtl.flow.toolchain import BUILD_ROOT
 
 __all__ = ["Stalls", "stall_sources", "pack", "unpack", "stream_put", "stream_get",
-           "stream_monitor", "run_streams", "CLOCK_PERIOD"]
+           "stream_monitor", "run_streams", "CLOCK_PERIOD", "RTLFailure", "rtl_failures"]
 
 #: Clock period of :func:`run_streams`, in seconds (10 ns, as in the cocotb testbenches).
 CLOCK_PERIOD = 10e-9
+
+
+class RTLFailure(RuntimeError):
+    """The RTL, or the driver running it, failed on a job whose input the checks accepted."""
+
+
+@contextlib.contextmanager
+def rtl_failures(what):
+    """Around the run of a job whose input has been checked: a ``ValueError`` raised inside (the
+    driver's or the harness's own, e.g. a result it cannot decode) becomes :class:`RTLFailure`, a
+    ``RuntimeError``. ``ValueError`` means bad input, and bad input was rejected before the run,
+    so a valid job never fails with one."""
+    try:
+        yield
+    except ValueError as exc:
+        raise RTLFailure(f"{what} failed on a valid job: {exc}") from exc
 
 
 class Stalls:

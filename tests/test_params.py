@@ -47,6 +47,26 @@ def test_int_field_type(name, bad):
         FocusParams(**{name: bad})
 
 
+@pytest.mark.parametrize("name", sorted(INT_FIELDS))
+def test_int_fields_take_any_integral(name):
+    """NumPy integers (any numbers.Integral but bool) are accepted and stored as plain int, so a
+    FocusParams equals, tags and serializes like the one built from ints."""
+    import json
+
+    import numpy as np
+
+    low, _ = INT_FIELDS[name]
+    for value in (np.int64(low), np.uint16(low), np.int8(min(low, 127))):
+        p = FocusParams(**{name: value})
+        assert type(getattr(p, name)) is int
+        assert p == FocusParams(**{name: int(value)}) and p.tag == FocusParams(**{name: low}).tag
+        assert json.loads(json.dumps(p.to_dict()))[name] == low
+    assert type(FocusParams().replace(**{name: np.int32(low)}).to_dict()[name]) is int
+    with pytest.raises(TypeError, match=rf"^FocusParams\.{name} must be an integer, not "
+                                        rf"np\.True_$"):
+        FocusParams(**{name: np.True_})
+
+
 @pytest.mark.parametrize("name", sorted(CHOICE_FIELDS))
 def test_choice_fields(name):
     for ok in CHOICE_FIELDS[name]:
