@@ -4,8 +4,8 @@
 
 The host driver is blocking Python; cocotb is async. The driver runs in a cocotb ``bridge``
 thread, and the transport's ``read`` ``resume``s the simulation until the bytes arrive, exactly as
-:class:`boards.host.SimTransport` does in the Amaranth simulator. The serial line is modelled bit
-by bit (``rx`` driven one bit time per bit, ``tx`` sampled mid-bit).
+:class:`boards.sim_transport.SimTransport` does in the Amaranth simulator. The serial line is
+modelled bit by bit (``rx`` driven one bit time per bit, ``tx`` sampled mid-bit).
 
 :func:`run_board_job` (pytest side) emits the Verilog, builds it with Icarus or Verilator through
 the cocotb runner, and runs the ``host_job`` test, which reads a job from the JSON file named by
