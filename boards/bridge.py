@@ -51,6 +51,12 @@ class UARTBridge(wiring.Component):
     streams' back-pressure; PULL 1 cycle per data byte plus the wait for beats. Everything else is
     the UART's 10 bit times per byte.
 
+    Inside, a request goes through small components joined by streams: the UART receiver, the
+    :class:`boards.framing.RequestParser` (frame and CRC), the
+    :class:`boards.executor.CommandExecutor` (with the :class:`boards.executor.StreamEngine` for
+    PUSH and PULL), the :class:`boards.framing.ReplyFramer` (frame and CRC) and the UART
+    transmitter. They share the buffer (:class:`boards.framing.BufferSignature`).
+
     Streams: each push port has a one-beat output register (valid and payload held until the
     transfer, as the stream rules require; never withdrawn, also not on a TIMEOUT). A pull port's
     ``ready`` is high only while a PULL on that port waits for a beat.
@@ -90,7 +96,8 @@ class UARTBridge(wiring.Component):
     def __init__(self, divisor, *, push=(), pull=(), max_len=256, byte_timeout=None,
                  push_timeout=None, pull_timeout=None):
         _check_divisor(divisor)
-        self._push, self._pull = push, pull = tuple(push), tuple(pull)
+        push, pull = tuple(push), tuple(pull)
+        self._push, self._pull = push, pull
         self._push_widths = [_payload_width(s) for s in push]
         self._pull_widths = [_payload_width(s) for s in pull]
         if isinstance(max_len, bool) or not isinstance(max_len, int):

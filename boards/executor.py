@@ -282,14 +282,16 @@ class StreamEngine(wiring.Component):
         with m.FSM():
             with m.State("IDLE"):
                 with m.If(self.i_stream.valid):
-                    m.d.sync += [beats.eq(0), beat_pos.eq(0), timer.eq(0), idx.eq(~job.pull)]
+                    m.d.sync += [beats.eq(0), beat_pos.eq(0), timer.eq(0)]
                     with m.If(job.pull):
+                        m.d.sync += idx.eq(0)               # the first byte of the reply data
                         with m.Switch(job.port):
                             for _, nb in _per_port(m, pulls):
                                 m.d.sync += count.eq(Mux(job.n > max_len // nb, max_len // nb,
                                                          job.n))
                         m.next = "PULL_WAIT"
                     with m.Else():
+                        m.d.sync += idx.eq(1)               # the first beat, after the port
                         m.next = "PUSH_ADDR"
 
             with m.State("PUSH_ADDR"):

@@ -33,7 +33,7 @@ def request_layout(max_len):
     OVERSIZE, TIMEOUT, BREAK, FRAMING, OVERRUN); then only ``cmd`` is meaningful (0 when no
     command byte was received). ``arg`` is the first payload byte (a register address or a port).
     ``whole`` says that the payload after ``arg`` is a whole number of beats of push port ``arg``
-    (false for a port that does not exist).
+    (meaningful only when that port exists).
     """
     return data.StructLayout({
         "status": 8,
