@@ -95,6 +95,9 @@ class CommandExecutor(wiring.Component):
         # reply words are shifted out at the bottom into it (READ_REG's word, PUSH's count).
         word = Signal(32)
         m.d.comb += [
+            # Meaningful only with r_en or w_en (RegisterSignature): no need to gate them.
+            bus.addr.eq(req.arg),
+            bus.w_data.eq(word),
             self.o_stream.payload.cmd.eq(req.cmd),
             self.o_stream.payload.status.eq(status),
             self.o_stream.payload.length.eq(rlen),
@@ -129,7 +132,7 @@ class CommandExecutor(wiring.Component):
                     reply(Status.OK, len(self._info))
 
             with m.State("READ_REG"):
-                m.d.comb += [bus.addr.eq(req.arg), bus.r_en.eq(1)]
+                m.d.comb += bus.r_en.eq(1)
                 m.next = "READ_DATA"
             with m.State("READ_DATA"):
                 reply_word(bus.r_data, 4)
@@ -153,7 +156,7 @@ class CommandExecutor(wiring.Component):
                 with m.Else():
                     m.next = "WRITE_REG"
             with m.State("WRITE_REG"):
-                m.d.comb += [bus.addr.eq(req.arg), bus.w_data.eq(word), bus.w_en.eq(1)]
+                m.d.comb += bus.w_en.eq(1)
                 reply(Status.OK)
 
             with m.State("STREAM"):
