@@ -141,6 +141,7 @@ class RequestParser(wiring.Component):
         rx_err = Signal(8)          # a pending receiver error: its Status code, or 0
         clear_rx_err = Signal()
         idx = Signal(range(self._max_len + 1))
+        len_lo = Signal(8)
         beat_pos = Signal(range(max([1, *self._push_nb])))
         crc_lo_ok = Signal()
 
@@ -177,12 +178,12 @@ class RequestParser(wiring.Component):
             with m.State("LEN_LO"):
                 with m.If(receive()):
                     m.d.comb += crc.valid.eq(1)
-                    m.d.sync += req.length.eq(byte)
+                    m.d.sync += len_lo.eq(byte)
                     m.next = "LEN_HI"
             with m.State("LEN_HI"):
                 with m.If(receive()):
                     m.d.comb += crc.valid.eq(1)
-                    length = Cat(req.length[:8], byte)
+                    length = Cat(len_lo, byte)
                     m.d.sync += req.length.eq(length)
                     with m.If(length > self._max_len):
                         m.d.sync += req.status.eq(Status.OVERSIZE)

@@ -31,10 +31,16 @@ MAX_LEN = 24
 CHECK = b"123456789"
 
 
-def _run(dut, *benches, background=()):
+def _run(dut, *benches, background=(), cycles=20_000):
+    """Run ``benches`` to their end; a DUT that stalls them fails after ``cycles``."""
+    async def watchdog(ctx):
+        for _ in range(cycles):
+            await ctx.tick()
+        raise AssertionError(f"the testbenches did not end within {cycles} cycles")
+
     sim = Simulator(dut)
     sim.add_clock(1e-8)
-    for bench in background:
+    for bench in (*background, watchdog):
         sim.add_testbench(bench, background=True)
     for bench in benches:
         sim.add_testbench(bench)
@@ -126,6 +132,24 @@ def test_parser_accepts_exactly_the_frames_crc_hqx_accepts(seed):
                     decode_request(frame)
 
     _run(dut, bench, background=[buffer_writes, stream_monitor(dut.o_stream, "o_stream")])
+
+
+@pytest.mark.parametrize("length", [MAX_LEN + 1, 64, 255, 256, 0x0103, 0xFFFF])
+def test_parser_oversize(length):
+    """A length over max_len is OVERSIZE (whatever its low byte), reported once the line has been
+    quiet for byte_timeout; the next frame is good."""
+    dut = RequestParser(max_len=MAX_LEN, push_beat_bytes=[2], byte_timeout=40)
+    good = encode_request(0x02, b"\x07")
+
+    async def bench(ctx):
+        await stream_put(ctx, dut.i_stream, [0xA5, 0x04, length & 0xFF, length >> 8, 1, 2, 3])
+        (request,) = await stream_get(ctx, dut.o_stream, 1)
+        assert (request["status"], request["cmd"]) == (Status.OVERSIZE, 0x04)
+        await stream_put(ctx, dut.i_stream, good)
+        (request,) = await stream_get(ctx, dut.o_stream, 1)
+        assert (request["status"], request["cmd"], request["length"]) == (Status.OK, 0x02, 1)
+
+    _run(dut, bench)
 
 
 class _FramerRig(wiring.Component):
