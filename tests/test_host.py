@@ -16,8 +16,9 @@ from test_bridge import _watch_rules, stream_rule_checker
 
 import golden
 from boards.bridge import FocusBoardCore
-from boards.host import FocusBoard, SerialTransport, SimTransport, token_rates
+from boards.host import FocusBoard, SerialTransport, token_rates
 from boards.protocol import Cmd, Status, encode_request, reply_bytes, request_bytes, stream_bytes
+from boards.sim_transport import SimTransport
 from rtl.params import FocusParams
 from rtl.top.focus_unit import ERROR_SHIFT, FOCUS_ID, Ctrl, Reg
 from rtl.top.focus_unit import Status as UnitStatus
