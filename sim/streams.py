@@ -32,6 +32,7 @@ from bisect import bisect_right
 from collections import deque
 from collections.abc import Mapping
 from enum import Enum
+from itertools import accumulate
 
 from amaranth.lib import data
 from amaranth.lib.stream import Signature as StreamSignature
@@ -369,8 +370,12 @@ def run_jobs(dut, jobs, *, inputs, outputs, feed="serial", end="outputs", stalls
                              f"stream ports are {', '.join(sorted(ports)) or 'none'}")
     count_from = inputs if count_from is None else tuple(count_from)
     sources = stall_sources(stalls, (*inputs, *outputs), seed)
-    sent = {port: sum(len(job.get(port, ())) for job in jobs) for port in inputs}
-    expected = {port: sum(job.get(port, 0) for job in jobs) if end == "outputs" else None
+    # Where each job's payloads (and, with end="outputs", its outputs) end on each port.
+    in_marks = {port: list(accumulate(len(job.get(port, ())) for job in jobs)) for port in inputs}
+    out_marks = ({port: list(accumulate(job.get(port, 0) for job in jobs)) for port in outputs}
+                 if end == "outputs" else {})
+    sent = {port: m[-1] if m else 0 for port, m in in_marks.items()}
+    expected = {port: (out_marks[port][-1] if jobs else 0) if out_marks else None
                 for port in outputs}
     if max_cycles is None:
         p, forced = stall_bounds(stalls, (*inputs, *outputs))
@@ -384,16 +389,6 @@ def run_jobs(dut, jobs, *, inputs, outputs, feed="serial", end="outputs", stalls
     if not isinstance(probes, Mapping):
         probes = {probe: getattr(dut, probe) for probe in probes}
     run = JobRun(ports, inputs, outputs, signals, len(jobs))
-
-    # Where each job's payloads and outputs end in the per-port sequences.
-    def bounds(port, size):
-        total, marks = 0, []
-        for job in jobs:
-            total += size(job.get(port, 0 if port in outputs else ()))
-            marks.append(total)
-        return marks
-    in_marks = {port: bounds(port, len) for port in inputs}
-    out_marks = {port: bounds(port, int) for port in outputs} if end == "outputs" else {}
 
     def last_cycle(marks, k):
         """The cycle of the last transfer of job k on any port of ``marks`` (None: none)."""
