@@ -30,6 +30,7 @@ from golden.block_match import check_columns, check_config, check_positions
 from golden.focus import check_focus_inputs
 from golden.offsets import check_order, check_word_bits
 from golden.sec import MODES, check_keep, check_scores
+from rtl.codecs import decode_beats, mask_from_beats, score_beats, token_beats, unpack
 from rtl.params import FocusParams
 
 from .bridge import FOCUS_PULL_PORTS, FOCUS_PUSH_PORTS
@@ -205,7 +206,6 @@ class BridgeClient:
     def _unpack(self, layout, raw):
         bits = int.from_bytes(raw, "little")
         if isinstance(layout, data.Layout):
-            from sim.streams import unpack
             return unpack(data.Const(layout, bits))
         return bits
 
@@ -384,7 +384,6 @@ class FocusBoard(BridgeClient):
         return got
 
     def _sec_job(self, a, keep, mode, order):
-        from sim.sec import score_beats
         p = self.params
         R, M = a.shape
         for name, value in (("SEC_M", M), ("SEC_R", R), ("SEC_KEEP", min(keep, M)),
@@ -427,7 +426,6 @@ class FocusBoard(BridgeClient):
     def sec(self, scores, keep, *, mode="spatial", order=None, word_bits=32):
         """:func:`golden.sec` on the board: ``(mask, words, nbits)``. The board's code words
         (``params.word_bits``) are repacked into ``word_bits`` words on the host."""
-        from sim.sec import mask_from_beats
         a, keep = self._check_sec_inputs(scores, keep, mode, order, word_bits)
         got = self._sec_job(a, keep, mode, order)
         mask = mask_from_beats(got["mask"], a.shape[1], self.params.lanes)
@@ -455,8 +453,6 @@ class FocusBoard(BridgeClient):
                              f"range of the board: min {orig.min()}, max {orig.max()}")
 
     def _sic_columns(self, kept, *, frame_stride, row_stride, theta_q, representative):
-        from sim.block_match import decode_beats
-        from sim.focus import token_beats
         p = self.params
         self.write_reg(self._reg("THETA_ADDR"), 0)
         self.write_reg(self._reg("THETA_DATA"), theta_q)
@@ -532,7 +528,6 @@ class FocusBoard(BridgeClient):
         self._check_elements(orig)
         self._check_sic_board(min(keep, a.shape[1]), dim, theta_bits, tile, window,
                               frame_stride, row_stride)
-        from sim.sec import mask_from_beats
         got = self._sec_job(a, keep, mode, order)
         mask = mask_from_beats(got["mask"], a.shape[1], self.params.lanes)
         words, nbits = self._code(got["code"], word_bits)

@@ -28,11 +28,13 @@ from golden.focus import check_focus_inputs
 from golden.offsets import check_order, check_word_bits
 from golden.sec import MODES, check_keep
 from golden.similarity import signed_bits
+from rtl.codecs import token_beats
 from rtl.params import FocusParams, check_limit
 from rtl.sec.importance_analyzer import ROWS_BITS
 from rtl.top.focus_unit import Ctrl, FocusUnit, Reg, Status
 
 from .block_match import decode_beats
+from .runner import SIMULATORS, check_simulator
 from .sec import mask_from_beats, score_beats
 from .streams import rtl_failures
 
@@ -40,7 +42,6 @@ __all__ = ["SIMULATORS", "INPUTS", "OUTPUTS", "COUNTERS", "focus", "fit_params",
            "focus_program", "wait_idle", "read_counters", "AmaranthIO", "run_program",
            "token_beats", "job_record"]
 
-SIMULATORS = ("amaranth", "icarus", "verilator")
 #: The FocusUnit's stream ports.
 INPUTS = ("scores", "tokens")
 OUTPUTS = ("mask", "code", "sic")
@@ -99,13 +100,6 @@ async def wait_idle(io, limit=1_000_000):
 async def read_counters(io):
     """``{name: value}`` of the :data:`COUNTERS` registers, read over the bus."""
     return {name: await io.read(Reg[name]) for name in COUNTERS}
-
-
-def token_beats(vectors, column, dim):
-    """The ``tokens`` beats of one SIC job: column ``column`` of each row, ``last`` on the final."""
-    rows = np.asarray(vectors, dtype=np.int64)[:, column * dim:(column + 1) * dim]
-    return [{"vector": row.tolist(), "last": int(i == len(rows) - 1)}
-            for i, row in enumerate(rows)]
 
 
 def job_record(params, scores, tokens, keep, *, mode, order, frame_stride, row_stride, theta_q,
@@ -417,9 +411,7 @@ def focus(scores, tokens, keep, *, mode="spatial", order=None, word_bits=32, fra
     word_bits = check_word_bits(word_bits)
     if representative not in REPRESENTATIVES:
         raise ValueError(f"representative must be 'first' or 'mean', not {representative!r}")
-    if simulator not in SIMULATORS:
-        raise ValueError(f"Unknown simulator {simulator!r}: it must be one of "
-                         f"{', '.join(SIMULATORS)}")
+    check_simulator(simulator)
     R, M = a.shape
     dtype = tok.dtype
     tok = np.asarray(tok, dtype=np.int64)

@@ -16,10 +16,11 @@ from pathlib import Path
 
 from rtl.flow.cli_args import BadArgs, add_param_arguments, params_from
 
+from .runner import SIMULATORS
+
 __all__ = ["add_parser", "run", "JOBS", "load_npz"]
 
 JOBS = ("sec", "sic", "focus")
-SIMULATORS = ("amaranth", "icarus", "verilator")
 
 _EPILOG = """\
 Input keys (numpy.savez / savez_compressed):

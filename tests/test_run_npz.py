@@ -172,7 +172,7 @@ def test_rtl_keeping_nothing_equals_golden(home):
 
 
 @pytest.mark.parametrize("job, module, name, extra", [
-    ("sec", "sim.sec_unit", "mask_from_beats", ["--keep", 5]),
+    ("sec", "sim.sec", "mask_from_beats", ["--keep", 5]),
     ("sic", "sim.block_match", "decode_beats", [*SIC, "--theta", 0.8]),
     ("focus", "sim.focus", "decode_beats", ["--keep", 5, *SIC, "--theta", 0.8]),
 ])
