@@ -36,9 +36,10 @@ class MaskBuilder(FocusBlock):
     t + 2 (the buffered queue's output register) and sets its bit in that cycle. Indices in the
     same beat take one cycle each; a beat is written in its own cycle, so a job of n indices
     takes at most n + ceil(M/lanes) cycles of work, and a gap that skips b whole beats costs b
-    cycles, during which ``i_stream`` keeps taking indices until the queue is full. The final
-    beat is written 2 cycles after ``i_done`` rises for a job with no pending index, and
-    ``busy`` falls in the next cycle.
+    cycles, during which ``i_stream`` keeps taking indices until the queue is full. Once
+    ``i_done`` is high and the queue is empty, the remaining beats are written one per cycle;
+    ``busy`` falls in the cycle after the final one is written (so a job with no index and
+    ``i_done`` from the cycle after ``start`` writes its beats in the next ceil(M/lanes) cycles).
 
     Back-pressure: ``i_stream.ready`` is the queue's room and never depends on
     ``i_stream.valid``, so a producer may offer an index only while ``ready`` is high (the

@@ -221,7 +221,7 @@ class OffsetDecoder(FocusBlock):
         room = ~x.valid | x.ready
         if self._mask:
             m.submodules.mask_builder = builder = MaskBuilder(p)
-            to_mask = stream.Signature(unsigned(p.index_bits)).create()
+            to_mask = stream.Signature(unsigned(p.index_bits)).create(path=("to_mask",))
             wiring.connect(m, to_mask, builder.i_stream)
             wiring.connect(m, builder.o_stream, wiring.flipped(self.o_stream))
             room = room & to_mask.ready
@@ -233,8 +233,7 @@ class OffsetDecoder(FocusBlock):
         hl, hdr, hdr_n = _header_fields(m, p, buf, hb)
 
         used = Signal(range(fw + 1))    # string bits consumed this cycle
-        push = Signal()
-        fail = Signal()
+        push, fail = Signal(name="push"), Signal(name="fail")
         fail_cause = Signal(DecodeError)
         active = running & ~error
         # HDR: the header; CODES: one code per cycle; FIN: the n codes are decoded.
@@ -303,13 +302,13 @@ class OffsetDecoder(FocusBlock):
         with m.If(running & ~error & (fail | short)):
             m.d.sync += [error.eq(1), cause.eq(Mux(fail, fail_cause, DecodeError.SHORT))]
 
-        # ---- outputs: the index register (and the mask builder's input) -------------------------
+        # ---- outputs: the index register (and the mask builder), and the end of a job ----------
         with m.If(push):
             m.d.sync += [x.valid.eq(1), x.payload.index.eq(j), x.payload.last.eq(codes_left == 1)]
         with m.Elif(x.ready):
             m.d.sync += x.valid.eq(0)
         busy = running | x.valid
-        finished = fin                  # the job's outputs are all decided
+        finished = fin                  # every output of the job is decided
         if self._mask:
             m.d.comb += [
                 to_mask.valid.eq(push), to_mask.payload.eq(j),
@@ -319,8 +318,6 @@ class OffsetDecoder(FocusBlock):
             busy = busy | self.o_stream.valid
             finished = ~builder.busy
         m.d.comb += self.busy.eq(busy)
-
-        # ---- the end of a job -------------------------------------------------------------------
         with m.If(running & in_done & (error | finished)):
             m.d.sync += running.eq(0)
         return m

@@ -177,7 +177,7 @@ class OffsetEncoder(FocusBlock):
         # ---- emission: the field register feeds the bit packer ----------------------------------
         m.submodules.packer = packer = BitPacker(p, fw)
         wiring.connect(m, packer.o_stream, wiring.flipped(self.o_stream))
-        field = stream.Signature(packer_field_layout(fw)).create()
+        field = stream.Signature(packer_field_layout(fw)).create(path=("field",))
         wiring.connect(m, field, packer.i_stream)
 
         # ---- control ----------------------------------------------------------------------------
