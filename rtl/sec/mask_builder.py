@@ -18,13 +18,14 @@ class MaskBuilder(FocusBlock):
     :func:`rtl.layouts.mask_beat_layout`, bit i of beat b set when token b*lanes + i was sent
     (padding bits past M 0, ``last`` on the final beat).
 
-    A job starts with ``start`` (``M`` is sampled then), sends its kept indices on ``i_stream``
-    in ascending order, each < M, and raises ``i_done`` once it will send no further index (in
-    the cycle of the last index's transfer or later, or at any time for a job with none); it
-    holds ``i_done`` until the next ``start``. ``abort`` drops the rest of the job: the queue is
-    cleared and no further beat is written (a beat already written stays on ``o_stream`` until it
-    is taken). :class:`rtl.sec.offset_decoder.OffsetDecoder` drives ``start`` with its config beat,
-    ``abort`` with its ``error`` and ``i_done`` when its codes are all decoded.
+    A job starts with ``start``, holds its M on ``M`` until ``busy`` falls, sends its kept
+    indices on ``i_stream`` in ascending order, each < M, and raises ``i_done`` once it will send
+    no further index (in the cycle of the last index's transfer or later, or at any time for a
+    job with none); it holds ``i_done`` until the next ``start``. ``abort`` drops the rest of the
+    job: the queue is cleared and no further beat is written (a beat already written stays on
+    ``o_stream`` until it is taken). :class:`rtl.sec.offset_decoder.OffsetDecoder` drives
+    ``start`` with its config beat, ``M`` with its register of the job's M, ``abort`` while no
+    job runs or after an error, and ``i_done`` when its codes are all decoded.
 
     Datapath: the indices go through a queue of :data:`INDEX_FIFO_DEPTH` entries
     (``fifo.SyncFIFOBuffered``); each cycle the builder either sets the bit of the index at the
@@ -55,11 +56,12 @@ class MaskBuilder(FocusBlock):
     Members
     -------
     start : In(1)
-        Begin a job: clears the queue and the beat under construction; samples ``M``.
+        Begin a job: clears the queue and the beat under construction (wins over ``abort``).
     M : In(count_bits)
-        The job's tokens, 1 .. ``params.tokens``; read only with ``start``.
+        The job's tokens, 1 .. ``params.tokens``; held from ``start`` until ``busy`` falls.
     abort : In(1)
-        While high: clear the queue and write no further beat (the job stays unfinished).
+        While high (and ``start`` low): clear the queue and write no further beat (the job
+        stays unfinished).
     i_stream : In(stream.Signature(unsigned(index_bits)))
         The job's kept indices, ascending, each < M.
     i_done : In(1)
@@ -94,7 +96,6 @@ class MaskBuilder(FocusBlock):
         wiring.connect(m, wiring.flipped(i), queue.w_stream)
         head = queue.r_stream
 
-        tokens = Signal(cb)
         base = Signal(cb + 1)           # token index of the current beat's lane 0
         bits = Signal(lanes)            # the current beat
         emit = Signal()                 # write the current beat to o_stream
@@ -127,10 +128,10 @@ class MaskBuilder(FocusBlock):
                     m.d.sync += bits.eq(0)
         # The indices are all in: the rest of the beats, up to the final one.
         with m.Elif(build & self.i_done & ~i.valid & (queue.level == 0) & out_free):
-            m.d.comb += [emit.eq(1), emit_last.eq(base + lanes >= tokens)]
+            m.d.comb += [emit.eq(1), emit_last.eq(base + lanes >= self.M)]
             m.d.sync += [base.eq(base + lanes), bits.eq(0)]
         with m.If(self.start):
-            m.d.sync += [tokens.eq(self.M), base.eq(0), bits.eq(0)]
+            m.d.sync += [base.eq(0), bits.eq(0)]
 
         with m.If(emit):
             m.d.sync += [o.valid.eq(1), o.payload.keep.eq(bits), o.payload.last.eq(emit_last)]

@@ -40,6 +40,16 @@ class DecodeError(enum.Enum, shape=4):
     TRAILING = 8
 
 
+class _Phase(enum.Enum, shape=2):
+    """The decoder's phase within a job."""
+    #: The header is next.
+    HDR = 0
+    #: One code per cycle.
+    CODES = 1
+    #: The n codes are decoded.
+    FIN = 2
+
+
 def decoder_config_layout(p):
     """The decoder's configuration beat, one per job: the job's M (``tokens``, 1 ..
     ``params.tokens``) and the string's length ``nbits``."""
@@ -90,11 +100,11 @@ class OffsetDecoder(FocusBlock):
     goes to ``idx_stream``'s register and, in the same cycle, to a
     :class:`rtl.sec.mask_builder.MaskBuilder` (through its queue of :data:`INDEX_FIFO_DEPTH`),
     which writes one mask beat per cycle: the decoder composes the two with ``wiring.connect``,
-    starts the builder with the config beat, aborts it with ``error`` and tells it when the codes
-    are all decoded. Throughput: one code per cycle while the buffer holds it (codes average fewer
-    than ``word_bits`` bits), ``idx_stream`` takes it and the queue has room; the mask side writes
-    one beat per cycle, so a gap that skips b whole beats costs about b cycles there, absorbed by
-    the queue.
+    starts the builder with the config beat, holds it aborted while no job runs or after an
+    error, and tells it when the codes are all decoded. Throughput: one code per cycle while
+    the buffer holds it (codes average fewer than ``word_bits`` bits), ``idx_stream`` takes it and
+    the queue has room; the mask side writes one beat per cycle, so a gap that skips b whole beats
+    costs about b cycles there, absorbed by the queue.
 
     Cycles with no stalls, for a valid code of w words and n kept tokens, from the config beat to
     the last output transfer, inclusive: at least ``max(w, n, ceil(M/lanes)) + 5`` and at most
@@ -188,6 +198,9 @@ class OffsetDecoder(FocusBlock):
         m.d.comb += [self.order.eq(e), self.kept.eq(n)]
         running = Signal()
         in_done = Signal()              # the job's last word has been accepted
+        # The phase is an enum, not an m.FSM: a config beat restarts it from any value, so the
+        # decoder leaves even its unused code (the formal proof's induction relies on this).
+        phase = Signal(_Phase)
         codes_left = Signal(range(p.tokens + 1))
         prev_end = Signal(cb + 1)       # previous index + 1
         error = Signal()
@@ -207,7 +220,8 @@ class OffsetDecoder(FocusBlock):
             bad_m = (cfg_m == 0) | (cfg_m > p.tokens)
             short = cfg.payload.nbits < 3 + cfg_hb
             m.d.sync += [
-                running.eq(1), in_done.eq(0), codes_left.eq(0), prev_end.eq(0),
+                running.eq(1), in_done.eq(0), phase.eq(_Phase.HDR), codes_left.eq(0),
+                prev_end.eq(0),
                 tokens.eq(cfg_m), hb.eq(cfg_hb), e.eq(0), n.eq(0),
                 buf.eq(0), fill.eq(0), rem.eq(cfg.payload.nbits), need.eq(cfg.payload.nbits),
                 error.eq(bad_m | short),
@@ -236,21 +250,20 @@ class OffsetDecoder(FocusBlock):
         push, fail = Signal(name="push"), Signal(name="fail")
         fail_cause = Signal(DecodeError)
         active = running & ~error
-        # HDR: the header; CODES: one code per cycle; FIN: the n codes are decoded.
-        with m.FSM(name="phase") as phase:
-            with m.State("HDR"):
+        with m.Switch(phase):
+            with m.Case(_Phase.HDR):
                 with m.If(active & (avail >= hl)):
                     m.d.comb += used.eq(hl)
                     m.d.sync += [e.eq(hdr >> hb), n.eq(hdr_n), codes_left.eq(hdr_n)]
                     with m.If(hdr_n > tokens):
                         m.d.comb += [fail.eq(1), fail_cause.eq(DecodeError.COUNT)]
                     with m.Else():
-                        m.next = "CODES"
-            with m.State("CODES"):
+                        m.d.sync += phase.eq(_Phase.CODES)
+            with m.Case(_Phase.CODES):
                 with m.If(active & (codes_left == 0)):
                     # Only for n = 0: the header must be the whole string.
                     with m.If(rem == 0):
-                        m.next = "FIN"
+                        m.d.sync += phase.eq(_Phase.FIN)
                     with m.Else():
                         m.d.comb += [fail.eq(1), fail_cause.eq(DecodeError.TRAILING)]
                 with m.Elif(active & room):
@@ -264,18 +277,13 @@ class OffsetDecoder(FocusBlock):
                             m.d.comb += [used.eq(code_len), push.eq(1)]
                             m.d.sync += [prev_end.eq(j + 1), codes_left.eq(codes_left - 1)]
                             with m.If(codes_left == 1):
-                                m.next = "FIN"
+                                m.d.sync += phase.eq(_Phase.FIN)
                     with m.Elif(~one & (avail >= zmax)):
                         m.d.comb += [fail.eq(1), fail_cause.eq(DecodeError.ZEROS)]
                     with m.Elif(need == 0):
                         # Every string bit is in the buffer and the code still does not fit.
                         m.d.comb += [fail.eq(1), fail_cause.eq(DecodeError.TRUNCATED)]
-                with m.If(cfg_fire):
-                    m.next = "HDR"
-            with m.State("FIN"):
-                with m.If(cfg_fire):
-                    m.next = "HDR"
-        fin = phase.ongoing("FIN")
+        fin = phase == _Phase.FIN
 
         # ---- the buffer: consume, then load a word ----------------------------------------------
         m.d.comb += i.ready.eq(running & ~in_done & (error | (need == 0) | (fill <= fw)))
@@ -312,8 +320,8 @@ class OffsetDecoder(FocusBlock):
         if self._mask:
             m.d.comb += [
                 to_mask.valid.eq(push), to_mask.payload.eq(j),
-                builder.start.eq(cfg_fire), builder.M.eq(cfg.payload.tokens),
-                builder.abort.eq(error), builder.i_done.eq(fin),
+                builder.start.eq(cfg_fire), builder.M.eq(tokens),
+                builder.abort.eq(~running | error), builder.i_done.eq(fin),
             ]
             busy = busy | self.o_stream.valid
             finished = ~builder.busy
