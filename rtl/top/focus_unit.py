@@ -75,7 +75,7 @@ class FocusUnit(FocusBlock):
     ``sic`` ends with ``last``); the other side is drained up to its own ``last`` (surplus tokens
     are dropped, missing tokens' indices discarded); the job ends, the flag is set, and the next
     job is unaffected. Should the decoder fail (it does not, on codes SEC wrote), a zero
-    terminator token (position 2**32 - 1, ``last``) ends the matcher's job and the tokens are
+    terminator token (position 2**position_bits - 1, ``last``) ends the matcher's job and the tokens are
     drained to ``last``. Every job ends within a bounded number of cycles once its inputs have
     arrived. Flags are set when the job ends, or in the cycle of the bad bus access.
 
@@ -98,10 +98,9 @@ class FocusUnit(FocusBlock):
     Register map: 32-bit words at word addresses, one table,
     :data:`rtl.top.registers.REGISTERS` (:class:`Reg` names the addresses; README.md shows the
     table, ``python -m rtl.top.registers --markdown`` prints it). An RW register reads back what
-    was written, masked to its width.
-
-    A write to an RO or unmapped address is ignored and sets ``BUS``; a read of an unmapped
-    address returns 0 and sets ``BUS``; a write-only register reads as 0. SEC counters are zeroed
+    was written, masked to its width; a write-only register reads as 0. A write to an RO or
+    unmapped address is ignored and sets ``BUS``; a read of an unmapped address returns 0 and
+    sets ``BUS``. SEC counters are zeroed
     by ``START_SEC``, SIC counters by ``START_SIC``, and all by ``CLEAR``. A job copies the
     settings at its start: writing them during a job affects the next one.
 
