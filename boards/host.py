@@ -31,7 +31,11 @@ from golden.focus import check_focus_inputs
 from golden.offsets import check_order, check_word_bits
 from golden.sec import MODES, check_keep, check_scores
 from rtl.codecs import decode_beats, mask_from_beats, score_beats, token_beats, unpack
+from rtl.layouts import mask_beat_layout, offset_word_layout, score_beat_layout
 from rtl.params import FocusParams
+from rtl.sic.block_matcher import match_output_layout
+from rtl.top.focus_unit import token_layout
+from rtl.top.registers import ERROR_SHIFT, Ctrl, ErrorFlag, Reg
 
 from .bridge import FOCUS_PULL_PORTS, FOCUS_PUSH_PORTS
 from .protocol import (
@@ -280,9 +284,6 @@ class FocusBoard(BridgeClient):
     """
 
     def __init__(self, port_or_transport, *, params=None, timeout=None, max_polls=200):
-        from rtl.layouts import mask_beat_layout, offset_word_layout, score_beat_layout
-        from rtl.sic.block_matcher import match_output_layout
-        from rtl.top.focus_unit import token_layout
 
         p = FocusParams.board() if params is None else params
         self.params = p
@@ -311,7 +312,6 @@ class FocusBoard(BridgeClient):
     # -- helpers --
 
     def _reg(self, name):
-        from rtl.top.focus_unit import Reg
         return Reg[name]
 
     def status(self):
@@ -319,7 +319,6 @@ class FocusBoard(BridgeClient):
         return self.read_reg(self._reg("STATUS"))
 
     def _check_errors(self, what):
-        from rtl.top.focus_unit import ERROR_SHIFT, ErrorFlag
         status = self.status()
         flags = ErrorFlag(status >> ERROR_SHIFT & 0xFF)
         if flags:
@@ -328,7 +327,6 @@ class FocusBoard(BridgeClient):
 
     def _abort(self):
         """End the running job (``CTRL.ABORT``) and clear the ``ABORTED`` flag it sets."""
-        from rtl.top.focus_unit import Ctrl
         self.write_reg(self._reg("CTRL"), Ctrl.ABORT)
         self.write_reg(self._reg("CTRL"), Ctrl.CLEAR)
 
@@ -551,9 +549,6 @@ def token_rates(params=None, *, rows=16, tokens=None, max_len=256, baud=BAUD_RAT
     Returns a dict: ``sec_bytes``, ``sic_bytes`` (per token / token-column), ``sec_tokens_s``,
     ``sic_tokens_s`` (token-columns per second), ``bytes_s`` (baud / 10, 8N1).
     """
-    from rtl.layouts import mask_beat_layout, score_beat_layout
-    from rtl.sic.block_matcher import match_output_layout
-    from rtl.top.focus_unit import token_layout
 
     p = FocusParams.board() if params is None else params
     M = p.tokens if tokens is None else tokens

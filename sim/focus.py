@@ -22,6 +22,7 @@ import os
 from collections import deque
 
 import numpy as np
+from amaranth.sim import Simulator
 
 from golden.block_match import REPRESENTATIVES
 from golden.focus import check_focus_inputs
@@ -31,16 +32,17 @@ from golden.similarity import signed_bits
 from rtl.codecs import token_beats
 from rtl.params import FocusParams, check_limit
 from rtl.sec.importance_analyzer import ROWS_BITS
-from rtl.top.focus_unit import Ctrl, FocusUnit, Reg, Status
+from rtl.top.focus_unit import FocusUnit
+from rtl.top.registers import REGISTER, Ctrl, Reg, Status
 
 from .block_match import decode_beats
-from .runner import SIMULATORS, check_simulator
+from .runner import SIMULATORS, case_dir, check_simulator, run_cocotb
 from .sec import mask_from_beats, score_beats
-from .streams import rtl_failures
+from .streams import CLOCK_PERIOD, pack, rtl_failures, stall_sources, stream_monitor, unpack
 
 __all__ = ["SIMULATORS", "INPUTS", "OUTPUTS", "COUNTERS", "focus", "fit_params",
            "focus_program", "wait_idle", "read_counters", "AmaranthIO", "run_program",
-           "token_beats", "job_record"]
+           "token_beats", "job_record", "sec_mode_word", "sec_order_word"]
 
 #: The FocusUnit's stream ports.
 INPUTS = ("scores", "tokens")
@@ -88,6 +90,18 @@ def _check_params(params, M, a, tok, settings):
 
 # ---- the host program ----------------------------------------------------------------------------
 
+def sec_mode_word(mode):
+    """The ``SEC_MODE`` word of ``mode`` (``"spatial"`` or ``"temporal"``)."""
+    return REGISTER["SEC_MODE"].pack(temporal=int(mode == "temporal"))
+
+
+def sec_order_word(order):
+    """The ``SEC_ORDER`` word of ``order``: a fixed order 0..7, or None for the adaptive one."""
+    if order is None:
+        return REGISTER["SEC_ORDER"].pack(adaptive=1)
+    return REGISTER["SEC_ORDER"].pack(order=order)
+
+
 async def wait_idle(io, limit=1_000_000):
     """Poll ``STATUS`` until neither stage is busy; returns the last ``STATUS`` value."""
     for _ in range(limit):
@@ -123,12 +137,12 @@ async def focus_program(io, params, job):
     p = params
     await io.write(Reg.THETA_ADDR, 0)
     await io.write(Reg.THETA_DATA, job["theta_q"])
-    order = 8 if job["order"] is None else job["order"]      # bit 3: adaptive
     settings = [(Reg.SEC_M, job["M"]), (Reg.SEC_R, job["R"]), (Reg.SEC_KEEP, job["keep"]),
-                (Reg.SEC_MODE, int(job["mode"] == "temporal")), (Reg.SEC_ORDER, order),
+                (Reg.SEC_MODE, sec_mode_word(job["mode"])),
+                (Reg.SEC_ORDER, sec_order_word(job["order"])),
                 (Reg.SIC_FRAME_STRIDE, job["frame_stride"]),
                 (Reg.SIC_ROW_STRIDE, job["row_stride"]), (Reg.SIC_LAYER, 0),
-                (Reg.SIC_REPR, job["mean"])]
+                (Reg.SIC_REPR, REGISTER["SIC_REPR"].pack(mean=job["mean"]))]
     for reg, value in settings:
         await io.write(reg, value)
     starts = {port: len(io.beats(port)) for port in ("mask", "code")}
@@ -232,10 +246,6 @@ def run_program(params, program, *, stalls=0.0, seed=0, max_cycles=200_000, vcd=
 
     Returns (the program's return value, io).
     """
-    from amaranth.sim import Simulator
-
-    from .streams import CLOCK_PERIOD, pack, stall_sources, stream_monitor, unpack
-
     dut = dut if dut is not None else FocusUnit(params, icg_cell=None)
     io = AmaranthIO(dut)
     sources = stall_sources(stalls, (*INPUTS, *OUTPUTS), seed)
@@ -344,8 +354,6 @@ def _results(params, job, record, beats, transfers):
 
 
 def _cocotb_run(params, job, simulator, stalls, seed):
-    from .runner import case_dir, run_cocotb
-
     directory = case_dir("focus_unit", params, simulator, "focus")
     directory.mkdir(parents=True, exist_ok=True)
     stem = directory / f"job-{os.getpid()}-{next(_job_numbers)}"

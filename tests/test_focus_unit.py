@@ -19,8 +19,9 @@ from golden.cycles import (
 from rtl.params import FocusParams
 from rtl.sec.offset_decoder import DecodeError
 from rtl.sec.semantic_concentrator import SecError
-from rtl.sic.block_matcher import matcher_rounds
-from rtl.top.focus_unit import (
+from rtl.sic.block_matcher import matcher_latency, matcher_rounds
+from rtl.top.focus_unit import FocusUnit
+from rtl.top.registers import (
     ERROR_SHIFT,
     FOCUS_ID,
     READABLE,
@@ -28,12 +29,20 @@ from rtl.top.focus_unit import (
     WRITABLE,
     Ctrl,
     ErrorFlag,
-    FocusUnit,
     Reg,
     Status,
 )
 from sim.block_match import decode_beats
-from sim.focus import focus_program, job_record, read_counters, run_program, token_beats, wait_idle
+from sim.focus import (
+    focus_program,
+    job_record,
+    read_counters,
+    run_program,
+    sec_mode_word,
+    sec_order_word,
+    token_beats,
+    wait_idle,
+)
 from sim.sec import mask_from_beats
 from sim.streams import Stalls
 
@@ -516,8 +525,8 @@ def test_unit_without_sic():
         for job in jobs:
             rec = record_of(p, job)
             settings = [(Reg.SEC_M, rec["M"]), (Reg.SEC_R, rec["R"]), (Reg.SEC_KEEP, rec["keep"]),
-                        (Reg.SEC_MODE, int(rec["mode"] == "temporal")),
-                        (Reg.SEC_ORDER, 8 if rec["order"] is None else rec["order"])]
+                        (Reg.SEC_MODE, sec_mode_word(rec["mode"])),
+                        (Reg.SEC_ORDER, sec_order_word(rec["order"]))]
             for reg, value in settings:
                 await io.write(reg, value)
             starts = len(io.beats("mask")), len(io.beats("code"))
@@ -693,9 +702,6 @@ def test_start_latencies(p):
     """Data offered before the start waits for it: the first score transfers 2 cycles after the
     cycle of the START_SEC write, the first token 5 cycles after START_SIC's, and its map beat
     ``matcher_latency + rounds - 1`` cycles after the token (no stalls)."""
-    from rtl.sic.block_matcher import matcher_latency
-    from sim.focus import token_beats
-
     rng = np.random.default_rng(6)
     job = random_job(rng, p, M=24, keep=6)
     job["representative"] = "first"
@@ -703,7 +709,7 @@ def test_start_latencies(p):
     async def program(io):
         rec = record_of(p, job)
         for reg, value in [(Reg.SEC_M, 24), (Reg.SEC_R, rec["R"]), (Reg.SEC_KEEP, 6),
-                           (Reg.SEC_MODE, int(job["mode"] == "temporal")),
+                           (Reg.SEC_MODE, sec_mode_word(job["mode"])),
                            (Reg.SIC_FRAME_STRIDE, job["frame_stride"]),
                            (Reg.SIC_ROW_STRIDE, job["row_stride"])]:
             await io.write(reg, value)
@@ -730,5 +736,4 @@ def test_start_latencies(p):
 
 
 def mask_of(io, M):
-    from sim.sec import mask_from_beats
     return mask_from_beats(io.beats("mask"), M, io.dut.params.lanes)
