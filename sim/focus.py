@@ -19,10 +19,8 @@ programs (register accesses, bad jobs) against the same interface.
 import itertools
 import json
 import os
-from collections import deque
 
 import numpy as np
-from amaranth.sim import Simulator
 
 from golden.block_match import REPRESENTATIVES
 from golden.focus import check_focus_inputs
@@ -35,10 +33,11 @@ from rtl.sec.importance_analyzer import ROWS_BITS
 from rtl.top.focus_unit import FocusUnit
 from rtl.top.registers import REGISTER, Ctrl, Reg, Status
 
+from . import streams
 from .block_match import decode_beats
 from .runner import SIMULATORS, case_dir, check_simulator, run_cocotb
 from .sec import mask_from_beats, score_beats
-from .streams import CLOCK_PERIOD, pack, rtl_failures, stall_sources, stream_monitor, unpack
+from .streams import rtl_failures
 
 __all__ = ["SIMULATORS", "INPUTS", "OUTPUTS", "COUNTERS", "focus", "fit_params",
            "focus_program", "wait_idle", "read_counters", "AmaranthIO", "run_program",
@@ -180,15 +179,15 @@ class AmaranthIO:
     the number of the current cycle (a bus access made now happens in that cycle).
     """
 
-    def __init__(self, dut):
-        self.dut = dut
-        self.ctx = None
-        self.queues = {port: deque() for port in INPUTS}
-        self.received = {port: [] for port in OUTPUTS}
-        self.transfers = {port: [] for port in (*INPUTS, *OUTPUTS)}
-        self.pending = {port: 0 for port in INPUTS}
-        #: The current cycle's number (the numbering of ``transfers``).
-        self.cycle = 0
+    def __init__(self, dut, ctx, run):
+        self.dut, self.ctx, self.run = dut, ctx, run
+        #: Every payload received so far, per output port, and every transfer's cycle number.
+        self.received, self.transfers = run.beats, run.transfers
+
+    @property
+    def cycle(self):
+        """The current cycle's number (the numbering of ``transfers``)."""
+        return self.run.cycle
 
     async def write(self, addr, value):
         bus, ctx = self.dut.bus, self.ctx
@@ -219,11 +218,10 @@ class AmaranthIO:
         return ctx.get(bus.r_data) if read else None
 
     def send(self, port, payloads):
-        self.queues[port].extend(payloads)
-        self.pending[port] += len(payloads)
+        self.run.send(port, payloads)
 
     async def wait_sent(self, port):
-        while self.pending[port]:
+        while self.run.unsent[port]:
             await self.ctx.tick()
 
     def beats(self, port):
@@ -240,82 +238,22 @@ class AmaranthIO:
 def run_program(params, program, *, stalls=0.0, seed=0, max_cycles=200_000, vcd=None,
                 dut=None):
     """Run ``await program(io)`` (``io`` an :class:`AmaranthIO`) against a :class:`FocusUnit` in
-    the Amaranth simulator, with feeders and sinks on its stream ports (seeded idles and
-    back-pressure with probability ``stalls``, or a ``{port: probability or Stalls}`` dict) and a
-    stream-rule monitor on every stream port. A run longer than ``max_cycles`` fails.
+    the Amaranth simulator, on the shared job runner (:func:`sim.streams.run_jobs`,
+    ``feed="queue"``): feeders and sinks on its stream ports (seeded idles and back-pressure with
+    probability ``stalls``, or a ``{port: probability or Stalls}`` dict) and a stream-rule monitor
+    on every stream port. A run longer than ``max_cycles`` fails.
 
     Returns (the program's return value, io).
     """
     dut = dut if dut is not None else FocusUnit(params, icg_cell=None)
-    io = AmaranthIO(dut)
-    sources = stall_sources(stalls, (*INPUTS, *OUTPUTS), seed)
-    sim = Simulator(dut)
-    sim.add_clock(CLOCK_PERIOD)
-    for port in (*INPUTS, *OUTPUTS):
-        sim.add_testbench(stream_monitor(getattr(dut, port), port, io.transfers[port]),
-                          background=True)
 
-    def feeder(port):
-        async def testbench(ctx):
-            stream, source = getattr(dut, port), sources[port]
-            shape = stream.payload.shape()
-            queue = io.queues[port]
-            while True:
-                if not queue or source():
-                    await ctx.tick()
-                    continue
-                ctx.set(stream.payload, pack(shape, queue.popleft()))
-                ctx.set(stream.valid, 1)
-                while True:
-                    _, _, ready = await ctx.tick().sample(stream.ready)
-                    if ready:
-                        break
-                ctx.set(stream.valid, 0)
-                io.pending[port] -= 1
-        return testbench
+    async def host(ctx, run):
+        io = AmaranthIO(dut, ctx, run)
+        return await program(io), io
 
-    def sink(port):
-        async def testbench(ctx):
-            stream, source = getattr(dut, port), sources[port]
-            while True:
-                ctx.set(stream.ready, not source())
-                _, _, valid, ready, payload = await ctx.tick().sample(
-                    stream.valid, stream.ready, stream.payload)
-                if valid and ready:
-                    io.received[port].append(unpack(payload))
-        return testbench
-
-    async def count(ctx):
-        while True:
-            await ctx.tick()
-            io.cycle += 1
-
-    sim.add_testbench(count, background=True)
-    for port in INPUTS:
-        sim.add_testbench(feeder(port), background=True)
-    for port in OUTPUTS:
-        sim.add_testbench(sink(port), background=True)
-
-    result = {}
-
-    async def host(ctx):
-        io.ctx = ctx
-        result["value"] = await program(io)
-
-    async def watchdog(ctx):
-        for _ in range(max_cycles):
-            await ctx.tick()
-        raise AssertionError(f"FocusUnit timed out after {max_cycles} cycles (transfers: "
-                             f"{ {k: len(v) for k, v in io.transfers.items()} })")
-
-    sim.add_testbench(host)
-    sim.add_testbench(watchdog, background=True)
-    if vcd is not None:
-        with sim.write_vcd(str(vcd)):
-            sim.run()
-    else:
-        sim.run()
-    return result["value"], io
+    return streams.run_jobs(dut, [], inputs=INPUTS, outputs=OUTPUTS, feed="queue", end=None,
+                            stalls=stalls, seed=seed, max_cycles=max_cycles, program=host,
+                            vcd=vcd, name="FocusUnit").result
 
 
 # ---- the API -------------------------------------------------------------------------------------
