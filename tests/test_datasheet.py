@@ -3,8 +3,11 @@ compiles and its values are the register table's; the JSON map lists every regis
 SystemVerilog package lints; all of it from :data:`rtl.top.registers.REGISTERS`."""
 
 import json
+import os
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -64,3 +67,20 @@ def test_ports_json(emitted):
     ports = json.loads((emitted / "ports.json").read_text())
     assert set(ports) == {"scores", "tokens", "mask", "code", "sic"}
     assert all(sum(f["width"] for f in p["fields"]) == p["width"] for p in ports.values())
+
+
+def test_fusesoc_lint(emitted, require_simulator):
+    """The emitted folder is a FuseSoC core library; its lint target passes (Verilator through
+    Edalize)."""
+    require_simulator("verilator")
+    fusesoc = shutil.which("fusesoc", path=f"{Path(sys.executable).parent}{os.pathsep}"
+                                           f"{os.environ.get('PATH', '')}")
+    assert fusesoc, "fusesoc is a test dependency (the test extra)"
+    work = emitted.parent / "test-datasheet-fusesoc"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    proc = subprocess.run([fusesoc, "--cores-root", str(emitted), "run", "--target", "lint",
+                           "focus-rtl:focus:focus_unit"], cwd=work, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "Running" in proc.stdout + proc.stderr
