@@ -9,6 +9,7 @@ from ..sec.semantic_concentrator import SemanticConcentrator
 from ..sec.topk_selector import TopKSelector
 from ..sic.block_matcher import BlockMatcher
 from ..sic.similarity_comparator import SimilarityComparator
+from ..tile.focus_gemm import FocusGemm
 from ..tile.systolic_array import SystolicArray
 from ..top.focus_unit import FocusUnit
 
@@ -24,6 +25,7 @@ BLOCKS = {
     "topk_selector": lambda p, icg_cell: TopKSelector(p),
     "sec": lambda p, icg_cell: SemanticConcentrator(p),
     "focus_unit": lambda p, icg_cell: FocusUnit(p, icg_cell=icg_cell),
+    "focus_gemm": lambda p, icg_cell: FocusGemm(p),
 }
 
 #: Reference designs, not part of the Focus unit, so not in BLOCKS (nor walked by default): only
