@@ -26,7 +26,7 @@ __all__ = ["TOOL_ENV", "apply", "display_path", "verilator_root", "have_icarus",
            "simulators", "REPO_ROOT", "BUILD_ROOT", "LIBERTY_ENV", "LIBERTY_FETCHED",
            "LIBERTY_SYSTEM", "LIBERTY_FETCH_COMMAND", "liberty_path"]
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]   # rtl/flow/toolchain.py -> the checkout
 
 
 def _default_build_root():
