@@ -1,4 +1,5 @@
-"""The Focus GEMM (paper, section VI): the bit-exact model of :class:`rtl.tile.focus_gemm.FocusGemm`.
+"""The Focus GEMM (paper, section VI): the bit-exact model of
+:class:`rtl.tile.focus_gemm.FocusGemm`.
 
 SIC turns the input X [S, K] of a GEMM into C = K/V columns of sub-vectors, and each column c into
 a few unique vectors ``uniques[c]`` [p_c, V] and a map ``maps[:, c]`` (row s's sub-vector is

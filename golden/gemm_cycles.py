@@ -138,8 +138,8 @@ def focus_gemm_cycles(maps, n_cols, params):
 
 
 def dense_gemm_cycles(rows, k, n_cols, params):
-    """Cycles of the dense GEMM (every row unique, maps the identity) of X [rows, k] by W [k, n_cols]
-    on the same hardware: every chunk has p = m."""
+    """Cycles of the dense GEMM (every row unique, maps the identity) of X [rows, k] by
+    W [k, n_cols] on the same hardware: every chunk has p = m."""
     rows, k = _check_int(rows, "rows", 0), _check_int(k, "k", 1)
     chunks = _cdiv(k, params.dim) * _cdiv(_check_int(n_cols, "n_cols", 1), params.dim)
     return gemm_cycles([(count * chunks, m, m) for count, m in tile_rows(rows, params.tile)],

@@ -255,7 +255,7 @@ class FocusParams:
         the string is at most ``8*tokens + 3 + count_bits`` bits."""
         return -(-(8 * self.tokens + self.order_bits + self.count_bits) // self.word_bits)
 
-    # ---- the Focus GEMM (rtl/tile/focus_gemm.py) --------------------------------------------------
+    # ---- the Focus GEMM (rtl/tile/focus_gemm.py) -------------------------------------------------
 
     @property
     def gemm_index_bits(self):

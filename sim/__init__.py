@@ -13,10 +13,11 @@ The harness the drivers share: :mod:`sim.streams` (Amaranth simulator), :mod:`si
 
 from .block_match import block_match, sic
 from .focus import focus
+from .gemm import focus_gemm, focus_layer
 from .offsets import decode_offsets, encode_offsets
 from .sec import importance, topk_mask
 from .sec_unit import sec
 from .similarity import similar
 
 __all__ = ["importance", "topk_mask", "sec", "encode_offsets", "decode_offsets", "similar",
-           "block_match", "sic", "focus"]
+           "block_match", "sic", "focus", "focus_gemm", "focus_layer"]

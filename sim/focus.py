@@ -331,7 +331,7 @@ def _results(params, job, record, beats, transfers):
         maps.append(mp)
         uniques.append(u)
     n = int(mask.sum())
-    maps = (np.stack(maps, axis=1) if maps else np.zeros((n, 0), np.int64)).reshape(n, -1)
+    maps = (np.stack(maps, axis=1) if maps else np.zeros((n, 0), np.int64)).reshape(n, len(maps))
     first = transfers["scores"][0] if transfers["scores"] else None
     last = max((t[-1] for port, t in transfers.items() if port in OUTPUTS and t), default=None)
     stats = {

@@ -1,5 +1,5 @@
-"""The Focus GEMM's RTL (:class:`rtl.tile.focus_gemm.FocusGemm`) behind :func:`golden.focus_gemm`, and
-the whole Focus dataflow (FocusUnit into FocusGemm) behind :func:`golden.focus_layer`.
+"""The Focus GEMM's RTL (:class:`rtl.tile.focus_gemm.FocusGemm`) behind :func:`golden.focus_gemm`,
+and the whole Focus dataflow (FocusUnit into FocusGemm) behind :func:`golden.focus_layer`.
 
 :func:`focus_gemm` feeds the RTL the way a host would (:func:`job_beats`): rows in output tiles of
 ``params.tile`` rows (:func:`golden.gemm.gemm_tiles`), each tile once per ``dim``-wide column tile
@@ -29,16 +29,21 @@ _job_numbers = itertools.count()
 _INT32 = (1 << 31) - 1
 
 
+def _bits(value):
+    """Bits of the narrowest signed type holding ``value``."""
+    return (value if value >= 0 else -value - 1).bit_length() + 1
+
+
 def _signed_bits(a):
-    if not a.size:
-        return 2
-    low, high = int(a.min()), int(a.max())
-    return max(2, (-low - 1).bit_length() + 1 if low < 0 else 1, high.bit_length() + 1)
+    """Bits of the narrowest signed type (at least 2) holding every element of ``a``."""
+    a = np.asarray(a)
+    return max(2, _bits(int(a.min())), _bits(int(a.max()))) if a.size else 2
 
 
 def fit_params(dim, rows, elem_bits_needed, scatter_rows=2):
-    """The :class:`FocusParams` :func:`focus_gemm` uses when given none: ``dim`` = V, ``tile`` =
-    min(rows, 1024) (at least 1), ``elem_bits`` 8 (or wider, as the data needs), ``scatter_rows``."""
+    """The :class:`FocusParams` :func:`focus_gemm` uses when given none: ``dim`` = V,
+    ``tile`` = min(rows, 1024) (at least 1), ``elem_bits`` 8 (or wider, as the data needs), and
+    ``scatter_rows``."""
     return FocusParams(dim=dim, tile=max(1, min(rows, 1024)), elem_bits=max(8, elem_bits_needed),
                        scatter_rows=scatter_rows)
 

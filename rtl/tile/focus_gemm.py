@@ -109,7 +109,7 @@ class FocusGemm(FocusBlock):
         full_set, full_clear = Signal(2), Signal(2)
         m.d.sync += full.eq((full | full_set) & ~full_clear)
 
-        # ---- into the array: dim weight rows, then the chunk's unique vectors -----------------------
+        # ---- into the array: dim weight rows, then the chunk's unique vectors --------------------
         loading = Signal(init=1, name="loading")    # taking weights (else unique vectors)
         w_count = Signal(range(p.dim), name="w_count")
         u_count = Signal(range(tile), name="u_count")
@@ -139,7 +139,7 @@ class FocusGemm(FocusBlock):
             with m.Else():
                 m.d.sync += u_count.eq(u_count + 1)
 
-        # ---- out of the array: row after row into the chunk's bank ---------------------------------
+        # ---- out of the array: row after row into the chunk's bank -------------------------------
         wr_bank = Signal(name="wr_bank")
         wr_count = Signal(range(tile), name="wr_count")
         m.d.comb += [
@@ -155,7 +155,7 @@ class FocusGemm(FocusBlock):
             with m.Else():
                 m.d.sync += wr_count.eq(wr_count + 1)
 
-        # ---- the scatter stage reads the oldest full bank ---------------------------------------------
+        # ---- the scatter stage reads the oldest full bank ----------------------------------------
         rd_bank = Signal(name="rd_bank")
         m.d.comb += scatter.bank_ready.eq(full.bit_select(rd_bank, 1))
         for lane, port in enumerate(p_r):

@@ -67,8 +67,8 @@ class ScatterStage(FocusBlock):
     ``chunk_done`` pulses in the cycle the chunk's ``last`` beat is taken (its reads are then
     issued, so the partial-sum bank may be refilled from the next cycle).
 
-    Latency :func:`scatter_latency` (2) cycles from a final-chunk beat to its result beat; throughput
-    one beat (``scatter_rows`` rows) per cycle. Back-pressure: while a result waits on
+    Latency :func:`scatter_latency` (2) cycles from a final-chunk beat to its result beat;
+    throughput one beat (``scatter_rows`` rows) per cycle. Back-pressure: while a result waits on
     ``o_stream`` the whole stage holds (``map_stream.ready`` low, no write). A read of the word
     written in the same cycle returns the new value (a transparent port), so back-to-back chunks of
     one beat accumulate correctly.
