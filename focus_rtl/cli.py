@@ -176,9 +176,9 @@ def _parser():
                        help="root of the tool work directories (default: build/synth-work; not "
                             "under /tmp, which the YoWASP tools cannot see)")
     from boards import cli as board_cli
-    from sim import run_npz  # subcommands in their own modules; heavy imports in run()
+    from sim import estimate, run_npz  # subcommands in their own modules; heavy imports in run()
     from sim.bench import suite as bench
-    for module in (bench, run_npz, board_cli):
+    for module in (bench, run_npz, board_cli, estimate):
         module.add_parser(sub).set_defaults(run=module.run)
     return parser
 
