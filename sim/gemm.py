@@ -134,9 +134,11 @@ def focus_gemm(uniques, maps, weights, *, params=None, simulator="amaranth", sta
         is the output tile's rows, ``scatter_rows`` the scatter stage's rows per cycle.
     simulator : str
         ``"amaranth"``, ``"icarus"`` or ``"verilator"``.
-    stalls : float
+    stalls : float or dict
         Probability of an input idle (on each of the three input streams) and of an output
-        back-pressure cycle, seeded by ``seed``.
+        back-pressure cycle, seeded by ``seed``; with ``simulator="amaranth"`` also a
+        ``{port: probability or sim.streams.Stalls}`` dict (ports not named never stall), as
+        :func:`sim.streams.run_streams` takes it.
     stats : dict or None
         Filled with ``cycles`` (first weight row in to last result out, inclusive: equal to
         :func:`golden.gemm_cycles.focus_gemm_cycles` without stalls), ``chunks``, ``vectors``
