@@ -63,6 +63,9 @@ class ScatterStage(FocusBlock):
     must have the same ``ceil(m / scatter_rows)`` beats (at most ``gemm_words``), and every entry
     must index a row of the chunk's partial sums (otherwise that row's value is unspecified).
 
+    The buffer is ``scatter_rows`` memories (one per row of a word, all at the word's address) of
+    ``gemm_words`` rows of ``dim`` int32 values.
+
     A beat is taken only when ``bank_ready`` says the chunk's partial sums are complete;
     ``chunk_done`` pulses in the cycle the chunk's ``last`` beat is taken (its reads are then
     issued, so the partial-sum bank may be refilled from the next cycle).
@@ -103,10 +106,15 @@ class ScatterStage(FocusBlock):
         m = Module()
         p = self.params
         rows, width = p.scatter_rows, p.gemm_out_bits
-        word_layout = data.ArrayLayout(data.ArrayLayout(signed(width), p.dim), rows)
-        m.submodules.acc = acc = memory.Memory(shape=word_layout, depth=p.gemm_words, init=[])
-        acc_w = acc.write_port()
-        acc_r = acc.read_port(transparent_for=(acc_w,))
+        row_layout = data.ArrayLayout(signed(width), p.dim)
+        # The buffer: one memory per row of a word (lane), all at the same address. Each lane's
+        # read port is transparent for its write port.
+        acc_w, acc_r = [], []
+        for r in range(rows):
+            lane = memory.Memory(shape=row_layout, depth=p.gemm_words, init=[])
+            m.submodules[f"acc_{r}"] = lane
+            acc_w.append(lane.write_port())
+            acc_r.append(lane.read_port(transparent_for=(acc_w[-1],)))
         beat, out = self.map_stream, self.o_stream
 
         # One pipeline, stalled as a whole by a result waiting on o_stream.
@@ -114,12 +122,12 @@ class ScatterStage(FocusBlock):
         issue = beat.valid & beat.ready
         word = Signal(range(p.gemm_words), name="word")     # buffer word of the beat
         fresh = Signal(init=1, name="fresh")                 # the next chunk starts a tile
+        for port in acc_r:
+            m.d.comb += [port.addr.eq(word), port.en.eq(advance)]
         m.d.comb += [
             beat.ready.eq(self.bank_ready & advance),
             self.p_addr.eq(beat.payload.index),
             self.p_en.eq(advance),
-            acc_r.addr.eq(word),
-            acc_r.en.eq(advance),
             self.chunk_done.eq(issue & beat.payload.last),
         ]
         with m.If(issue):
@@ -135,20 +143,17 @@ class ScatterStage(FocusBlock):
         with m.If(advance):
             m.d.sync += [b_valid.eq(issue), b_first.eq(fresh), b_final.eq(beat.payload.final),
                          b_last.eq(beat.payload.last), b_word.eq(word)]
-        sums = Signal(word_layout, name="sums")
+        sums = [Signal(row_layout, name=f"sum_{r}") for r in range(rows)]
         for r in range(rows):
             for c in range(p.dim):
-                old = Mux(b_first, 0, acc_r.data[r][c])
+                old = Mux(b_first, 0, acc_r[r].data[c])
                 m.d.comb += sums[r][c].eq(old + self.p_data[r][c])
-        m.d.comb += [
-            acc_w.addr.eq(b_word),
-            acc_w.data.eq(sums),
-            acc_w.en.eq(b_valid & ~b_final & advance),
-        ]
-        with m.If(advance):
-            m.d.sync += [
-                out.valid.eq(b_valid & b_final),
-                out.payload.y.eq(sums),
-                out.payload.last.eq(b_last),
+            m.d.comb += [
+                acc_w[r].addr.eq(b_word),
+                acc_w[r].data.eq(sums[r]),
+                acc_w[r].en.eq(b_valid & ~b_final & advance),
             ]
+        with m.If(advance):
+            m.d.sync += [out.valid.eq(b_valid & b_final), out.payload.last.eq(b_last)]
+            m.d.sync += [out.payload.y[r].eq(sums[r]) for r in range(rows)]
         return m
