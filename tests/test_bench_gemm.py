@@ -5,13 +5,13 @@ equal to the cycle ratio of the shorter job; the random control has no SIC spars
 import json
 
 from rtl.flow import toolchain
-from sim.bench.gemm import SETUPS, main
+from sim.bench.gemm import PLOTS, SETUPS, main
 
 
 def test_quick_bench(capsys):
     out = toolchain.BUILD_ROOT / "test-bench-gemm"
     assert main(["--quick", "-o", str(out)]) == 0
-    for name in ("speedup.md", "results.json", "speedup_keep.png", "speedup_scatter.png"):
+    for name in ("speedup.md", "results.json", *PLOTS):
         assert (out / name).stat().st_size > 0
     rows = json.loads((out / "results.json").read_text())["rows"]
     setup = SETUPS["quick"]
@@ -28,3 +28,6 @@ def test_quick_bench(capsys):
     assert sec[1.0] == 1.0 and sec[0.5] > 1.0
     assert all(r["sparsity"] == 0.0 for r in rows if r["data"] == "random")
     assert "| photo | 50% |" in capsys.readouterr().out
+    (out / "speedup_keep.png").unlink()
+    assert main(["--quick", "-o", str(out), "--replot"]) == 0
+    assert (out / "speedup_keep.png").is_file()
