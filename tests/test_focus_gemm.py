@@ -14,7 +14,7 @@ import golden
 import sim
 from golden.gemm import dense_inputs, gemm_tiles, pad_reduction
 from golden.gemm_cycles import focus_gemm_cycles
-from rtl.flow.blocks import BLOCKS, build_block
+from rtl.flow.blocks import BLOCKS, REFERENCE_BLOCKS, build_block
 from rtl.params import FocusParams
 from rtl.tile.focus_gemm import FocusGemm
 from sim.gemm import assemble, job_beats
@@ -284,3 +284,5 @@ def test_fitted_params_and_registry():
     gemm = build_block("focus_gemm", FocusParams(dim=4, tile=8, scatter_rows=3))
     assert isinstance(gemm, FocusGemm) and gemm.params.scatter_rows == 3
     Fragment.get(gemm, None)    # used (it was built in rtl/flow/blocks.py, where unused would warn)
+    assert "scatter_stage" in REFERENCE_BLOCKS and "scatter_stage" not in BLOCKS
+    Fragment.get(build_block("scatter_stage", FocusParams(dim=4, tile=8)), None)
