@@ -182,9 +182,9 @@ def _parser():
     # Imported here, not at the top: sim and boards (and matplotlib behind them) would add about
     # 1 s to every command (focus-rtl --help: 0.56 s as it is), measured on the CI machine.
     from boards import cli as board_cli
-    from sim import run_npz
+    from sim import estimate, run_npz
     from sim.bench import suite as bench
-    for module in (bench, run_npz, board_cli):
+    for module in (bench, run_npz, board_cli, estimate):
         module.add_parser(sub).set_defaults(run=module.run)
     return parser
 

@@ -29,6 +29,7 @@ _INT_RANGES = {
     "window":      (4, 4096),
     "tile":        (1, 65536),
     "comparators": (1, 7),
+    "scatter_rows": (1, 64),
 }
 
 
@@ -84,6 +85,10 @@ class FocusParams:
         Similarity comparators working in parallel in SIC. 1 to 7.
     gating : str
         ``"enable"`` (clock enables) or ``"icg"`` (clock-gate cell instances).
+    scatter_rows : int
+        Rows of ``dim`` partial sums the Focus GEMM's scatter stage adds per cycle (the paper's 64
+        accumulators are 2 rows of 32). 1 to 64. The GEMM's array is ``dim`` x ``dim`` and its
+        output tile ``tile`` rows (:class:`rtl.tile.focus_gemm.FocusGemm`).
 
     Integer fields take any ``numbers.Integral`` but ``bool`` (NumPy integers too) and store it as
     a plain ``int``. Bad values raise ``ValueError`` (``TypeError`` for a value of the wrong type);
@@ -103,6 +108,7 @@ class FocusParams:
     tile: int = 1024
     comparators: int = 7
     gating: str = "enable"
+    scatter_rows: int = 2
 
     def __post_init__(self):
         for name, (low, high) in _INT_RANGES.items():
@@ -190,7 +196,8 @@ class FocusParams:
         """A short unique name for build directories, test ids and module names."""
         return (f"M{self.tokens}_a{self.lanes}_s{self.score_bits}_{self.sorter}_w{self.word_bits}"
                 f"_V{self.dim}_e{self.elem_bits}_F{self.theta_bits}_L{self.layers}"
-                f"_W{self.window}_T{self.tile}_c{self.comparators}_{self.gating}")
+                f"_W{self.window}_T{self.tile}_c{self.comparators}_{self.gating}"
+                f"_r{self.scatter_rows}")
 
     @property
     def index_bits(self):
@@ -266,3 +273,21 @@ class FocusParams:
         A kept token costs at most 8 bits (order 7, gap 0; a longer code covers more tokens), so
         the string is at most ``8*tokens + 3 + count_bits`` bits."""
         return -(-(8 * self.tokens + self.order_bits + self.count_bits) // self.word_bits)
+
+    # ---- the Focus GEMM (rtl/tile/focus_gemm.py) -------------------------------------------------
+
+    @property
+    def gemm_index_bits(self):
+        """Bits of a map entry: a unique vector's index 0 .. tile-1 within an output tile."""
+        return max(1, ceil_log2(self.tile))
+
+    @property
+    def gemm_words(self):
+        """Depth of the GEMM's accumulation buffer: ceil(tile / scatter_rows) words of
+        ``scatter_rows`` rows."""
+        return -(-self.tile // self.scatter_rows)
+
+    @property
+    def gemm_out_bits(self):
+        """Width of the GEMM's signed accumulation buffer and results: 32 (int32)."""
+        return 32

@@ -20,9 +20,10 @@ stream beats themselves are :mod:`rtl.codecs`, which needs no simulator.
 
 from .block_match import block_match, sic
 from .focus import focus
+from .gemm import focus_gemm, focus_layer
 from .offsets import decode_offsets, encode_offsets
 from .sec import importance, sec, topk_mask
 from .similarity import similar
 
 __all__ = ["importance", "topk_mask", "sec", "encode_offsets", "decode_offsets", "similar",
-           "block_match", "sic", "focus"]
+           "block_match", "sic", "focus", "focus_gemm", "focus_layer"]

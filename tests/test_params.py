@@ -12,6 +12,7 @@ INT_FIELDS = {
     "tokens": (1, 65536), "lanes": (1, 64), "score_bits": (1, 32), "word_bits": (8, 64),
     "dim": (1, 256), "elem_bits": (2, 16), "theta_bits": (1, 16), "layers": (1, 256),
     "window": (4, 4096), "tile": (1, 65536), "comparators": (1, 7),
+    "scatter_rows": (1, 64),
 }
 CHOICE_FIELDS = {"sorter": ("bubble", "radix"), "gating": ("enable", "icg")}
 
@@ -21,6 +22,7 @@ def test_defaults_match_spec_table():
     assert (p.tokens, p.lanes, p.score_bits, p.sorter, p.word_bits) == (1024, 4, 16, "bubble", 32)
     assert (p.dim, p.elem_bits, p.theta_bits, p.layers) == (32, 8, 8, 32)
     assert (p.window, p.tile, p.comparators, p.gating) == (256, 1024, 7, "enable")
+    assert p.scatter_rows == 2
 
 
 def test_every_field_is_validated():
@@ -167,3 +169,15 @@ def test_code_words_is_the_longest_code(tokens, word_bits):
     for e in range(8):
         mask = rng.random(tokens) < rng.random()
         assert len(encode_offsets(mask, order=e, word_bits=word_bits)[0]) <= p.code_words
+
+
+@pytest.mark.parametrize("tile,rows,index_bits,words", [(1, 1, 1, 1), (16, 2, 4, 8), (17, 2, 5, 9),
+                                                         (1024, 2, 10, 512), (1024, 5, 10, 205),
+                                                         (3, 64, 2, 1)])
+def test_gemm_widths(tile, rows, index_bits, words):
+    """A map entry holds every index 0 .. tile-1; the accumulation buffer holds tile rows in words
+    of scatter_rows rows."""
+    p = FocusParams(tile=tile, scatter_rows=rows)
+    assert (p.gemm_index_bits, p.gemm_words, p.gemm_out_bits) == (index_bits, words, 32)
+    assert tile - 1 < (1 << p.gemm_index_bits)
+    assert p.gemm_words * rows >= tile > (p.gemm_words - 1) * rows
