@@ -213,13 +213,14 @@ def _targets(args):
 
 
 def _freq(args):
-    from rtl.flow.synth import DEVICES
+    from rtl.flow.targets import FREQ_TARGETS
 
     freq = {}
     for item in split_list(args.freq):
         target, _, value = item.partition("=")
-        if target not in DEVICES:
-            raise BadArgs(f"--freq {item!r}: the target must be one of {', '.join(DEVICES)}")
+        if target not in FREQ_TARGETS:
+            raise BadArgs(f"--freq {item!r}: the target must be one of "
+                          f"{', '.join(FREQ_TARGETS)}")
         try:
             freq[target] = float(value)
         except ValueError:

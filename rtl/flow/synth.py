@@ -1,6 +1,6 @@
 """Area and timing reports of the registry blocks (``focus-rtl synth``, spec section 7).
 
-Five targets, one work directory per (params, block, target) under ``build/synth-work``:
+Six targets, one work directory per (params, block, target) under ``build/synth-work``:
 
 ``generic``
     The block alone: Yosys ``synth -flatten``, flip-flops legalized to plain ``$_DFF_P_`` (so
@@ -20,7 +20,7 @@ Five targets, one work directory per (params, block, target) under ``build/synth
     no placement density, wiring or clock tree) and the part in flip-flops. The library has
     plain D flip-flops only, so enables and synchronous resets become gates, as in ``generic``.
     Its ``LATCH`` cell has area 0, so the area is a lower bound (``area_lower_bound``) when latches
-    remain (the behavioural ICG, ``gating="icg"``). No timing: OpenSTA is not in the toolchain.
+    remain (the behavioural ICG, ``gating="icg"``). No timing here: see ``osu018-sta``.
     Without the liberty file the result is ``"no_liberty"``, with the command that fetches it.
     Every memory becomes flip-flops and read multiplexers (the library has no SRAM macros), which
     dominates the area of the blocks with large buffers.
@@ -38,6 +38,24 @@ Five targets, one work directory per (params, block, target) under ``build/synth
     bits; ``memory_bits`` is their total. An engineer adds the SRAM macro area of their own memory
     compiler. ``memories_dropped`` lists memories that were in the coarse netlist but not in the
     final one (none expected). Same liberty and ``"no_liberty"`` handling as ``osu018``.
+
+``osu018-sta``
+    The ``osu018-logic`` flow, then static timing with OpenSTA (Debian's ``opensta``: ``sta``;
+    ``FOCUS_STA`` overrides) on its netlist, memories cut out as ideal synchronous SRAMs whose
+    ports are timing boundaries, the block's own ports register boundaries (0 input and output
+    delay), one ideal clock at the target period (``freq``, default 100 MHz). Adds to the
+    ``osu018-logic`` result ``clock_period_ns``, ``critical_path`` (start and end points and
+    their kinds, arrival, setup, slack, minimum period, Fmax, logic levels and the path's pins,
+    cells, nets and fanouts), ``fmax_mhz`` (1000 / (period - worst slack)), ``wns_ns``,
+    ``timing_met``, ``paths`` (the worst path of each class: ``reg_to_reg``, ``in_to_reg``,
+    ``reg_to_out``, ``in_to_out``), ``worst_endpoints`` and ``sta`` (version, memory boundary
+    delays and ports). Details in :mod:`rtl.flow.sta`. Without OpenSTA the result is
+    ``"no_sta"`` with the install command; an OpenSTA error is ``"sta_failed"``.
+
+FPGA critical path. ``critical_path`` of an FPGA result is nextpnr's slowest register-to-register
+path (``--report`` JSON): its start and end cells and ports, its first and last nets, its delay
+(1000 / delay is the Fmax), the logic and routing parts and the number of logic steps
+(:func:`rtl.flow.fpga.critical_path`).
 
 FPGA numbers. The harness keeps the block's module boundary through synthesis
 (``keep_hierarchy``), so the Yosys per-module statistics split the LUT/FF/BRAM/DSP counts into
@@ -57,7 +75,8 @@ Each result has a ``status``: ``"ok"``; ``"does_not_fit"`` (the placer ran out o
 ``"pnr_failed"`` (any other place-and-route error); ``"timeout"``; ``"tool_crashed"`` (the
 WebAssembly Yosys died without an error message, as it does when a very large design exhausts its
 memory); ``"synth_failed"`` (Yosys rejected the design with an ``ERROR:``: a real error); or
-``"no_liberty"`` (``osu018`` without its liberty file: nothing ran). ``error`` holds the tool's
+``"no_liberty"`` (``osu018`` without its liberty file: nothing ran), ``"no_sta"``
+(``osu018-sta`` without OpenSTA) or ``"sta_failed"``. ``error`` holds the tool's
 error line. A failing run never stops the others.
 
 Share of a reference design. With ``relative_to`` (``focus-rtl synth --relative-to
@@ -87,11 +106,14 @@ from .harness import TimingHarness, harness_verilog
 from .report import plot_sweep, report_markdown, sweep_markdown, write_json
 from .targets import (
     DEFAULT_FREQ_MHZ,
+    DEFAULT_STA_FREQ_MHZ,
     DEVICES,
+    FREQ_TARGETS,
     HARD_FAILURES,
     LIBERTY_TARGETS,
     SHARE_METRICS,
     SKIPPED,
+    STA_TARGETS,
     TARGETS,
 )
 from .tools import ToolError, check_tools, relative_path, tool_versions
@@ -106,7 +128,8 @@ def work_root_default():
     return toolchain.BUILD_ROOT / "synth-work"
 
 
-def synth_block(block, target, params, *, work_root=None, dsp="auto", freq=None, timeout=None):
+def synth_block(block, target, params, *, work_root=None, dsp="auto", freq=None, timeout=None,
+                sta=None):
     """Run one flow and return its result dict (see the module docstring).
 
     Parameters
@@ -123,7 +146,11 @@ def synth_block(block, target, params, *, work_root=None, dsp="auto", freq=None,
     dsp : str
         ``"auto"``, ``"on"`` or ``"off"`` (FPGA targets).
     freq : float, optional
-        nextpnr's timing target in MHz (default :data:`DEFAULT_FREQ_MHZ`).
+        nextpnr's timing target in MHz (default :data:`DEFAULT_FREQ_MHZ`), or the clock of the
+        OpenSTA target (default :data:`DEFAULT_STA_FREQ_MHZ`: 100 MHz).
+    sta : dict, optional
+        More options of the ``osu018-sta`` flow: ``mem_read_ns`` and ``mem_setup_ns``, the
+        memory macros' read (clock-to-data) and setup times (default 0: ideal SRAMs).
     timeout : float, optional
         Seconds allowed per tool run; the result is ``"timeout"`` when exceeded.
     """
@@ -143,6 +170,12 @@ def synth_block(block, target, params, *, work_root=None, dsp="auto", freq=None,
     start = time.monotonic()
     if target == "generic":
         result = generic_flow(block, params, workdir, timeout)
+    elif target in STA_TARGETS:
+        freq = freq if freq is not None else DEFAULT_STA_FREQ_MHZ[target]
+        if not freq > 0:
+            raise ValueError(f"freq = {freq!r}: the clock target must be positive")
+        result = osu018_flow(block, params, workdir, timeout, logic=True,
+                             sta={"period_ns": round(1000.0 / freq, 6), **(sta or {})})
     elif target in LIBERTY_TARGETS:
         result = osu018_flow(block, params, workdir, timeout, logic=target == "osu018-logic")
     else:
@@ -169,6 +202,11 @@ def _summary(result):
             n = len(result["memories"])
             line += (f" of logic + {n} {'memory' if n == 1 else 'memories'} "
                      f"({result['memory_bits'] / 1024:.1f} kbit)")
+        path = result.get("critical_path")
+        if path:
+            line += (f", Fmax {result['fmax_mhz']:.1f} MHz (WNS {result['wns_ns']:.3f} ns at "
+                     f"{result['clock_period_ns']:g} ns; {path['startpoint']} -> "
+                     f"{path['endpoint']})")
         return line
     fmax = result.get("fmax_mhz")
     b = result["block"]
@@ -288,8 +326,8 @@ def _report_header(params, targets, dsp, freq, meta):
         "targets": list(targets),
         "devices": {t: DEVICES[t][0] for t in targets if t in DEVICES},
         "dsp": dsp,
-        "freq_target_mhz": {t: (freq or {}).get(t, DEFAULT_FREQ_MHZ[t])
-                            for t in targets if t in DEVICES},
+        "freq_target_mhz": {t: (freq or {}).get(t, FREQ_TARGETS[t])
+                            for t in targets if t in FREQ_TARGETS},
         "tools": tool_versions(targets),
         **({"liberty": liberty_info()} if set(LIBERTY_TARGETS) & set(targets) else {}),
         "notes": _notes(targets),
@@ -318,8 +356,8 @@ def _notes(targets):
         notes.append("osu018: the block alone, Yosys synth + dfflibmap + abc -liberty, stat "
                      "-liberty on the OSU 0.18 um cells: cell area only (no placement density, "
                      "wires or clock tree; memories as flip-flops and multiplexers); no timing "
-                     "(OpenSTA is not in the toolchain). '+': latches remain, which the library "
-                     "costs at 0 um^2.")
+                     "(osu018-sta times the osu018-logic netlist). '+': latches remain, which "
+                     "the library costs at 0 um^2.")
     if "osu018-logic" in targets:
         notes.append("osu018-logic: as osu018, but the memories are left as macros (synth "
                      "without memory_map): logic area um^2 is the standard cells of everything "
@@ -330,6 +368,19 @@ def _notes(targets):
                      "counts as part of it (a synchronous-read SRAM). Compared with osu018, the "
                      "memories' flip-flops, write-enable multiplexers and read multiplexers are "
                      "gone.")
+    if "osu018-sta" in targets:
+        notes.append("osu018-sta: the osu018-logic netlist timed by OpenSTA (Debian's opensta) "
+                     "on the liberty's delay tables: one ideal clock (no clock tree, skew or "
+                     "wires); every port but clk is a register boundary with 0 input / output "
+                     "delay; each memory is cut out as an ideal synchronous SRAM (its read data "
+                     "are input ports, its address, data and enables output ports). Fmax = 1 / "
+                     "(clock period - worst setup slack): the constraints scale with the period, "
+                     "so it does not depend on the clock target. WNS < 0: the target is missed. "
+                     "Latches (gating=icg) are timed without time borrowing.")
+    if any(t in DEVICES for t in targets):
+        notes.append("FPGA critical path: nextpnr's slowest register-to-register path (in the "
+                     "block + harness): its start and end cells and nets, and its delay "
+                     "(1000 / delay = the Fmax).")
     if "osu018" in targets and "osu018-logic" in targets:
         notes.append("Share of the reference: '% um^2 (osu018)' counts memories as flip-flops, "
                      "'% logic um^2 (osu018-logic)' leaves them out; neither has SRAM macros.")
