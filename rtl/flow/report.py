@@ -3,6 +3,7 @@
 import json
 from pathlib import Path
 
+from .pareto import pareto_markdown, run_label
 from .targets import DEVICES, LIBERTY_TARGETS, SHARE_METRICS
 
 # ---- reports ------------------------------------------------------------------------------------
@@ -281,19 +282,26 @@ def report_markdown(report):
 
 
 def sweep_markdown(sweep):
-    """The sweep as markdown: per target, one row per (value, block)."""
+    """The sweep as markdown: per target, one row per (point, block); then the Pareto front
+    when the sweep has one."""
     field = sweep["field"]
-    lines = [f"# Synthesis sweep over `{field}`: {sweep.get('preset', 'custom')}", "",
+    title = "grid" if len(sweep.get("fields", [field])) > 1 else "sweep"
+    lines = [f"# Synthesis {title} over `{field}`: {sweep.get('preset', 'custom')}", "",
              f"Base parameters: `{sweep['tag']}`", ""]
-    rows = {t: [(f"{field}={run['value']} {block}", per_target[t])
+    if title == "grid":
+        lines += ["Grid: " + " x ".join(f"`{f}` = {', '.join(map(str, v))}"
+                                        for f, v in sweep["axes"].items()), ""]
+    rows = {t: [(f"{run_label(sweep, run)} {block}", per_target[t])
                 for run in sweep["runs"] for block, per_target in run["results"].items()]
             for t in sweep["targets"]}
     lines += _tables(rows, f"{field}, block")
     if sweep.get("relative_to"):
         lines += _share_intro(sweep["relative_to"])
-        lines += _share_tables([(f"{field}={run['value']} {block}", per)
+        lines += _share_tables([(f"{run_label(sweep, run)} {block}", per)
                                 for run in sweep["runs"]
                                 for block, per in run["relative"].items()], f"{field}, block")
+    if sweep.get("pareto"):
+        lines += pareto_markdown(sweep["pareto"])
     return "\n".join(lines + _footer(sweep))
 
 

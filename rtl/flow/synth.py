@@ -93,16 +93,18 @@ the other, since neither includes SRAM macro area. The reference
 exist even when the design then does not fit the device.
 """
 
-import threading
+import itertools
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import toolchain
 from .asic import generic_flow, liberty_info, osu018_flow
 from .blocks import BLOCKS, REFERENCE_BLOCKS
+from .cycles import job_cycles
+from .dist import ResultCache, execute
 from .fpga import fpga_flow
 from .harness import TimingHarness, harness_verilog
+from .pareto import pareto_front
 from .report import plot_sweep, report_markdown, sweep_markdown, write_json
 from .targets import (
     DEFAULT_FREQ_MHZ,
@@ -119,7 +121,8 @@ from .targets import (
 from .tools import ToolError, check_tools, relative_path, tool_versions
 
 __all__ = ["TARGETS", "DEVICES", "DEFAULT_FREQ_MHZ", "ToolError", "TimingHarness",
-           "harness_verilog", "synth_block", "run_synth", "run_sweep", "report_markdown",
+           "harness_verilog", "synth_block", "run_synth", "run_sweep", "run_grid", "grid_points",
+           "point_label", "report_markdown",
            "sweep_markdown", "plot_sweep", "write_json", "HARD_FAILURES", "SKIPPED",
            "SHARE_METRICS", "relative_shares", "liberty_info", "LIBERTY_TARGETS"]
 
@@ -214,36 +217,33 @@ def _summary(result):
             + (f", {fmax:.1f} MHz" if fmax else ", no Fmax"))
 
 
-def _run_tasks(tasks, jobs, progress, options):
-    """Run ``(key, note, block, target, params)`` tasks ``jobs`` at a time; returns
-    {key: result}."""
-    lock = threading.Lock()
-    total = len(tasks)
-    results = {}
-
-    def say(text):
-        if progress is not None:
-            with lock:
-                progress(text)
-
-    def one(numbered):
-        n, (key, note, block, target, params) = numbered
-        label = f"[{n}/{total}] {block} {target}" + (f" ({note})" if note else "")
-        say(f"{label} ...")
-        result = synth_block(block, target, params, work_root=options["work_root"],
-                             dsp=options["dsp"], freq=options["freq"].get(target),
-                             timeout=options["timeout"])
-        say(f"{label}: {_summary(result)} ({result['seconds']['total']:.1f} s)")
-        return key, result
-
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        for key, result in pool.map(one, enumerate(tasks, 1)):
-            results[key] = result
-    return results
+def _run_tasks(tasks, jobs, progress, options, executor="threads", scheduler=None, cache=None):
+    """Run ``(key, note, block, target, params)`` tasks ``jobs`` at a time
+    (:func:`rtl.flow.dist.execute`); returns {key: result}."""
+    return execute(tasks, options, jobs=jobs, progress=progress, executor=executor,
+                   scheduler=scheduler, cache=cache, summary=_summary)
 
 
-def _options(work_root, dsp, freq, timeout):
-    return {"work_root": work_root, "dsp": dsp, "freq": dict(freq or {}), "timeout": timeout}
+def _options(work_root, dsp, freq, timeout, sta=None):
+    return {"work_root": work_root, "dsp": dsp, "freq": dict(freq or {}), "timeout": timeout,
+            "sta": dict(sta or {})}
+
+
+def _cache(cache):
+    """A :class:`ResultCache` for ``cache``: None or False (no cache), True (the default
+    directory, ``build/synth-cache``), a directory, or a ResultCache."""
+    if cache is None or cache is False:
+        return None
+    if isinstance(cache, ResultCache):
+        return cache
+    return ResultCache(None if cache is True else cache)
+
+
+def _cache_meta(cache):
+    if cache is None:
+        return {}
+    return {"cache": {"dir": relative_path(cache.directory), "hits": cache.hits,
+                      "misses": cache.misses}}
 
 
 def _reference(blocks, relative_to):
@@ -293,23 +293,29 @@ def relative_shares(results, reference):
 
 
 def run_synth(params, blocks=None, targets=TARGETS, *, jobs=1, progress=print, work_root=None,
-              dsp="auto", freq=None, timeout=None, meta=None, relative_to=None):
+              dsp="auto", freq=None, timeout=None, meta=None, relative_to=None, sta=None,
+              executor="threads", scheduler=None, cache=None):
     """Run every (block, target) flow for ``params``; returns the report dict.
 
-    ``freq`` maps an FPGA target to its nextpnr timing target in MHz. ``meta`` (e.g. the preset
-    and the overrides) is copied into the report. ``relative_to`` names a reference block (added to
-    ``blocks`` when missing; by default ``"systolic_array"`` when ``blocks`` holds it): the report
-    then has ``relative_to`` and ``relative`` (:func:`relative_shares`). Raises
-    :class:`ToolError` when a tool is missing.
+    ``freq`` maps an FPGA target to its nextpnr timing target in MHz (and ``osu018-sta`` to its
+    clock). ``meta`` (e.g. the preset and the overrides) is copied into the report.
+    ``relative_to`` names a reference block (added to ``blocks`` when missing; by default
+    ``"systolic_array"`` when ``blocks`` holds it): the report then has ``relative_to`` and
+    ``relative`` (:func:`relative_shares`). ``sta``: the ``osu018-sta`` options of
+    :func:`synth_block`. ``executor``, ``scheduler`` and ``cache`` choose where the flows run
+    and whether unchanged ones are taken from the cache (:mod:`rtl.flow.dist`; ``cache=True`` is
+    ``build/synth-cache``). Raises :class:`ToolError` when a tool is missing.
     """
     blocks, relative_to = _reference(blocks, relative_to)
     targets = list(targets)
     check_tools(targets)
-    options = _options(work_root, dsp, freq, timeout)
+    options = _options(work_root, dsp, freq, timeout, sta)
+    cache = _cache(cache)
     tasks = [((None, block, target), None, block, target, params)
              for block in blocks for target in targets]
-    results = _run_tasks(tasks, jobs, progress, options)
+    results = _run_tasks(tasks, jobs, progress, options, executor, scheduler, cache)
     report = _report_header(params, targets, dsp, freq, meta)
+    report.update(_cache_meta(cache))
     report["results"] = {block: {target: results[(None, block, target)] for target in targets}
                          for block in blocks}
     if relative_to is not None:
@@ -387,32 +393,84 @@ def _notes(targets):
     return notes
 
 
-def run_sweep(params, field, values, blocks=None, targets=TARGETS, *, jobs=1, progress=print,
-              work_root=None, dsp="auto", freq=None, timeout=None, meta=None, relative_to=None):
-    """Run the flows once per value of ``field`` (strings, as given to ``--set``).
+def run_sweep(params, field, values, blocks=None, targets=TARGETS, **kwargs):
+    """Run the flows once per value of ``field`` (strings, as given to ``--set``):
+    :func:`run_grid` over one axis. The sweep's ``field`` is the field and each run's ``value``
+    the parsed value."""
+    return run_grid(params, [(field, values)], blocks, targets, **kwargs)
 
-    Returns the sweep dict: the header of :func:`run_synth`'s report, plus ``field``, ``values``
-    and ``runs`` (one per value: the value, the params tag and the per-block per-target results,
-    and with ``relative_to`` the shares of that run, as in :func:`run_synth`).
-    Bad values raise ``ValueError`` before anything runs.
+
+def grid_points(params, axes):
+    """The points of the grid ``axes`` (``[(field, [value strings])]``): a list of
+    ``({field: value string}, FocusParams)``, the last axis varying fastest, duplicates (the same
+    parameters twice) dropped. Bad fields or values raise ``ValueError``."""
+    axes = [(field.strip(), [str(v).strip() for v in values]) for field, values in axes]
+    if not axes or any(not values for _, values in axes):
+        raise ValueError("a sweep needs at least one field with at least one value")
+    fields = [field for field, _ in axes]
+    if len(set(fields)) != len(fields):
+        raise ValueError(f"a field is swept twice: {', '.join(fields)}")
+    points, seen = [], set()
+    for combination in itertools.product(*(values for _, values in axes)):
+        point = dict(zip(fields, combination, strict=True))
+        p = params.with_overrides([f"{f}={v}" for f, v in point.items()])
+        if p.tag not in seen:
+            seen.add(p.tag)
+            points.append((point, p))
+    return points
+
+
+def point_label(point):
+    """``"comparators=1,lanes=2"`` for ``{"comparators": 1, "lanes": 2}``."""
+    return ",".join(f"{field}={value}" for field, value in point.items())
+
+
+def run_grid(params, axes, blocks=None, targets=TARGETS, *, jobs=1, progress=print,
+             work_root=None, dsp="auto", freq=None, timeout=None, meta=None, relative_to=None,
+             sta=None, executor="threads", scheduler=None, cache=None, cycles=True):
+    """Run the flows at every point of the grid ``axes`` (``[(field, [values])]``, values as
+    strings given to ``--set``; one axis is a plain sweep).
+
+    Returns the sweep dict: the header of :func:`run_synth`'s report, plus ``fields``, ``axes``
+    (``{field: [values]}``), ``field`` (the fields joined with ",") and ``runs`` (one per point:
+    ``point`` (field -> parsed value), ``value`` (the parsed value of a one-axis sweep, else the
+    point's label ``"f1=v1,f2=v2"``), the params tag, the per-block per-target results, with
+    ``relative_to`` the shares of that run as in :func:`run_synth`, and with ``cycles`` the
+    :func:`rtl.flow.cycles.job_cycles` of each block), and with ``cycles`` the ``pareto`` front
+    of :func:`rtl.flow.pareto.pareto_front`. For one axis ``values`` lists its values. The other
+    options are :func:`run_synth`'s. Bad values raise ``ValueError`` before anything runs.
     """
     blocks, relative_to = _reference(blocks, relative_to)
     targets = list(targets)
-    swept = [params.with_overrides([f"{field}={value}"]) for value in values]
+    points = grid_points(params, axes)
+    fields = [field for field, _ in axes]
     check_tools(targets)
-    options = _options(work_root, dsp, freq, timeout)
-    tasks = [((value, block, target), f"{field}={value}", block, target, p)
-             for value, p in zip(values, swept, strict=True)
-             for block in blocks for target in targets]
-    results = _run_tasks(tasks, jobs, progress, options)
+    options = _options(work_root, dsp, freq, timeout, sta)
+    cache = _cache(cache)
+    tasks = [((p.tag, block, target), point_label(point), block, target, p)
+             for point, p in points for block in blocks for target in targets]
+    results = _run_tasks(tasks, jobs, progress, options, executor, scheduler, cache)
     sweep = _report_header(params, targets, dsp, freq, meta)
-    sweep.update(field=field, values=list(values), runs=[
-        {"value": getattr(p, field), "tag": p.tag,
-         "results": {block: {target: results[(value, block, target)] for target in targets}
-                     for block in blocks}}
-        for value, p in zip(values, swept, strict=True)])
+    sweep.update(_cache_meta(cache))
+    sweep.update(fields=fields, field=",".join(fields),
+                 axes={field: list(values) for field, values in axes})
+    if len(fields) == 1:
+        sweep["values"] = list(axes[0][1])
+    sweep["runs"] = []
+    for point, p in points:
+        parsed = {field: getattr(p, field) for field in point}
+        run = {"point": parsed,
+               "value": parsed[fields[0]] if len(fields) == 1 else point_label(parsed),
+               "tag": p.tag,
+               "results": {block: {target: results[(p.tag, block, target)]
+                                   for target in targets} for block in blocks}}
+        if relative_to is not None:
+            run["relative"] = relative_shares(run["results"], relative_to)
+        if cycles:
+            run["cycles"] = {block: job_cycles(block, p) for block in blocks}
+        sweep["runs"].append(run)
     if relative_to is not None:
         sweep["relative_to"] = relative_to
-        for run in sweep["runs"]:
-            run["relative"] = relative_shares(run["results"], relative_to)
+    if cycles:
+        sweep["pareto"] = pareto_front(sweep)
     return sweep
