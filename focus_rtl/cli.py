@@ -338,6 +338,7 @@ def _synth(args):
         raise BadArgs(f"--jobs {args.jobs}: must be at least 1")
     if args.work_dir and str(Path(args.work_dir).resolve()).startswith("/tmp/"):
         raise BadArgs(f"--work-dir {args.work_dir}: the YoWASP tools cannot see /tmp")
+    presets = _qor_presets(args) if qor else None
     many = qor or bool(args.sweep)
     try:
         executor = resolve_executor(args.executor or ("auto" if many else "threads"),
@@ -361,7 +362,7 @@ def _synth(args):
         from rtl.flow.qor import qor_markdown, run_qor
 
         out = Path(args.output) if args.output else toolchain.BUILD_ROOT / "qor"
-        report = run_qor(_qor_presets(args), blocks, targets, overrides=list(args.set or []),
+        report = run_qor(presets, blocks, targets, overrides=list(args.set or []),
                          **options)
         runs = [r for per_block in report["results"].values() for per in per_block.values()
                 for r in per.values()]
