@@ -74,6 +74,20 @@ Targets (per block, each in its own work directory under build/synth-work/<tag>/
            standard-cell area of the logic alone, plus the list of memories (name, width x
            depth, read/write ports, bits) to add SRAM macro area from your own memory compiler.
            Same liberty file.
+  osu018-sta
+           osu018-logic, then static timing with OpenSTA (Debian's opensta, `sta`; as root:
+           apt-get install opensta; FOCUS_STA=/path/to/sta overrides) on its netlist: one ideal
+           clock at --freq osu018-sta=MHZ (default 100), every port but clk a register boundary
+           (0 input/output delay), each memory cut out as an ideal synchronous SRAM (its read
+           data are inputs, its address, data and enables outputs). Reports the critical path
+           (start point, end point, arrival + setup, logic levels), the worst slack (WNS) and
+           Fmax = 1000 / (period - WNS), which does not depend on the clock target, and the
+           worst path of each class (reg->reg, in->reg, reg->out, in->out). Without `sta` the
+           flow is reported 'no_sta' with the install command.
+
+Critical paths: the report lists, per block, nextpnr's slowest register-to-register path (start
+and end cells and nets, delay, logic and routing parts) for ice40/ecp5 and OpenSTA's for
+osu018-sta. --check-timing exits 1 when a timed flow misses its clock target.
 
 The timing harness drives every input bit of the block from a shift chain fed by one pin and
 XOR-reduces every registered output bit into one pin, so every path is register to register.
@@ -96,7 +110,27 @@ part of the Focus unit: it is never in the default block list.
 
 Output: report.json, report.md and a summary on stdout; with --sweep FIELD=V1,V2,...
 sweep.json, sweep.md and sweep.png (LUTs, Fmax and area against FIELD), by default in
-build/synth/<preset>/sweep-<FIELD>.
+build/synth/<preset>/sweep-<FIELD>. Repeat --sweep for a grid of every combination
+(build/synth/<preset>/sweep-<F1>-<F2>); every sweep also gives pareto.png and a table of the
+area / Fmax / cycles Pareto front per block (area: osu018-sta um^2, else LUTs; Fmax: OpenSTA,
+else ECP5, else iCE40; cycles of a reference job from the golden.cycles models, see
+rtl/flow/cycles.py).
+
+QoR table: --qor [PRESETS] (default: default,paper,board; `make qor`) runs ice40, ecp5 and
+osu018-sta (or --target) for every block (or --block) at each preset, --set applied to each, and
+writes build/qor/qor.md and qor.json: one row per preset and block with LUT, FF, BRAM, DSP, Fmax
+on both FPGAs, logic um^2, memory kbit, OpenSTA Fmax and critical path. That is dozens of runs
+of minutes each: --quick takes the board preset and similarity_comparator, offset_encoder and
+offset_decoder.
+
+Running many flows: --qor and --sweep run the flows as tasks on Dask's distributed when it is
+installed (pip install 'focus-rtl[dist]'; in the dev extra): a LocalCluster of --jobs workers, or
+with --scheduler ADDRESS the cluster there (its workers need the project, the liberty and
+OpenSTA installed; each flow runs in the worker's own build/). --executor threads runs them here
+in threads. Their results are cached in build/synth-cache (--cache-dir) under a hash of the
+block, target, parameters, flow options, the generator's and flows' sources, the tool versions
+and the liberty, so a rerun only does what changed (--no-cache to redo all; --cache for a
+single report).
 
 examples:
   focus-rtl synth --preset board
@@ -104,6 +138,10 @@ examples:
   focus-rtl synth --preset board --sweep dim=2,4,8 --target ice40,ecp5
   make liberty && focus-rtl synth --target generic,osu018 --relative-to systolic_array
   focus-rtl synth --block focus_unit --target osu018-logic    # logic um^2 + list of memories
+  focus-rtl synth --preset board --block offset_decoder --target osu018-sta --freq osu018-sta=50
+  focus-rtl synth --preset board --sweep comparators=1,2,7 --sweep lanes=2,4 --target ecp5
+  focus-rtl synth --qor board                                  # build/qor/qor.md, qor.json
+  focus-rtl synth --qor --quick --scheduler tcp://10.0.0.5:8786
 """
 
 

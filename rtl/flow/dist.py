@@ -216,6 +216,8 @@ def execute(tasks, options, *, jobs=1, progress=None, executor="threads", schedu
         if cache is not None and not cached:
             cache.put(ResultCache.key(fingerprint), fingerprint, result)
         results[key] = result
+        if progress is None:
+            return
         where = "cached, " if cached else ""
         say(f"{label(n, block, target, note)}: {where}{summary(result)} "
             f"({result['seconds']['total']:.1f} s)")
