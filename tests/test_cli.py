@@ -85,10 +85,10 @@ def test_synth(home):
     proc = focus_rtl("synth", *TINY, "--block", "similarity_comparator", "--target",
                      "generic,ecp5", "-o", "out", "--work-dir", "work", cwd=home)
     assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.splitlines()
-    assert "[1/2] similarity_comparator generic ..." in lines
+    progress, lines = proc.stderr.splitlines(), proc.stdout.splitlines()
+    assert "[1/2] similarity_comparator generic ..." in progress
     assert any(re.match(r"\[2/2\] similarity_comparator ecp5: ok, \d+ LUT", line)
-               for line in lines)
+               for line in progress)
     assert "wrote out/report.json" in lines and "wrote out/report.md" in lines
     report = json.loads((home / "out" / "report.json").read_text())
     result = report["results"]["similarity_comparator"]
@@ -109,7 +109,8 @@ def test_synth_sweep(home):
     assert sweep["field"] == "dim" and [run["value"] for run in sweep["runs"]] == [1, 2]
     assert (out / "sweep.png").read_bytes()[:4] == b"\x89PNG"
     assert "dim=2 similarity_comparator" in (out / "sweep.md").read_text()
-    assert "[1/2] similarity_comparator ice40 (dim=1) ..." in proc.stdout
+    assert "[1/2] similarity_comparator ice40 (dim=1) ..." in proc.stderr
+    assert (out / "pareto.png").read_bytes()[:4] == b"\x89PNG"
 
 
 @pytest.mark.synth
@@ -125,7 +126,8 @@ def test_synth_strict(home):
     assert report["results"]["similarity_comparator"]["ice40"]["status"] == "does_not_fit"
     strict = focus_rtl(*args, "--strict", cwd=home)
     assert strict.returncode == 1
-    assert strict.stderr.startswith("focus-rtl: error: 1 flow(s) failed: does_not_fit")
+    assert strict.stderr.splitlines()[-1].startswith(
+        "focus-rtl: error: 1 flow(s) failed: does_not_fit")
 
 
 BAD = [
