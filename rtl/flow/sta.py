@@ -22,6 +22,10 @@ What is timed (see :func:`sta_script`):
   ``mem_setup_ns``, default 0). An asynchronous read port's address-to-data path through the
   array is cut too (``async_read_ports`` counts them; none in the unit's memories at the time of
   writing). Add an SRAM's access and setup times with those two delays.
+- Clock gates (``gating="icg"``): their latches and AND gates are timed as OpenSTA does by
+  default (clock-gating setup checks, latch time borrowing, the latch paths in their own path
+  groups); the worst path over all groups is the critical one. A path that ends at a latch is
+  required at the half period, so there ``fmax_mhz`` is an estimate.
 - Wires: none beyond the liberty's (no placement); loads are the cells' input pins.
 
 Every constraint then scales with the period alone, so the worst path's minimum period is
@@ -98,7 +102,8 @@ def cut_memories(netlist, top):
 
     Each ``$mem_v2`` cell of module ``top`` is removed and its ports become module ports (see
     the module docstring); each flip-flop cell (``DFF*``) is renamed after the first public net
-    its ``Q`` drives (``<net>_reg``, ``<net>[i]_reg`` for a bit of a bus).
+    its ``Q`` drives (``<net>_reg``, ``<net>[i]_reg`` for a bit of a bus), and so is each latch
+(``LATCH``, the clock gates of ``gating="icg"``).
 
     Returns ``{"memories": [{"name", "port", "read_ports", "async_read_ports", "inputs",
     "outputs"}], "memory_inputs": [port names], "memory_outputs": [port names]}``: ``inputs``
@@ -151,7 +156,7 @@ def cut_memories(netlist, top):
                 names.setdefault(bit, net if len(bits) == 1 else f"{net}[{i}]")
     cells, taken = {}, set()
     for cell_name, cell in module["cells"].items():
-        if cell["type"].startswith("DFF") and cell["connections"].get("Q"):
+        if cell["type"].startswith(("DFF", "LATCH")) and cell["connections"].get("Q"):
             q = cell["connections"]["Q"][0]
             if q in names and f"{names[q]}_reg" not in taken:
                 cell_name = f"{names[q]}_reg"
@@ -238,29 +243,53 @@ def split_reports(text):
 
 
 def parse_path(text):
-    """The first path of a ``report_checks`` text: a dict with ``startpoint``,
+    """The worst path of a ``report_checks`` text (the one with the smallest slack, when the
+    report has one path per path group, as with clock gates): a dict with ``startpoint``,
     ``startpoint_kind`` (e.g. "rising edge-triggered flip-flop clocked by clk"), ``endpoint``,
-    ``endpoint_kind``, ``arrival_ns``, ``required_ns``, ``setup_ns``, ``slack_ns``, ``met``,
+    ``endpoint_kind``, ``group`` (the path group), ``arrival_ns``, ``required_ns``, ``setup_ns``
+    (library setup, output external delay or clock-gating setup), ``slack_ns``, ``met``,
     ``points`` (``{"pin", "cell", "edge", "delay_ns", "time_ns", "net", "fanout"}`` from the
     start point to the end point) and ``logic_levels`` (combinational cells on the path); None
     when the report has no path."""
+    paths = []
+    block = None
+    for line in text.splitlines():
+        if line.startswith("Startpoint: "):
+            block = [line]
+        elif block is not None:
+            block.append(line)
+            if re.match(r"^\s*(-?[\d.]+|INF|-INF)\s+slack \(\w+\)", line):
+                path = _parse_one("\n".join(block))
+                if path is not None:
+                    paths.append(path)
+                block = None
+    if not paths:
+        return None
+    return min(paths, key=lambda p: float("inf") if p["slack_ns"] is None else p["slack_ns"])
+
+
+def _parse_one(text):
+    """One path of a report (from its ``Startpoint:`` line to its ``slack`` line)."""
     start = re.search(r"^Startpoint: (\S+)(?: \((.*)\))?$", text, re.MULTILINE)
     end = re.search(r"^Endpoint: (\S+)(?: \((.*)\))?$", text, re.MULTILINE)
+    group = re.search(r"^Path Group: (.*)$", text, re.MULTILINE)
     slack = re.search(r"^\s*(-?[\d.]+|INF|-INF)\s+slack \((\w+)\)", text, re.MULTILINE)
     if not (start and end and slack):
         return None
     points, arrival, required, setup = [], None, None, 0.0
     in_arrival = True
-    for line in text[start.start():].splitlines():
+    for line in text.splitlines():
+        value = _VALUE.match(line)
         if "data arrival time" in line and arrival is None:
-            arrival = float(_VALUE.match(line).group(1))
+            arrival = float(value.group(1))
             in_arrival = False
             continue
         if "data required time" in line and required is None:
-            required = float(_VALUE.match(line).group(1))
+            required = float(value.group(1))
             continue
-        if "library setup time" in line or "output external delay" in line:
-            setup -= float(_VALUE.match(line).group(1))
+        if value and re.search(r"library setup time|output external delay|"
+                               r"clock gating setup time", line):
+            setup -= float(value.group(1))
             continue
         if not in_arrival:
             continue
@@ -277,12 +306,12 @@ def parse_path(text):
             points[-1]["fanout"] = int(net.group(1)) if net.group(1) else None
     slack_ns = float(slack.group(1)) if slack.group(1) not in ("INF", "-INF") else None
     # Combinational cells: the output pins of cells that are not the start point's.
-    levels = sum(1 for p in points[1:] if p["cell"] not in ("in", "out")
-                 and not p["pin"].startswith(start.group(1) + "/")
-                 and p is not points[-1])
+    levels = sum(1 for p in points[1:-1] if p["cell"] not in ("in", "out")
+                 and not p["pin"].startswith(start.group(1) + "/"))
     return {
         "startpoint": start.group(1), "startpoint_kind": start.group(2),
         "endpoint": end.group(1), "endpoint_kind": end.group(2),
+        "group": group.group(1).strip() if group else None,
         "arrival_ns": arrival, "required_ns": required, "setup_ns": round(setup, 3),
         "slack_ns": slack_ns, "met": slack.group(2) == "MET",
         "logic_levels": levels, "points": points,

@@ -382,7 +382,8 @@ def _notes(targets):
                      "are input ports, its address, data and enables output ports). Fmax = 1 / "
                      "(clock period - worst setup slack): the constraints scale with the period, "
                      "so it does not depend on the clock target. WNS < 0: the target is missed. "
-                     "Latches (gating=icg) are timed without time borrowing.")
+                     "With gating=icg the clock gates' latches are timed too (clock-gating "
+                     "checks, time borrowing; half-period paths make the Fmax an estimate).")
     if any(t in DEVICES for t in targets):
         notes.append("FPGA critical path: nextpnr's slowest register-to-register path (in the "
                      "block + harness): its start and end cells and nets, and its delay "
