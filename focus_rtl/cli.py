@@ -145,6 +145,10 @@ examples:
 """
 
 
+#: ``--qor`` without a value: every preset.
+_QOR_ALL = "default,paper,board"
+
+
 class _Parser(argparse.ArgumentParser):
     """Bad arguments: one line ``focus-rtl: error: ...`` and exit status 2."""
 
@@ -203,7 +207,7 @@ def _parser():
     synth.add_argument("--sweep", action="append", metavar="FIELD=V1,V2,...",
                        help="run the flows once per value of FIELD and plot LUTs and Fmax; "
                             "repeat for a grid (every combination) and its Pareto front")
-    synth.add_argument("--qor", nargs="?", const=",".join(("default", "paper", "board")),
+    synth.add_argument("--qor", nargs="?", const=_QOR_ALL,
                        metavar="PRESETS",
                        help="the QoR table of every block at these presets (comma-separated; "
                             "default: default,paper,board): build/qor/qor.md and qor.json")
@@ -317,7 +321,7 @@ def _qor_presets(args):
     from rtl.flow.cli_args import PRESETS
 
     presets = split_list([args.qor])
-    if args.quick and args.qor == _parser_qor_default():
+    if args.quick and args.qor == _QOR_ALL:
         from rtl.flow.qor import QUICK
         presets = list(QUICK["presets"])
     for preset in presets:
@@ -327,10 +331,6 @@ def _qor_presets(args):
     if not presets:
         raise BadArgs("--qor: no preset given")
     return list(dict.fromkeys(presets))
-
-
-def _parser_qor_default():
-    return ",".join(("default", "paper", "board"))
 
 
 def _missed_timing(runs):
