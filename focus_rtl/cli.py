@@ -75,8 +75,10 @@ Targets (per block, each in its own work directory under build/synth-work/<tag>/
            depth, read/write ports, bits) to add SRAM macro area from your own memory compiler.
            Same liberty file.
   osu018-sta
-           osu018-logic, then static timing with OpenSTA (Debian's opensta, `sta`; as root:
-           apt-get install opensta; FOCUS_STA=/path/to/sta overrides) on its netlist: one ideal
+           osu018-logic with ABC's fanout buffering and gate sizing (buffer; upsize; dnsize:
+           the area includes the buffers), then static timing with OpenSTA (Debian's opensta,
+           `sta`; as root: apt-get install opensta; FOCUS_STA=/path/to/sta overrides) on its
+           netlist: one ideal
            clock at --freq osu018-sta=MHZ (default 100), every port but clk a register boundary
            (0 input/output delay), each memory cut out as an ideal synchronous SRAM (its read
            data are inputs, its address, data and enables outputs). Reports the critical path

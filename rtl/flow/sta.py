@@ -6,6 +6,12 @@ root: ``apt-get install opensta``; ``.ci/run`` installs it). :func:`sta_command`
 ``$FOCUS_STA`` when set, else ``sta`` on ``PATH``. Without it the flow ends ``"no_sta"`` with
 that command in the error, as a missing liberty ends ``"no_liberty"``.
 
+The netlist is ``osu018-logic``'s (memories left as macros) but mapped for timing: after ABC's
+mapping, ``buffer -p; upsize; dnsize`` buffer the high-fanout nets and size the gates on the
+liberty's delay tables (what a placer's timing repair would do first; without it one net driving
+hundreds of X1 inputs sets a critical path of tens of ns). Its ``area_um2`` includes those
+buffers, so it is a little above ``osu018-logic``'s.
+
 What is timed (see :func:`sta_script`):
 
 - One ideal clock ``clk`` (no clock tree, no skew, no uncertainty) of the target period

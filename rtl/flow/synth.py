@@ -40,10 +40,12 @@ Six targets, one work directory per (params, block, target) under ``build/synth-
     final one (none expected). Same liberty and ``"no_liberty"`` handling as ``osu018``.
 
 ``osu018-sta``
-    The ``osu018-logic`` flow, then static timing with OpenSTA (Debian's ``opensta``: ``sta``;
-    ``FOCUS_STA`` overrides) on its netlist, memories cut out as ideal synchronous SRAMs whose
-    ports are timing boundaries, the block's own ports register boundaries (0 input and output
-    delay), one ideal clock at the target period (``freq``, default 100 MHz). Adds to the
+    The ``osu018-logic`` flow with ABC's fanout buffering and gate sizing added (``buffer -p;
+    upsize; dnsize``, so its area is a little above ``osu018-logic``'s), then static timing with
+    OpenSTA (Debian's ``opensta``: ``sta``; ``FOCUS_STA`` overrides) on its netlist, memories
+    cut out as ideal synchronous SRAMs whose ports are timing boundaries, the block's own ports
+    register boundaries (0 input and output delay), one ideal clock at the target period
+    (``freq``, default 100 MHz). Adds to the
     ``osu018-logic`` result ``clock_period_ns``, ``critical_path`` (start and end points and
     their kinds, arrival, setup, slack, minimum period, Fmax, logic levels and the path's pins,
     cells, nets and fanouts), ``fmax_mhz`` (1000 / (period - worst slack)), ``wns_ns``,
@@ -375,15 +377,17 @@ def _notes(targets):
                      "memories' flip-flops, write-enable multiplexers and read multiplexers are "
                      "gone.")
     if "osu018-sta" in targets:
-        notes.append("osu018-sta: the osu018-logic netlist timed by OpenSTA (Debian's opensta) "
-                     "on the liberty's delay tables: one ideal clock (no clock tree, skew or "
-                     "wires); every port but clk is a register boundary with 0 input / output "
-                     "delay; each memory is cut out as an ideal synchronous SRAM (its read data "
-                     "are input ports, its address, data and enables output ports). Fmax = 1 / "
-                     "(clock period - worst setup slack): the constraints scale with the period, "
-                     "so it does not depend on the clock target. WNS < 0: the target is missed. "
-                     "With gating=icg the clock gates' latches are timed too (clock-gating "
-                     "checks, time borrowing; half-period paths make the Fmax an estimate).")
+        notes.append("osu018-sta: the osu018-logic netlist, with ABC's fanout buffering and gate "
+                     'sizing (buffer; upsize; dnsize: its logic area includes those buffers), '
+                     "timed by OpenSTA (Debian's opensta) on the liberty's delay tables: one ideal"
+                     ' clock (no clock tree, skew or wires); every port but clk is a register '
+                     'boundary with 0 input / output delay; each memory is cut out as an ideal '
+                     'synchronous SRAM (its read data are input ports, its address, data and '
+                     'enables output ports). Fmax = 1 / (clock period - worst setup slack): the '
+                     'constraints scale with the period, so it does not depend on the clock '
+                     "target. WNS < 0: the target is missed. With gating=icg the clock gates' "
+                     'latches are timed too (clock-gating checks, time borrowing; half-period '
+                     'paths make the Fmax an estimate).')
     if any(t in DEVICES for t in targets):
         notes.append("FPGA critical path: nextpnr's slowest register-to-register path (in the "
                      "block + harness): its start and end cells and nets, and its delay "
