@@ -378,16 +378,16 @@ def _notes(targets):
                      "gone.")
     if "osu018-sta" in targets:
         notes.append("osu018-sta: the osu018-logic netlist, with ABC's fanout buffering and gate "
-                     'sizing (buffer; upsize; dnsize: its logic area includes those buffers), '
+                     "sizing (buffer; upsize; dnsize: its logic area includes those buffers), "
                      "timed by OpenSTA (Debian's opensta) on the liberty's delay tables: one ideal"
-                     ' clock (no clock tree, skew or wires); every port but clk is a register '
-                     'boundary with 0 input / output delay; each memory is cut out as an ideal '
-                     'synchronous SRAM (its read data are input ports, its address, data and '
-                     'enables output ports). Fmax = 1 / (clock period - worst setup slack): the '
-                     'constraints scale with the period, so it does not depend on the clock '
+                     " clock (no clock tree, skew or wires); every port but clk is a register "
+                     "boundary with 0 input / output delay; each memory is cut out as an ideal "
+                     "synchronous SRAM (its read data are input ports, its address, data and "
+                     "enables output ports). Fmax = 1 / (clock period - worst setup slack): the "
+                     "constraints scale with the period, so it does not depend on the clock "
                      "target. WNS < 0: the target is missed. With gating=icg the clock gates' "
-                     'latches are timed too (clock-gating checks, time borrowing; half-period '
-                     'paths make the Fmax an estimate).')
+                     "latches are timed too (clock-gating checks, time borrowing; half-period "
+                     "paths make the Fmax an estimate).")
     if any(t in DEVICES for t in targets):
         notes.append("FPGA critical path: nextpnr's slowest register-to-register path (in the "
                      "block + harness): its start and end cells and nets, and its delay "
