@@ -10,7 +10,9 @@ The netlist is ``osu018-logic``'s (memories left as macros) but mapped for timin
 mapping, ``buffer -p; upsize; dnsize`` buffer the high-fanout nets and size the gates on the
 liberty's delay tables (what a placer's timing repair would do first; without it one net driving
 hundreds of X1 inputs sets a critical path of tens of ns). Its ``area_um2`` includes those
-buffers, so it is a little above ``osu018-logic``'s.
+buffers, so it is a little above ``osu018-logic``'s. ABC does not buffer the nets that its
+network starts from (flip-flop outputs, input ports), so their fanouts remain: a flip-flop that
+drives many gates shows as a slow clock-to-Q.
 
 What is timed (see :func:`sta_script`):
 
@@ -32,7 +34,8 @@ What is timed (see :func:`sta_script`):
   default (clock-gating setup checks, latch time borrowing, the latch paths in their own path
   groups); the worst path over all groups is the critical one. A path that ends at a latch is
   required at the half period, so there ``fmax_mhz`` is an estimate.
-- Wires: none beyond the liberty's (no placement); loads are the cells' input pins.
+- Wires: none beyond the liberty's (no placement); loads are the cells' input pins. Input ports
+  are driven ideally (no ``set_driving_cell``) and outputs drive no load.
 
 Every constraint then scales with the period alone, so the worst path's minimum period is
 ``period - slack`` whatever the period, and ``fmax_mhz = 1000 / (period - worst slack)``. The
