@@ -128,14 +128,14 @@ def _fpga_cells(summary):
     counts = [_num(summary.get(k)) for k in ("lut", "ff", "bram", "dsp")]
     if status == "ok":
         fmax = _num(summary["fmax_mhz"], "{:.1f}")
-        if summary.get("lut_multipliers"):
-            counts[0] += " (LUT mult.)"
     elif summary.get("lut") is not None:
         # Yosys's counts exist when the placer then found the design too large.
         counts = [f"*{c}*" for c in counts]
         fmax = status.replace("_", " ")
     else:
         counts, fmax = ["-"] * 4, status.replace("_", " ")
+    if summary.get("lut_multipliers") and summary.get("lut") is not None:
+        counts[0] += " (LUT mult.)"
     return counts + [fmax]
 
 
@@ -194,11 +194,12 @@ def qor_markdown(qor):
                "register). BRAM: SB_RAM40_4K on the iCE40, DP16KD on the ECP5. 'LUT mult.': "
                "the DSPs did not fit, so the run was redone with LUT multipliers."),
               ("- logic um^2: OSU 0.18 um standard cells of everything but the memories "
-               "(osu018-logic); mem kbit: the memories left as macros (add SRAM area from a "
-               "memory compiler)."),
+               "(osu018-sta: the osu018-logic netlist with ABC's fanout buffers and gate "
+               "sizing); mem kbit: the memories left as macros (add SRAM area from a memory "
+               "compiler)."),
               ("- STA Fmax: OpenSTA on that netlist, ideal clock, ports and memory ports as "
-               "ideal register boundaries; 1000 / (period - worst slack). The critical path "
-               "is its start and end point and minimum period."),
+               "ideal register boundaries, no wires; 1000 / (period - worst slack). The "
+               "critical path is its start and end point and minimum period."),
               f"- Clock targets: {freq}." if freq else "- Clock targets: none.",
               ("- Regenerate: `make qor` (all presets) or `focus-rtl synth --qor [PRESETS]`; "
               "`--quick` for the board preset and three small blocks.")]
