@@ -30,6 +30,7 @@ def installed():
     wheel = next((work / "wheel").glob("focus_rtl-*.whl"))
     prefix = work / "prefix"
     install = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q",
+                              "--ignore-installed",
                               "--prefix", str(prefix), str(wheel)], capture_output=True, text=True)
     assert install.returncode == 0, install.stderr
     site = next(prefix.glob("lib/python3*/site-packages"))
