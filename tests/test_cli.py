@@ -111,6 +111,7 @@ def test_synth_sweep(home):
     assert (out / "sweep.png").read_bytes()[:4] == b"\x89PNG"
     assert "dim=2 similarity_comparator" in (out / "sweep.md").read_text()
     assert "[1/2] similarity_comparator ice40 (dim=1) ..." in proc.stderr
+    assert (out / "pareto.png").read_bytes()[:4] == b"\x89PNG"
 
 
 @pytest.mark.synth
