@@ -268,7 +268,7 @@ def execute(tasks, options, *, jobs=1, progress=None, executor="threads", schedu
         client = Client(scheduler)
     else:
         cluster = LocalCluster(n_workers=max(1, jobs), threads_per_worker=1, processes=True,
-                               dashboard_address=None, memory_limit=0)
+                               dashboard_address=":0", memory_limit=0)
         client = Client(cluster)
     try:
         futures = {}
