@@ -20,13 +20,10 @@ The cover task reaches an OKAY and a SLVERR write, an OKAY and a SLVERR read, an
 read in flight together, so the proof cannot pass vacuously.
 """
 
-import os
-import subprocess
-
 import pytest
 from amaranth.asserts import AnySeq, Initial
-from amaranth.back import rtlil
 from amaranth.hdl import Assert, Assume, ClockDomain, Cover, Elaboratable, Module, Mux, Signal
+from helpers import run_sby
 
 from rtl.flow import toolchain
 from rtl.lib.axi_lite import RESP_OKAY, RESP_SLVERR, AXI4LiteToRegisters
@@ -36,28 +33,6 @@ pytestmark = pytest.mark.synth
 DEPTH = 14
 READABLE = {0, 2, 3}
 WRITABLE = {1, 3}
-
-SBY = """[tasks]
-bmc
-cover
-
-[options]
-bmc: mode bmc
-cover: mode cover
-depth {depth}
-multiclock off
-
-[engines]
-smtbmc z3
-
-[script]
-read_rtlil top.il
-prep -top top
-
-[files]
-top.il
-"""
-
 
 def _held(m, rst, valid, ready, payload):
     """Assume (manager side) that a raised ``valid`` and its payload hold until ``ready``."""
@@ -200,20 +175,11 @@ class AXILiteProperties(Elaboratable):
 
 
 def test_formal_axi_lite():
-    toolchain.apply()
     top = AXILiteProperties()
     work = toolchain.BUILD_ROOT / "formal" / "axi_lite"
     work.mkdir(parents=True, exist_ok=True)
-    (work / "top.il").write_text(
-        rtlil.convert(top, name="top", ports=[top.domain.clk, top.domain.rst]))
-    (work / "axi.sby").write_text(SBY.format(depth=DEPTH))
-    sby = os.environ.get("SBY", "yowasp-sby")
-    proc = subprocess.run([sby, "-f", "axi.sby"], cwd=work, capture_output=True, text=True,
-                          timeout=900)
-    log = proc.stdout + proc.stderr
-    for task in ("bmc", "cover"):
-        status_file = work / f"axi_{task}" / "status"
-        status = status_file.read_text().split()[0] if status_file.exists() else "MISSING"
-        assert status == "PASS", f"{task}: {status} (see {work / f'axi_{task}'}):\n{log[-3000:]}"
-    assert proc.returncode == 0, f"sby failed (see {work}):\n{log[-3000:]}"
+    code, log, status = run_sby(work, "axi", top, [top.domain.clk, top.domain.rst],
+                                ["bmc", "cover"], DEPTH, engine="smtbmc z3")
+    assert status == {"bmc": "PASS", "cover": "PASS"}, f"{status} (see {work}):\n{log[-3000:]}"
+    assert code == 0, f"sby failed (see {work}):\n{log[-3000:]}"
     assert log.count("reached cover statement") == 5, log[-3000:]

@@ -17,12 +17,10 @@ that end in six different errors, and a job that stays busy for BOUND - 1 cycles
 is tight) are all reachable.
 """
 
-import shutil
-import subprocess
 
 import pytest
-from amaranth.back import rtlil
 from amaranth.hdl import Assert, Assume, ClockDomain, Cover, Elaboratable, Module, Signal
+from helpers import run_sby
 
 from rtl.flow import toolchain
 from rtl.params import FocusParams
@@ -131,28 +129,9 @@ class DecoderHarness(Elaboratable):
 
 
 def _sby(work, name, mode, depth, cover=None):
-    """Write the RTLIL and the .sby file under ``work`` and run yowasp-sby; returns its log."""
     harness = DecoderHarness(PARAMS, cover)
-    (work / f"{name}.il").write_text(rtlil.convert(harness, ports=harness.ports()))
-    (work / f"{name}.sby").write_text(f"""[options]
-mode {mode}
-depth {depth}
-
-[engines]
-smtbmc --nopresat z3
-
-[script]
-read_rtlil {name}.il
-prep -top top
-
-[files]
-{name}.il
-""")
-    shutil.rmtree(work / name, ignore_errors=True)
-    # YoWASP tools cannot see /tmp: run in the build directory with relative paths.
-    run = subprocess.run(["yowasp-sby", "-f", f"{name}.sby"], cwd=work, capture_output=True,
-                         text=True, timeout=600)
-    return run.returncode, run.stdout + run.stderr
+    code, log, _ = run_sby(work, name, harness, harness.ports(), mode, depth)
+    return code, log
 
 
 @pytest.fixture(scope="module")

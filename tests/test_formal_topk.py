@@ -23,13 +23,10 @@ vacuously (with the clock left out of the ports, the trap in the toolchain notes
 fails).
 """
 
-import os
-import subprocess
-
 import pytest
 from amaranth.asserts import AnyConst, AnySeq, Initial
-from amaranth.back import rtlil
 from amaranth.hdl import Assert, Assume, ClockDomain, Cover, Elaboratable, Module, Mux, Signal
+from helpers import run_sby
 
 from rtl.flow import toolchain
 from rtl.params import FocusParams
@@ -40,30 +37,6 @@ pytestmark = pytest.mark.synth
 DEPTH = 18
 SIZES = {"bubble": dict(tokens=3, lanes=2, score_bits=2),
          "radix": dict(tokens=3, lanes=2, score_bits=5)}
-SBY = """\
-[tasks]
-bmc
-cover
-
-[options]
-bmc: mode bmc
-cover: mode cover
-depth 18
-
-[engines]
-smtbmc --nopresat z3
-
-[script]
-read_rtlil top.il
-prep -top top
-flatten
-opt -full
-
-[files]
-top.il
-"""
-
-
 class SelectorProperties(Elaboratable):
     """The selector, its environment and the properties (module doc)."""
 
@@ -137,22 +110,12 @@ class SelectorProperties(Elaboratable):
 
 @pytest.mark.parametrize("sorter", ["bubble", "radix"])
 def test_formal_selector(sorter):
-    toolchain.apply()
-    p = FocusParams(sorter=sorter, **SIZES[sorter])
-    top = SelectorProperties(p)
+    top = SelectorProperties(FocusParams(sorter=sorter, **SIZES[sorter]))
     work = toolchain.BUILD_ROOT / "formal" / f"topk_{sorter}"
     work.mkdir(parents=True, exist_ok=True)
-    (work / "top.il").write_text(
-        rtlil.convert(top, name="top", ports=[top.domain.clk, top.domain.rst]))
-    (work / "topk.sby").write_text(SBY.format(depth=DEPTH))
-    sby = os.environ.get("SBY", "yowasp-sby")
-    proc = subprocess.run([sby, "-f", "topk.sby"], cwd=work, capture_output=True, text=True,
-                          timeout=900)
-    log = proc.stdout + proc.stderr
-    for task in ("bmc", "cover"):
-        status_file = work / f"topk_{task}" / "status"
-        status = status_file.read_text().split()[0] if status_file.exists() else "MISSING"
-        assert status == "PASS", f"{task}: {status} (see {work / f'topk_{task}'}):\n{log[-3000:]}"
-    assert proc.returncode == 0, f"sby failed (see {work}):\n{log[-3000:]}"
+    code, log, status = run_sby(work, "topk", top, [top.domain.clk, top.domain.rst],
+                                ["bmc", "cover"], DEPTH, script="flatten\nopt -full\n")
+    assert status == {"bmc": "PASS", "cover": "PASS"}, f"{status} (see {work}):\n{log[-3000:]}"
+    assert code == 0, f"sby failed (see {work}):\n{log[-3000:]}"
     # Every cover statement was reached (the cover task fails otherwise; this names them).
     assert log.count("reached cover statement") == 2, log[-3000:]

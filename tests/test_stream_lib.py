@@ -6,11 +6,8 @@ buffer, the documented latencies, and the skid buffer's stream rules proven form
 (yowasp-sby, with cover tasks)."""
 
 import random
-import shutil
-import subprocess
 
 import pytest
-from amaranth.back import rtlil
 from amaranth.hdl import (
     Assert,
     Assume,
@@ -25,6 +22,7 @@ from amaranth.hdl import (
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
+from helpers import run_sby
 
 from rtl.flow import toolchain
 from rtl.lib.stream_buffer import StreamBuffer
@@ -411,26 +409,8 @@ class SkidHarness(Elaboratable):
 
 def _sby(work, name, mode, cover=None):
     harness = SkidHarness(cover)
-    (work / f"{name}.il").write_text(rtlil.convert(harness, ports=harness.ports()))
-    (work / f"{name}.sby").write_text(f"""[options]
-mode {mode}
-depth {DEPTH}
-
-[engines]
-smtbmc --nopresat z3
-
-[script]
-read_rtlil {name}.il
-prep -top top
-
-[files]
-{name}.il
-""")
-    shutil.rmtree(work / name, ignore_errors=True)
-    # YoWASP tools cannot see /tmp: run in the build directory with relative paths.
-    run = subprocess.run(["yowasp-sby", "-f", f"{name}.sby"], cwd=work, capture_output=True,
-                         text=True, timeout=600)
-    return run.returncode, run.stdout + run.stderr
+    code, log, _ = run_sby(work, name, harness, harness.ports(), mode, DEPTH)
+    return code, log
 
 
 @pytest.fixture(scope="module")
