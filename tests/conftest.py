@@ -6,6 +6,7 @@ e.g. ``icarus,verilator``) names it: then the test fails, so CI cannot pass by s
 """
 
 import os
+import re
 import shutil
 
 import pytest
@@ -40,3 +41,14 @@ def require_simulator(name):
 def require_simulator_fixture():
     """The :func:`require_simulator` function, as a fixture."""
     return require_simulator
+
+
+@pytest.fixture
+def build_dir(request):
+    """A fresh directory for this test, ``build/test-<module>/<test>``: under the working
+    directory, never /tmp, which the YoWASP tools cannot see (:mod:`rtl.flow.toolchain`)."""
+    module = request.module.__name__.rpartition(".")[2].replace("_", "-")
+    path = toolchain.BUILD_ROOT / module / re.sub(r"[^\w.-]+", "_", request.node.name)
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    return path

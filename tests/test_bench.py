@@ -1,39 +1,18 @@
 """``focus-rtl bench`` as a subprocess: a quick run on a tiny parameter set, and bad arguments."""
 
-import os
 import re
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-
-from rtl.flow import toolchain
+from helpers import focus_rtl
 
 TINY = ["--preset", "board", "--set", "tokens=32", "--set", "lanes=2", "--set", "dim=2",
         "--set", "elem_bits=4", "--set", "theta_bits=4", "--set", "window=16", "--set",
         "tile=32", "--set", "layers=2", "--set", "word_bits=8"]
 
 
-def _command():
-    script = Path(sys.executable).parent / "focus-rtl"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "focus_rtl.cli"]
-
-
-def focus_rtl(*args, cwd):
-    return subprocess.run(_command() + list(args), cwd=cwd, env=dict(os.environ),
-                          capture_output=True, text=True, timeout=600)
-
-
 @pytest.fixture
-def home(request):
-    toolchain.apply()
-    name = re.sub(r"[^\w.-]+", "_", request.node.name)
-    path = toolchain.BUILD_ROOT / "test-bench" / name
-    shutil.rmtree(path, ignore_errors=True)
-    path.mkdir(parents=True)
-    return path
+def home(build_dir):
+    return build_dir
 
 
 def _table(text):

@@ -7,7 +7,6 @@ Flashing runs a stub programmer through ``FOCUS_PROGRAMMER``.
 
 import json
 import re
-import shutil
 import sys
 
 import pytest
@@ -15,7 +14,6 @@ import pytest
 from boards import cli as board_cli
 from boards.top import BOARDS
 from focus_rtl.cli import main
-from rtl.flow import toolchain
 from rtl.flow.toolchain import display_path
 
 pytestmark = pytest.mark.synth
@@ -34,14 +32,8 @@ sys.exit(status)
 
 
 @pytest.fixture
-def home(request):
-    """A fresh per-test directory under build/ (the YoWASP tools cannot see /tmp)."""
-    toolchain.apply()
-    name = re.sub(r"[^\w.-]+", "_", request.node.name)
-    path = toolchain.BUILD_ROOT / "test-board" / name
-    shutil.rmtree(path, ignore_errors=True)
-    path.mkdir(parents=True)
-    return path
+def home(build_dir):
+    return build_dir
 
 
 @pytest.fixture

@@ -1,43 +1,19 @@
 """The ``focus-rtl`` console script, run as a subprocess: emit, synth, sweeps and bad arguments."""
 
 import json
-import os
 import re
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from helpers import focus_rtl
 
-from rtl.flow import toolchain
 from rtl.params import FocusParams
 
 TINY = ["--set", "dim=2", "--set", "elem_bits=4", "--set", "theta_bits=2"]
 
 
-def _command():
-    script = Path(sys.executable).parent / "focus-rtl"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "focus_rtl.cli"]
-
-
 @pytest.fixture
-def home(request):
-    """A fresh per-test directory under build/, also used as FOCUS_BUILD (the default outputs)."""
-    toolchain.apply()
-    name = re.sub(r"[^\w.-]+", "_", request.node.name)
-    path = toolchain.BUILD_ROOT / "test-cli" / name
-    shutil.rmtree(path, ignore_errors=True)
-    path.mkdir(parents=True)
-    return path
-
-
-def focus_rtl(*args, cwd, build=None):
-    env = dict(os.environ)
-    if build is not None:
-        env["FOCUS_BUILD"] = str(build)
-    return subprocess.run(_command() + list(args), cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=600)
+def home(build_dir):
+    return build_dir
 
 
 def test_emit_default_directory(home):

@@ -4,13 +4,11 @@ the Pareto front, the reference-job cycles, and a small sweep on a two-worker Da
 that must give the serial result."""
 
 import json
-import re
-import shutil
 
 import pytest
 
 from focus_rtl import cli
-from rtl.flow import dist, toolchain
+from rtl.flow import dist
 from rtl.flow.blocks import BLOCKS
 from rtl.flow.cycles import job_cycles
 from rtl.flow.pareto import pareto_markdown, plot_pareto
@@ -22,14 +20,8 @@ TINY = FocusParams(dim=2, elem_bits=4, theta_bits=2)
 
 
 @pytest.fixture
-def work(request):
-    """A fresh per-test work root under build/ (the YoWASP tools cannot see /tmp)."""
-    toolchain.apply()
-    name = re.sub(r"[^\w.-]+", "_", request.node.name)
-    path = toolchain.BUILD_ROOT / "test-dist" / name
-    shutil.rmtree(path, ignore_errors=True)
-    path.mkdir(parents=True)
-    return path
+def work(build_dir):
+    return build_dir
 
 
 def _fake_flows(monkeypatch, calls, status="ok"):

@@ -64,14 +64,8 @@ def _run(cmd, cwd):
 
 
 @pytest.fixture
-def outdir(request):
-    """A fresh per-test directory under build/ (never /tmp: see rtl.flow.toolchain)."""
-    toolchain.apply()
-    name = re.sub(r"[^\w.-]+", "_", request.node.name)
-    path = toolchain.BUILD_ROOT / "test-emit" / name
-    shutil.rmtree(path, ignore_errors=True)
-    path.mkdir(parents=True)
-    return path
+def outdir(build_dir):
+    return build_dir
 
 
 def _all_bytes(directory):

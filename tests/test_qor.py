@@ -4,26 +4,19 @@ and Fmax, the logic um^2 and the OpenSTA Fmax; Markdown and JSON; a rerun comes 
 No figure is asserted."""
 
 import json
-import re
-import shutil
 
 import pytest
 
 from focus_rtl import cli
-from rtl.flow import dist, synth, toolchain
+from rtl.flow import dist, synth
 from rtl.flow.qor import QUICK, qor_markdown, run_qor
 
 BLOCK = "similarity_comparator"
 
 
 @pytest.fixture
-def work(request):
-    toolchain.apply()
-    name = re.sub(r"[^\w.-]+", "_", request.node.name)
-    path = toolchain.BUILD_ROOT / "test-qor" / name
-    shutil.rmtree(path, ignore_errors=True)
-    path.mkdir(parents=True)
-    return path
+def work(build_dir):
+    return build_dir
 
 
 def _fpga(lut, fmax, status="ok"):

@@ -2,7 +2,6 @@
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,20 +11,14 @@ import pytest
 
 import golden
 from focus_rtl import cli
-from rtl.flow import toolchain
 
 BOARD = ["--preset", "board", "--set", "dim=2"]
 SIC = ["--frame-stride", "16", "--row-stride", "4"]
 
 
 @pytest.fixture
-def home(request):
-    toolchain.apply()
-    name = re.sub(r"[^\w.-]+", "_", request.node.name)
-    path = toolchain.BUILD_ROOT / "test-run-npz" / name
-    shutil.rmtree(path, ignore_errors=True)
-    path.mkdir(parents=True)
-    return path
+def home(build_dir):
+    return build_dir
 
 
 def focus_rtl(*args):

@@ -11,7 +11,6 @@ skip, unless ``FOCUS_REQUIRE_STA`` / ``FOCUS_REQUIRE_LIBERTY`` is set (CI): then
 import json
 import os
 import re
-import shutil
 
 import pytest
 
@@ -29,14 +28,8 @@ SMALL = FocusParams().replace(tokens=16)
 
 
 @pytest.fixture
-def work(request):
-    """A fresh per-test work root under build/ (the YoWASP tools cannot see /tmp)."""
-    toolchain.apply()
-    name = re.sub(r"[^\w.-]+", "_", request.node.name)
-    path = toolchain.BUILD_ROOT / "test-sta" / name
-    shutil.rmtree(path, ignore_errors=True)
-    path.mkdir(parents=True)
-    return path
+def work(build_dir):
+    return build_dir
 
 
 def _require(what, env, missing, hint):

@@ -9,7 +9,6 @@ the default-preset figures come from ``focus-rtl synth``, not from here.
 import json
 import os
 import re
-import shutil
 
 import pytest
 from amaranth.hdl import Value
@@ -36,14 +35,8 @@ DSP_HEAVY = FocusParams(dim=8, elem_bits=6, theta_bits=2)
 
 
 @pytest.fixture
-def work(request):
-    """A fresh per-test work root under build/ (the YoWASP tools cannot see /tmp)."""
-    toolchain.apply()
-    name = re.sub(r"[^\w.-]+", "_", request.node.name)
-    path = toolchain.BUILD_ROOT / "test-synth" / name
-    shutil.rmtree(path, ignore_errors=True)
-    path.mkdir(parents=True)
-    return path
+def work(build_dir):
+    return build_dir
 
 
 def _port_bits(block, flow):
