@@ -18,7 +18,7 @@ from rtl.top.focus_unit import FocusUnit
 from .executor import CommandExecutor, StreamEngine
 from .framing import ReplyFramer, RequestParser
 from .protocol import PROTOCOL_VERSION, beat_bytes
-from .uart import UARTReceiver, UARTTransmitter, _check_divisor
+from .uart import UARTReceiver, UARTTransmitter, check_divisor
 
 __all__ = ["UARTBridge", "bridge_info", "FocusBoardCore", "FOCUS_PUSH_PORTS", "FOCUS_PULL_PORTS"]
 
@@ -95,7 +95,7 @@ class UARTBridge(wiring.Component):
 
     def __init__(self, divisor, *, push=(), pull=(), max_len=256, byte_timeout=None,
                  push_timeout=None, pull_timeout=None):
-        _check_divisor(divisor)
+        check_divisor(divisor)
         push, pull = tuple(push), tuple(pull)
         self._push, self._pull = push, pull
         self._push_widths = [_payload_width(s) for s in push]

@@ -32,7 +32,7 @@ from golden.offsets import check_order, check_word_bits
 from golden.sec import MODES, check_keep, check_scores
 from rtl.codecs import decode_beats, mask_from_beats, score_beats, token_beats, unpack
 from rtl.layouts import mask_beat_layout, offset_word_layout, score_beat_layout
-from rtl.params import FocusParams
+from rtl.params import FocusParams, check_scores_fit
 from rtl.sic.block_matcher import match_output_layout
 from rtl.top.focus_unit import token_layout
 from rtl.top.registers import ERROR_SHIFT, Ctrl, ErrorFlag, Reg
@@ -404,12 +404,7 @@ class FocusBoard(BridgeClient):
         check_word_bits(word_bits)
         p = self.params
         R, M = a.shape
-        if M > p.tokens:
-            raise ValueError(f"M = {M} > tokens = {p.tokens}: the board's importance buffer "
-                             f"holds at most tokens scores")
-        if a.size and int(a.max()) >> p.score_bits:
-            raise ValueError(f"scores must fit in score_bits = {p.score_bits} bits: the largest "
-                             f"is {int(a.max())}")
+        check_scores_fit(p, a)
         if R > 0xFFFF:
             raise ValueError(f"R = {R} > 65535 rows: the board's SEC_R register limit")
         return a, keep

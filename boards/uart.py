@@ -46,14 +46,29 @@ def uart_divisor(clk_hz, baud=BAUD_RATE):
     return divisor
 
 
-def _check_divisor(divisor):
+def check_divisor(divisor):
+    """``divisor``, or ``TypeError``/``ValueError`` unless it is an integer >= MIN_DIVISOR."""
     if isinstance(divisor, bool) or not isinstance(divisor, int):
         raise TypeError(f"UART divisor must be an integer, not {divisor!r}")
     if divisor < MIN_DIVISOR:
         raise ValueError(f"UART divisor must be at least {MIN_DIVISOR}, not {divisor}")
+    return divisor
 
 
-class UARTTransmitter(wiring.Component):
+class _UARTComponent(wiring.Component):
+    """What the transmitter and the receiver share: the bit period, ``divisor`` clock cycles."""
+
+    def __init__(self, divisor):
+        self._divisor = check_divisor(divisor)
+        super().__init__()
+
+    @property
+    def divisor(self):
+        """Clock cycles per bit."""
+        return self._divisor
+
+
+class UARTTransmitter(_UARTComponent):
     """Sends each byte of ``i_stream`` as an 8N1 frame on ``tx``.
 
     Throughput: one byte per ``10 * divisor + 1`` cycles when bytes are offered back to back.
@@ -79,16 +94,6 @@ class UARTTransmitter(wiring.Component):
     i_stream: In(stream.Signature(8))
     tx: Out(1, init=1)
     busy: Out(1)
-
-    def __init__(self, divisor):
-        _check_divisor(divisor)
-        self._divisor = divisor
-        super().__init__()
-
-    @property
-    def divisor(self):
-        """Clock cycles per bit."""
-        return self._divisor
 
     def elaborate(self, platform):
         m = Module()
@@ -120,7 +125,7 @@ class UARTTransmitter(wiring.Component):
         return m
 
 
-class UARTReceiver(wiring.Component):
+class UARTReceiver(_UARTComponent):
     """Receives 8N1 frames on ``rx`` and delivers their bytes on ``o_stream``.
 
     ``rx`` goes through a 2-flop synchronizer (:class:`amaranth.lib.cdc.FFSynchronizer`, idle high
@@ -169,16 +174,6 @@ class UARTReceiver(wiring.Component):
     brk: Out(1)
     overrun: Out(1)
     busy: Out(1)
-
-    def __init__(self, divisor):
-        _check_divisor(divisor)
-        self._divisor = divisor
-        super().__init__()
-
-    @property
-    def divisor(self):
-        """Clock cycles per bit."""
-        return self._divisor
 
     def elaborate(self, platform):
         m = Module()

@@ -173,6 +173,21 @@ def gemm_tiles(maps, tile):
     return tiles
 
 
+def check_layer_inputs(scores, tokens, weights, **settings):
+    """The inputs of :func:`focus_layer` checked (``settings``: the SIC keywords of
+    :func:`golden.focus.check_focus_inputs`): (scores, tokens, weights) as arrays, or
+    ``ValueError`` naming the bad one."""
+    from .focus import check_focus_inputs
+
+    a, orig, _ = check_focus_inputs(scores, tokens, **settings)
+    w = _check_ints(weights, "weights", 2, "[D, N]")
+    if w.shape[0] != orig.shape[1] or w.shape[1] < 1:
+        raise ValueError(f"weights must have shape [D, N] = [{orig.shape[1]}, N >= 1] for tokens "
+                         f"of D = {orig.shape[1]}, not {w.shape}")
+    _check_range(w, "weights", ELEM_BITS_MAX)
+    return a, orig, w
+
+
 def focus_layer(scores, tokens, weights, keep, *, mode="spatial", order=None, word_bits=32,
                 frame_stride, row_stride, theta_q, theta_bits=8, tile=1024, window=256,
                 representative="first", dim=32):
@@ -194,17 +209,11 @@ def focus_layer(scores, tokens, weights, keep, *, mode="spatial", order=None, wo
     -------
     (mask, y) : bool [M], int64 [n_kept, N].
     """
-    from .focus import check_focus_inputs, focus
+    from .focus import focus
 
-    _, orig, _ = check_focus_inputs(scores, tokens, frame_stride=frame_stride,
-                                    row_stride=row_stride, theta_q=theta_q,
-                                    theta_bits=theta_bits, tile=tile, window=window,
-                                    representative=representative, dim=dim)
-    w = _check_ints(weights, "weights", 2, "[D, N]")
-    if w.shape[0] != orig.shape[1] or w.shape[1] < 1:
-        raise ValueError(f"weights must have shape [D, N] = [{orig.shape[1]}, N >= 1] for tokens "
-                         f"of D = {orig.shape[1]}, not {w.shape}")
-    _check_range(w, "weights", ELEM_BITS_MAX)
+    _, _, w = check_layer_inputs(scores, tokens, weights, frame_stride=frame_stride,
+                                 row_stride=row_stride, theta_q=theta_q, theta_bits=theta_bits,
+                                 tile=tile, window=window, representative=representative, dim=dim)
     mask, _, _, maps, uniques = focus(scores, tokens, keep, mode=mode, order=order,
                                       word_bits=word_bits, frame_stride=frame_stride,
                                       row_stride=row_stride, theta_q=theta_q,

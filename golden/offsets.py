@@ -25,7 +25,7 @@ __all__ = [
     "ORDER_BITS", "MAX_ORDER", "MAX_LEADING_ZEROS", "MAX_TOKENS",
     "encode_offsets", "decode_offsets",
     "gaps_from_mask", "header_bits", "expgolomb_bits", "code_bits", "all_code_bits",
-    "adaptive_order", "check_mask", "check_word_bits", "check_order",
+    "adaptive_order", "check_mask", "check_word_bits", "check_order", "check_code",
 ]
 
 ORDER_BITS = 3          # width of the order field in the header
@@ -284,6 +284,17 @@ def _check_words(words, word_bits):
     return values
 
 
+def check_code(words, nbits, tokens, word_bits):
+    """The arguments of :func:`decode_offsets` checked for type and range (not the code itself):
+    (the words as a list of int, nbits, M, word_bits), or ``ValueError`` naming the bad one."""
+    word_bits = check_word_bits(word_bits)
+    M = _check_tokens(tokens)
+    values = _check_words(words, word_bits)
+    if isinstance(nbits, bool) or not isinstance(nbits, Integral) or nbits < 0:
+        raise ValueError(f"nbits must be an integer >= 0, not {nbits!r}")
+    return values, int(nbits), M, word_bits
+
+
 def decode_offsets(words, nbits, tokens, word_bits=32):
     """Decode an offset code (spec 3.3) back into the keep mask of a job of ``tokens`` tokens.
 
@@ -316,12 +327,7 @@ def decode_offsets(words, nbits, tokens, word_bits=32):
         >= M; codes that end before ``nbits`` (trailing bits). Also for bad argument types and
         ranges.
     """
-    word_bits = check_word_bits(word_bits)
-    M = _check_tokens(tokens)
-    values = _check_words(words, word_bits)
-    if isinstance(nbits, bool) or not isinstance(nbits, Integral) or nbits < 0:
-        raise ValueError(f"nbits must be an integer >= 0, not {nbits!r}")
-    nbits = int(nbits)
+    values, nbits, M, word_bits = check_code(words, nbits, tokens, word_bits)
     capacity = len(values) * word_bits
     if nbits > capacity:
         raise ValueError(f"nbits = {nbits} is larger than the {len(values)} word(s) hold "

@@ -33,6 +33,19 @@ _INT_RANGES = {
 }
 
 
+def check_scores_fit(params, scores, what="scores"):
+    """``ValueError`` unless the importance scores ``scores`` (int [R, M]) fit the unit built for
+    ``params``: M at most ``params.tokens`` (the importance buffer's size), every score within
+    ``params.score_bits``. ``what`` names the argument in the message."""
+    M = scores.shape[-1]
+    if M > params.tokens:
+        raise ValueError(f"M = {M} > tokens = {params.tokens}: the importance buffer holds at most "
+                         f"tokens scores")
+    if scores.size and int(scores.max()) >> params.score_bits:
+        raise ValueError(f"{what} must fit in score_bits = {params.score_bits} bits: the largest "
+                         f"is {int(scores.max())}")
+
+
 def check_limit(field, value, argument=None):
     """``value`` as an int when it is within the range of the :class:`FocusParams` integer field
     ``field``, else ``ValueError`` naming the user's ``argument`` (default: the field), the value

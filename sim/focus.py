@@ -28,7 +28,7 @@ from golden.offsets import check_order, check_word_bits
 from golden.sec import MODES, check_keep
 from golden.similarity import signed_bits
 from rtl.codecs import token_beats
-from rtl.params import FocusParams, check_limit
+from rtl.params import FocusParams, check_limit, check_scores_fit
 from rtl.sec.importance_analyzer import ROWS_BITS
 from rtl.top.focus_unit import FocusUnit
 from rtl.top.registers import REGISTER, Ctrl, Reg, Status
@@ -76,12 +76,7 @@ def _check_params(params, M, a, tok, settings):
         if getattr(params, name) != want:
             raise ValueError(f"params.{name} = {getattr(params, name)} does not match "
                              f"{name} = {want}")
-    if M > params.tokens:
-        raise ValueError(f"M = {M} > tokens = {params.tokens}: the importance buffer holds at most "
-                         f"tokens scores")
-    if a.size and int(a.max()) >> params.score_bits:
-        raise ValueError(f"scores must fit in score_bits = {params.score_bits} bits: the largest "
-                         f"is {int(a.max())}")
+    check_scores_fit(params, a)
     if _signed_bits(tok) > params.elem_bits:
         raise ValueError(f"tokens has elements outside the signed {params.elem_bits}-bit range of "
                          f"params.elem_bits: min {tok.min()}, max {tok.max()}")

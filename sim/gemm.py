@@ -13,10 +13,12 @@ import os
 
 import numpy as np
 
-from golden.gemm import ELEM_BITS_MAX, check_gemm_inputs, gemm_tiles
+from golden.gemm import ELEM_BITS_MAX, check_gemm_inputs, check_layer_inputs, gemm_tiles
 from rtl.params import FocusParams
 from rtl.tile.focus_gemm import FocusGemm
 
+from .focus import fit_params as unit_params
+from .focus import focus
 from .runner import SIMULATORS, case_dir, check_simulator, run_cocotb
 from .streams import run_streams
 
@@ -225,23 +227,11 @@ def focus_layer(scores, tokens, weights, keep, *, mode="spatial", order=None, wo
     -------
     (mask, y), as :func:`golden.focus_layer`.
     """
-    from golden.focus import check_focus_inputs
-    from golden.gemm import _check_ints, _check_range
-
-    from .focus import focus
-
-    a, orig, _ = check_focus_inputs(scores, tokens, frame_stride=frame_stride,
+    a, orig, w = check_layer_inputs(scores, tokens, weights, frame_stride=frame_stride,
                                     row_stride=row_stride, theta_q=theta_q,
                                     theta_bits=theta_bits, tile=tile, window=window,
                                     representative=representative, dim=dim)
-    w = _check_ints(weights, "weights", 2, "[D, N]")
-    if w.shape[0] != orig.shape[1] or w.shape[1] < 1:
-        raise ValueError(f"weights must have shape [D, N] = [{orig.shape[1]}, N >= 1] for tokens "
-                         f"of D = {orig.shape[1]}, not {w.shape}")
-    _check_range(w, "weights", ELEM_BITS_MAX)
     if params is None:
-        from .focus import fit_params as unit_params
-
         score_bits = max(1, int(a.max()).bit_length())
         elem_bits = max(_signed_bits(np.asarray(orig, np.int64)), _signed_bits(w))
         params = unit_params(a.shape[1], score_bits, min(ELEM_BITS_MAX, elem_bits),

@@ -19,11 +19,15 @@ to its last output transfer, inclusive. ``stats["end"]`` is the cycle, counted t
 which ``busy`` was first seen low after the job's inputs were all sent.
 """
 
-from numbers import Integral
 
 import numpy as np
 
-from golden.offsets import _check_tokens, _check_words, check_mask, check_order, check_word_bits
+from golden.offsets import (
+    check_code,
+    check_mask,
+    check_order,
+    check_word_bits,
+)
 from golden.offsets import encode_offsets as golden_encode
 from rtl.codecs import beats_to_mask, code_from_words, mask_beats
 from rtl.params import FocusParams, check_limit
@@ -392,12 +396,7 @@ def decode_offsets(words, nbits, tokens, word_bits=32, *, params=None, simulator
     -------
     numpy.ndarray of bool, shape [tokens]
     """
-    word_bits = check_word_bits(word_bits)
-    M = _check_tokens(tokens)
-    values = _check_words(words, word_bits)
-    if isinstance(nbits, bool) or not isinstance(nbits, Integral) or nbits < 0:
-        raise ValueError(f"nbits must be an integer >= 0, not {nbits!r}")
-    nbits = int(nbits)
+    values, nbits, M, word_bits = check_code(words, nbits, tokens, word_bits)
     check_simulator(simulator)
     if params is None:
         params = fit_params(M, word_bits, "tokens")

@@ -39,7 +39,7 @@ from rtl.codecs import (
     vector_beats,
     vector_from_beats,
 )
-from rtl.params import FocusParams, check_limit
+from rtl.params import FocusParams, check_limit, check_scores_fit
 from rtl.sec.importance_analyzer import ROWS_BITS, Dataflow, ImportanceAnalyzer
 from rtl.sec.semantic_concentrator import SemanticConcentrator
 from rtl.sec.topk_selector import TopKSelector
@@ -95,12 +95,7 @@ def fit_params(M, score_bits_needed=1, sorter="bubble"):
 def _check_params(params, M, a, what):
     if not isinstance(params, FocusParams):
         raise TypeError(f"params must be a FocusParams, not {params!r}")
-    if M > params.tokens:
-        raise ValueError(f"M = {M} > tokens = {params.tokens}: the importance buffer holds at most "
-                         f"tokens scores")
-    if a.size and int(a.max()) >> params.score_bits:
-        raise ValueError(f"{what} must fit in score_bits = {params.score_bits} bits: the largest "
-                         f"is {int(a.max())}")
+    check_scores_fit(params, a, what)
 
 
 def _check_rows(R):
