@@ -180,6 +180,17 @@ async def stream_get(ctx, stream, count, stalls=None):
     return received
 
 
+def watchdog(cycles, what):
+    """A background testbench that fails the simulation with ``what() `` (or ``what``, a string)
+    in its message when it is still running after ``cycles`` clock cycles: a hung design fails
+    instead of hanging the test."""
+    async def testbench(ctx):
+        for _ in range(cycles):
+            await ctx.tick()
+        raise AssertionError(f"{what() if callable(what) else what} after {cycles} cycles")
+    return testbench
+
+
 def stream_monitor(stream, name, transfers=None, on_transfer=None):
     """A background testbench that checks the stream rules on ``stream`` every cycle.
 

@@ -34,6 +34,7 @@ from sim.streams import (
     stream_monitor,
     stream_put,
     unpack,
+    watchdog,
 )
 
 SMALL = dict(dim=4, window=16, tile=24, layers=4)
@@ -222,17 +223,12 @@ def run_with(dut, inputs, outputs, stalls, seed, settings, max_cycles=5000):
                                               sources[port])
         return testbench
 
-    async def watchdog(ctx):
-        for _ in range(max_cycles):
-            await ctx.tick()
-        raise AssertionError(f"{type(dut).__name__} timed out after {max_cycles} cycles")
-
     sim.add_testbench(setup)
     for port in inputs:
         sim.add_testbench(put(port))
     for port in outputs:
         sim.add_testbench(get(port))
-    sim.add_testbench(watchdog, background=True)
+    sim.add_testbench(watchdog(max_cycles, f"{type(dut).__name__} timed out"), background=True)
     sim.run()
     return received
 

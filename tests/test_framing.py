@@ -25,7 +25,7 @@ from boards.protocol import (
     encode_request,
     frame_crc,
 )
-from sim.streams import stream_get, stream_monitor, stream_put
+from sim.streams import stream_get, stream_monitor, stream_put, watchdog
 
 MAX_LEN = 24
 CHECK = b"123456789"
@@ -33,14 +33,9 @@ CHECK = b"123456789"
 
 def _run(dut, *benches, background=(), cycles=20_000):
     """Run ``benches`` to their end; a DUT that stalls them fails after ``cycles``."""
-    async def watchdog(ctx):
-        for _ in range(cycles):
-            await ctx.tick()
-        raise AssertionError(f"the testbenches did not end within {cycles} cycles")
-
     sim = Simulator(dut)
     sim.add_clock(1e-8)
-    for bench in (*background, watchdog):
+    for bench in (*background, watchdog(cycles, "the testbenches did not end")):
         sim.add_testbench(bench, background=True)
     for bench in benches:
         sim.add_testbench(bench)

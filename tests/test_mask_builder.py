@@ -17,7 +17,7 @@ import golden
 from rtl.params import FocusParams
 from rtl.sec.mask_builder import INDEX_FIFO_DEPTH, MaskBuilder
 from sim.offsets import mask_beats, random_mask
-from sim.streams import Stalls, stream_monitor, unpack
+from sim.streams import Stalls, stream_monitor, unpack, watchdog
 
 SMALL = FocusParams(tokens=64, lanes=4, word_bits=8)
 SHAPES = [SMALL, FocusParams(tokens=64, lanes=1, word_bits=8),
@@ -123,15 +123,12 @@ def run_builder(p, jobs, *, idle=None, backpressure=None, seed=0, early_done=Fal
                 result["last"] = cycle
             cycle += 1
 
-    async def watchdog(ctx):
-        for _ in range(max_cycles):
-            await ctx.tick()
-        raise AssertionError(f"MaskBuilder timed out after {max_cycles} cycles in job "
-                             f"{state['job']} of {len(jobs)}")
-
     sim.add_testbench(driver)
     sim.add_testbench(sink, background=True)
-    sim.add_testbench(watchdog, background=True)
+    def hung():
+        return f"MaskBuilder timed out in job {state['job']} of {len(jobs)}"
+
+    sim.add_testbench(watchdog(max_cycles, hung), background=True)
     sim.run()
     return results
 

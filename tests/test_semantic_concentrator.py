@@ -14,7 +14,7 @@ from rtl.lib.stream_fork import StreamFork
 from rtl.params import FocusParams
 from rtl.sec.semantic_concentrator import SecError, SemanticConcentrator, sec_config_layout
 from sim.sec import code_from_words, mask_from_beats, run_sec_jobs, sec_cases, sec_config, sec_job
-from sim.streams import Stalls, stream_get, stream_monitor, stream_put
+from sim.streams import Stalls, stream_get, stream_monitor, stream_put, watchdog
 
 SORTERS = ["bubble", "radix"]
 # lanes 1, 3, 4 and 32 (M below, at and above a beat), word_bits 8, 16 and 32.
@@ -255,11 +255,6 @@ def test_fork_delivers_every_beat_once_to_each_output(outputs):
     async def sender(ctx):
         await stream_put(ctx, fork.i_stream, sent, Stalls(0.3, seed="in"))
 
-    async def watchdog(ctx):
-        for _ in range(3000):
-            await ctx.tick()
-        raise AssertionError("the fork hung")
-
     simulator = Simulator(fork)
     simulator.add_clock(1e-8)
     simulator.add_testbench(stream_monitor(fork.i_stream, "i_stream"), background=True)
@@ -267,7 +262,7 @@ def test_fork_delivers_every_beat_once_to_each_output(outputs):
         simulator.add_testbench(stream_monitor(fork.o_streams[k], f"o{k}"), background=True)
         simulator.add_testbench(receiver(k))
     simulator.add_testbench(sender)
-    simulator.add_testbench(watchdog, background=True)
+    simulator.add_testbench(watchdog(3000, "the fork hung"), background=True)
     simulator.run()
     assert all(got[k] == sent for k in range(outputs))
 

@@ -11,7 +11,7 @@ from amaranth.sim import Simulator
 from rtl.flow.blocks import BLOCKS, REFERENCE_BLOCKS, build_block
 from rtl.params import FocusParams
 from rtl.tile.systolic_array import SystolicArray, array_latency, min_acc_bits
-from sim.streams import CLOCK_PERIOD, Stalls, stream_get, stream_monitor, stream_put
+from sim.streams import CLOCK_PERIOD, Stalls, stream_get, stream_monitor, stream_put, watchdog
 
 
 def _int8(rng, shape, bits=8):
@@ -42,14 +42,10 @@ def run_array(dut, jobs, *, stalls=0.0, seed=0, max_cycles=5000):
         got.extend(r["y"] for r in await stream_get(ctx, dut.o_stream, count,
                                                     Stalls(stalls, f"{seed}:o")))
 
-    async def watchdog(ctx):
-        for _ in range(max_cycles):
-            await ctx.tick()
-        raise AssertionError(f"timed out: {len(got)}/{count} results")
-
     sim.add_testbench(source)
     sim.add_testbench(sink)
-    sim.add_testbench(watchdog, background=True)
+    sim.add_testbench(watchdog(max_cycles, lambda: f"timed out: {len(got)}/{count} results"),
+                      background=True)
     sim.run()
     return np.array(got, dtype=np.int64), transfers
 

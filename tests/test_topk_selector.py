@@ -26,7 +26,7 @@ from sim.sec import (
     topk_cases,
     vector_beats,
 )
-from sim.streams import Stalls, stream_get, stream_monitor, stream_put
+from sim.streams import Stalls, stream_get, stream_monitor, stream_put, watchdog
 
 SORTERS = ["bubble", "radix"]
 # lanes 1, 3, 4 and 32, small buffers; score widths that are not a multiple of 4 included.
@@ -291,17 +291,12 @@ def test_analyzer_hands_its_buffer_to_the_selector(sorter):
             beats = await stream_get(ctx, dut.o_stream, cdiv(M, 4), Stalls(0.2, 2))
             got.append(mask_from_beats(beats, M, 4))
 
-    async def watchdog(ctx):
-        for _ in range(3000):
-            await ctx.tick()
-        raise AssertionError("SEC composition timed out")
-
     simulator = Simulator(dut)
     simulator.add_clock(1e-8)
     for name in ("a_cfg", "s_cfg", "i_stream", "o_stream"):
         simulator.add_testbench(stream_monitor(getattr(dut, name), name), background=True)
     simulator.add_testbench(driver)
-    simulator.add_testbench(watchdog, background=True)
+    simulator.add_testbench(watchdog(3000, "SEC composition timed out"), background=True)
     simulator.run()
     assert len(got) == 2
     for (scores, _, keep), mask in zip(jobs, got, strict=True):
