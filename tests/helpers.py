@@ -12,7 +12,41 @@ from pathlib import Path
 
 from amaranth.back import rtlil
 
-__all__ = ["focus_rtl", "run_sby"]
+from rtl.flow import toolchain
+from rtl.params import FocusParams
+
+#: Shapes of the SEC blocks' tests: lanes 1, 3, 4 and 32, small buffers; score widths that are
+#: not a multiple of 4 included.
+SEC_SHAPES = [dict(tokens=12, lanes=1, score_bits=5), dict(tokens=20, lanes=3, score_bits=16),
+              dict(tokens=24, lanes=4, score_bits=9), dict(tokens=70, lanes=32, score_bits=16)]
+
+#: Shapes of the offset encoder's and decoder's tests, the first the smallest.
+OFFSET_SHAPES = [FocusParams(tokens=64, lanes=4, word_bits=8),
+                 FocusParams(tokens=64, lanes=4, word_bits=16),
+                 FocusParams(tokens=64, lanes=1, word_bits=32),
+                 FocusParams(tokens=100, lanes=3, word_bits=8),   # lanes, tokens not powers of 2
+                 FocusParams(tokens=256, lanes=8, word_bits=16)]  # codes up to 17 bits > a word
+
+
+def sec_shape_id(shape):
+    """The pytest id of a :data:`SEC_SHAPES` entry."""
+    return f"M{shape['tokens']}_a{shape['lanes']}_s{shape['score_bits']}"
+
+
+def cdiv(a, b):
+    """ceil(a / b) for integers."""
+    return -(-a // b)
+
+
+def formal_dir(name):
+    """``build/formal/<name>``, created: where a formal test's files and sby runs go."""
+    toolchain.apply()
+    directory = toolchain.BUILD_ROOT / "formal" / name
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+__all__ = ["OFFSET_SHAPES", "SEC_SHAPES", "cdiv", "check_bmc_and_cover", "focus_rtl", "formal_dir",
+           "run_sby", "sec_shape_id"]
 
 
 def _command():
@@ -58,3 +92,15 @@ def run_sby(work, name, top, ports, modes, depth, engine="smtbmc --nopresat z3",
     status = {mode: (d / "status").read_text().split()[0] if (d / "status").exists() else "MISSING"
               for mode, d in runs.items()}
     return run.returncode, run.stdout + run.stderr, status
+
+
+def check_bmc_and_cover(name, top, depth, covers, **options):
+    """Asserts that ``top``'s assertions hold to ``depth`` cycles (bmc) and that all its
+    ``covers`` cover statements are reached (so the check is not vacuous), in
+    ``build/formal/<name>``; ``options`` go to :func:`run_sby`."""
+    work = formal_dir(name)
+    code, log, status = run_sby(work, name, top, [top.domain.clk, top.domain.rst],
+                                ["bmc", "cover"], depth, **options)
+    assert status == {"bmc": "PASS", "cover": "PASS"}, f"{status} (see {work}):\n{log[-3000:]}"
+    assert code == 0, f"sby failed (see {work}):\n{log[-3000:]}"
+    assert log.count("reached cover statement") == covers, log[-3000:]

@@ -23,9 +23,8 @@ read in flight together, so the proof cannot pass vacuously.
 import pytest
 from amaranth.asserts import AnySeq, Initial
 from amaranth.hdl import Assert, Assume, ClockDomain, Cover, Elaboratable, Module, Mux, Signal
-from helpers import run_sby
+from helpers import check_bmc_and_cover
 
-from rtl.flow import toolchain
 from rtl.lib.axi_lite import RESP_OKAY, RESP_SLVERR, AXI4LiteToRegisters
 
 pytestmark = pytest.mark.synth
@@ -175,11 +174,4 @@ class AXILiteProperties(Elaboratable):
 
 
 def test_formal_axi_lite():
-    top = AXILiteProperties()
-    work = toolchain.BUILD_ROOT / "formal" / "axi_lite"
-    work.mkdir(parents=True, exist_ok=True)
-    code, log, status = run_sby(work, "axi", top, [top.domain.clk, top.domain.rst],
-                                ["bmc", "cover"], DEPTH, engine="smtbmc z3")
-    assert status == {"bmc": "PASS", "cover": "PASS"}, f"{status} (see {work}):\n{log[-3000:]}"
-    assert code == 0, f"sby failed (see {work}):\n{log[-3000:]}"
-    assert log.count("reached cover statement") == 5, log[-3000:]
+    check_bmc_and_cover("axi_lite", AXILiteProperties(), DEPTH, covers=5, engine="smtbmc z3")

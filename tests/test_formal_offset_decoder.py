@@ -20,9 +20,8 @@ is tight) are all reachable.
 
 import pytest
 from amaranth.hdl import Assert, Assume, ClockDomain, Cover, Elaboratable, Module, Signal
-from helpers import run_sby
+from helpers import formal_dir, run_sby
 
-from rtl.flow import toolchain
 from rtl.params import FocusParams
 from rtl.sec.offset_decoder import DecodeError, OffsetDecoder, decoder_config_layout
 
@@ -136,10 +135,7 @@ def _sby(work, name, mode, depth, cover=None):
 
 @pytest.fixture(scope="module")
 def work():
-    toolchain.apply()
-    directory = toolchain.BUILD_ROOT / "formal" / "offset_decoder"
-    directory.mkdir(parents=True, exist_ok=True)
-    return directory
+    return formal_dir("offset_decoder")
 
 
 def test_decoder_always_returns_to_idle(work):

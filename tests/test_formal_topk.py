@@ -26,9 +26,8 @@ fails).
 import pytest
 from amaranth.asserts import AnyConst, AnySeq, Initial
 from amaranth.hdl import Assert, Assume, ClockDomain, Cover, Elaboratable, Module, Mux, Signal
-from helpers import run_sby
+from helpers import check_bmc_and_cover
 
-from rtl.flow import toolchain
 from rtl.params import FocusParams
 from rtl.sec.topk_selector import TopKSelector
 
@@ -111,11 +110,4 @@ class SelectorProperties(Elaboratable):
 @pytest.mark.parametrize("sorter", ["bubble", "radix"])
 def test_formal_selector(sorter):
     top = SelectorProperties(FocusParams(sorter=sorter, **SIZES[sorter]))
-    work = toolchain.BUILD_ROOT / "formal" / f"topk_{sorter}"
-    work.mkdir(parents=True, exist_ok=True)
-    code, log, status = run_sby(work, "topk", top, [top.domain.clk, top.domain.rst],
-                                ["bmc", "cover"], DEPTH, script="flatten\nopt -full\n")
-    assert status == {"bmc": "PASS", "cover": "PASS"}, f"{status} (see {work}):\n{log[-3000:]}"
-    assert code == 0, f"sby failed (see {work}):\n{log[-3000:]}"
-    # Every cover statement was reached (the cover task fails otherwise; this names them).
-    assert log.count("reached cover statement") == 2, log[-3000:]
+    check_bmc_and_cover(f"topk_{sorter}", top, DEPTH, covers=2, script="flatten\nopt -full\n")

@@ -5,6 +5,7 @@ vector complete within 3 cycles, bad settings."""
 
 import numpy as np
 import pytest
+from helpers import SEC_SHAPES, cdiv, sec_shape_id
 
 import golden
 import sim
@@ -15,16 +16,7 @@ from sim.sec import analyzer_config, importance_cases, run_jobs, score_beats, ve
 from sim.streams import Stalls
 
 MODES = ["spatial", "temporal"]
-SHAPES = [dict(tokens=12, lanes=1, score_bits=5), dict(tokens=20, lanes=3, score_bits=16),
-          dict(tokens=24, lanes=4, score_bits=9), dict(tokens=70, lanes=32, score_bits=16)]
-
-
-def shape_id(shape):
-    return f"M{shape['tokens']}_a{shape['lanes']}_s{shape['score_bits']}"
-
-
-def cdiv(a, b):
-    return -(-a // b)
+SHAPES = SEC_SHAPES
 
 
 def run_analyzer(p, cases, stalls=0.0, seed=0):
@@ -54,7 +46,7 @@ def check_timing(p, cases, results, trace):
         assert sum(trace["done"][result["cfg_cycle"]:result["last_output"] + 1]) == 1
 
 
-@pytest.mark.parametrize("shape", SHAPES, ids=shape_id)
+@pytest.mark.parametrize("shape", SHAPES, ids=sec_shape_id)
 def test_regression_exact_cycles(shape):
     """Mixed jobs (both dataflows, R and M at and around lanes, heavy ties) without stalls."""
     p = FocusParams(**shape)
@@ -63,7 +55,7 @@ def test_regression_exact_cycles(shape):
     check_timing(p, cases, results, trace)
 
 
-@pytest.mark.parametrize("shape", SHAPES, ids=shape_id)
+@pytest.mark.parametrize("shape", SHAPES, ids=sec_shape_id)
 def test_regression_under_stalls(shape):
     p = FocusParams(**shape)
     run_analyzer(p, importance_cases(p, 16, seed=50 + shape["lanes"]), stalls=0.3, seed=5)

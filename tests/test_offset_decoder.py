@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 import pytest
+from helpers import OFFSET_SHAPES
 
 import golden
 import sim
@@ -24,11 +25,8 @@ from sim.offsets import (
 )
 from sim.streams import Stalls
 
-SMALL = FocusParams(tokens=64, lanes=4, word_bits=8)
-SHAPES = [SMALL, FocusParams(tokens=64, lanes=4, word_bits=16),
-          FocusParams(tokens=64, lanes=1, word_bits=32),
-          FocusParams(tokens=100, lanes=3, word_bits=8),
-          FocusParams(tokens=256, lanes=8, word_bits=16)]
+SHAPES = OFFSET_SHAPES
+SMALL = SHAPES[0]
 
 
 def tag(p):

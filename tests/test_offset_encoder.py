@@ -3,6 +3,7 @@
 
 import numpy as np
 import pytest
+from helpers import OFFSET_SHAPES
 
 import golden
 import sim
@@ -20,11 +21,8 @@ from sim.offsets import (
 )
 from sim.streams import Stalls
 
-SMALL = FocusParams(tokens=64, lanes=4, word_bits=8)
-SHAPES = [SMALL, FocusParams(tokens=64, lanes=4, word_bits=16),
-          FocusParams(tokens=64, lanes=1, word_bits=32),
-          FocusParams(tokens=100, lanes=3, word_bits=8),       # lanes and tokens not powers of 2
-          FocusParams(tokens=256, lanes=8, word_bits=16)]      # codes up to 17 bits > a word
+SHAPES = OFFSET_SHAPES
+SMALL = SHAPES[0]
 
 #: The H.264 ue(v) table (ITU-T H.264 clause 9.1, Table 9-2): codeNum -> bit string.
 UE_TABLE = {0: "1", 1: "010", 2: "011", 3: "00100", 4: "00101", 5: "00110", 6: "00111",

@@ -22,9 +22,8 @@ from amaranth.hdl import (
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
-from helpers import run_sby
+from helpers import formal_dir, run_sby
 
-from rtl.flow import toolchain
 from rtl.lib.stream_buffer import StreamBuffer
 from rtl.lib.stream_gate import StreamGate
 from rtl.lib.stream_queue import StreamQueue
@@ -415,10 +414,7 @@ def _sby(work, name, mode, cover=None):
 
 @pytest.fixture(scope="module")
 def work():
-    toolchain.apply()
-    directory = toolchain.BUILD_ROOT / "formal" / "stream_buffer"
-    directory.mkdir(parents=True, exist_ok=True)
-    return directory
+    return formal_dir("stream_buffer")
 
 
 @pytest.mark.slow

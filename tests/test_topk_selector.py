@@ -8,6 +8,7 @@ from amaranth.hdl import Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
+from helpers import SEC_SHAPES, cdiv, sec_shape_id
 
 import golden
 import sim
@@ -29,17 +30,7 @@ from sim.sec import (
 from sim.streams import Stalls, stream_get, stream_monitor, stream_put, watchdog
 
 SORTERS = ["bubble", "radix"]
-# lanes 1, 3, 4 and 32, small buffers; score widths that are not a multiple of 4 included.
-SHAPES = [dict(tokens=12, lanes=1, score_bits=5), dict(tokens=20, lanes=3, score_bits=16),
-          dict(tokens=24, lanes=4, score_bits=9), dict(tokens=70, lanes=32, score_bits=16)]
-
-
-def shape_id(shape):
-    return f"M{shape['tokens']}_a{shape['lanes']}_s{shape['score_bits']}"
-
-
-def cdiv(a, b):
-    return -(-a // b)
+SHAPES = SEC_SHAPES
 
 
 def model(p, M, keep):
@@ -65,7 +56,7 @@ def run_topk(p, cases, stalls=0.0, seed=0):
     return results, trace
 
 
-@pytest.mark.parametrize("shape", SHAPES, ids=shape_id)
+@pytest.mark.parametrize("shape", SHAPES, ids=sec_shape_id)
 @pytest.mark.parametrize("sorter", SORTERS)
 def test_regression_exact_cycles(sorter, shape):
     """Mixed jobs (ties, k at its edges, M around lanes) without stalls: golden masks, and exactly
@@ -77,7 +68,7 @@ def test_regression_exact_cycles(sorter, shape):
         assert result["cycles"] == model(p, len(s), keep), (len(s), keep)
 
 
-@pytest.mark.parametrize("shape", SHAPES, ids=shape_id)
+@pytest.mark.parametrize("shape", SHAPES, ids=sec_shape_id)
 @pytest.mark.parametrize("sorter", SORTERS)
 def test_regression_under_stalls(sorter, shape):
     """The same mix with 30 % input idles and 30 % output back-pressure (seeded)."""
