@@ -42,9 +42,9 @@ from amaranth.sim import Simulator
 from rtl.codecs import pack, unpack
 from rtl.flow.toolchain import BUILD_ROOT
 
-__all__ = ["Stalls", "stall_sources", "stall_bounds", "pack", "unpack", "stream_put",
-           "stream_get", "stream_monitor", "run_jobs", "JobRun", "run_streams", "CLOCK_PERIOD",
-           "RTLFailure", "rtl_failures"]
+__all__ = ["Stalls", "stall_sources", "stall_patterns", "stall_bounds", "pack", "unpack",
+           "stream_put", "stream_get", "stream_monitor", "run_jobs", "JobRun", "run_streams",
+           "CLOCK_PERIOD", "RTLFailure", "rtl_failures"]
 
 #: Clock period of the harness, in seconds (10 ns, as in the cocotb testbenches).
 CLOCK_PERIOD = 10e-9
@@ -116,6 +116,15 @@ def stall_sources(stalls, ports, seed=0):
     if not isinstance(stalls, Mapping):
         stalls = {port: stalls for port in ports}
     return {port: Stalls.of(stalls.get(port), seed=f"{seed}:{port}") for port in ports}
+
+
+def stall_patterns(inputs, outputs, p=0.3):
+    """The four stall patterns every stream test runs, as verilog-axis and cocotbext-axi tests
+    do: ``{"no-stalls", "idles", "backpressure", "both"}`` -> a ``stalls`` argument (none; input
+    idles on every one of ``inputs``; back-pressure on every one of ``outputs``; both), each with
+    probability ``p``."""
+    return {"no-stalls": 0.0, "idles": dict.fromkeys(inputs, p),
+            "backpressure": dict.fromkeys(outputs, p), "both": p}
 
 
 def stall_bounds(stalls, ports):

@@ -18,18 +18,13 @@ from rtl.params import FocusParams
 from rtl.sic.block_matcher import matcher_latency, matcher_rounds
 from rtl.sic.window_buffer import window_slots
 from sim.block_match import Job, decode_beats, golden_job, regression_jobs, run_jobs
-from sim.streams import Stalls
+from sim.streams import Stalls, stall_patterns
 
 SMALL = dict(dim=4, window=16, tile=24, layers=4)
 
 #: The four stall patterns of the stream tests (style R7): none, input idles only (on both input
 #: streams), output back-pressure only, and both.
-STALL_PATTERNS = {
-    "no-stalls": 0.0,
-    "idles": {"cfg_stream": 0.3, "i_stream": 0.3},
-    "backpressure": {"o_stream": 0.3},
-    "both": 0.3,
-}
+STALL_PATTERNS = stall_patterns(("cfg_stream", "i_stream"), ("o_stream",))
 
 
 def small(**changes):

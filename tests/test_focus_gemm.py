@@ -18,16 +18,11 @@ from rtl.flow.blocks import BLOCKS, REFERENCE_BLOCKS, build_block
 from rtl.params import FocusParams
 from rtl.tile.focus_gemm import FocusGemm
 from sim.gemm import assemble, job_beats
-from sim.streams import Stalls, run_streams
+from sim.streams import Stalls, run_streams, stall_patterns
 
 INPUTS = ("w_stream", "u_stream", "map_stream")
 #: The four stall patterns: none, input idles, output back-pressure, both.
-STALLS = {
-    "none": 0.0,
-    "idles": {port: 0.35 for port in INPUTS},
-    "backpressure": {"o_stream": 0.5},
-    "both": 0.3,
-}
+STALLS = stall_patterns(INPUTS, ("o_stream",))
 
 
 def sic_like(rng, rows, columns, dim, tile, share=0.6, low=-128, high=127):
@@ -105,7 +100,7 @@ def test_one_unique_vector_per_chunk():
     np.testing.assert_array_equal(y, np.tile(uniques[0] @ w[:4] + uniques[1] @ w[4:], (8, 1)))
 
 
-@pytest.mark.parametrize("pattern", ["none", "both"])
+@pytest.mark.parametrize("pattern", ["no-stalls", "both"])
 def test_dense_mode_is_x_times_w(pattern):
     """p = m: every row unique, maps the identity: the dense GEMM X @ W on the same hardware."""
     rng = np.random.default_rng(6)

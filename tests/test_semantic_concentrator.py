@@ -14,7 +14,7 @@ from rtl.lib.stream_fork import StreamFork
 from rtl.params import FocusParams
 from rtl.sec.semantic_concentrator import SecError, SemanticConcentrator, sec_config_layout
 from sim.sec import code_from_words, mask_from_beats, run_sec_jobs, sec_cases, sec_config, sec_job
-from sim.streams import Stalls, stream_get, stream_monitor, stream_put, watchdog
+from sim.streams import Stalls, stall_patterns, stream_get, stream_monitor, stream_put, watchdog
 
 SORTERS = ["bubble", "radix"]
 # lanes 1, 3, 4 and 32 (M below, at and above a beat), word_bits 8, 16 and 32.
@@ -42,6 +42,9 @@ def model(p, scores, mode, keep, mask, words):
     return (importance_cycles(R, M, a, mode) - cdiv(M, a)
             + topk_cycles(M, keep, a, p.score_bits, p.sorter) - cdiv(M, a)
             + sum(max(1, x) for x in pops) + max(int(mask.sum()) + 1, len(words)))
+
+#: The four stall patterns (none, input idles, output back-pressure, both).
+STALLS = stall_patterns(("cfg_stream", "i_stream"), ("mask_stream", "code_stream"))
 
 
 def run_and_check(p, cases, stalls=0.0, seed=0, exact=None):
@@ -80,11 +83,13 @@ def test_regression_and_cycles(sorter, shape):
     run_and_check(p, sec_cases(p, 20, seed=shape["lanes"]), exact=True)
 
 
+@pytest.mark.parametrize("stalls", STALLS.values(), ids=STALLS.keys())
 @pytest.mark.parametrize("sorter", SORTERS)
-def test_under_stalls(sorter):
-    """30 % input idles on both inputs and 30 % back-pressure on both outputs."""
+def test_under_stalls(sorter, stalls):
+    """30 % input idles on both inputs, 30 % back-pressure on both outputs, each alone and
+    both."""
     p = FocusParams(tokens=24, lanes=4, word_bits=8, sorter=sorter)
-    run_and_check(p, sec_cases(p, 20, seed=50), stalls=0.3, seed=3)
+    run_and_check(p, sec_cases(p, 20, seed=50), stalls=stalls, seed=3)
 
 
 @pytest.mark.parametrize("port", ["mask_stream", "code_stream"])

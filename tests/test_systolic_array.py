@@ -11,12 +11,23 @@ from amaranth.sim import Simulator
 from rtl.flow.blocks import BLOCKS, REFERENCE_BLOCKS, build_block
 from rtl.params import FocusParams
 from rtl.tile.systolic_array import SystolicArray, array_latency, min_acc_bits
-from sim.streams import CLOCK_PERIOD, Stalls, stream_get, stream_monitor, stream_put, watchdog
+from sim.streams import (
+    CLOCK_PERIOD,
+    stall_patterns,
+    stall_sources,
+    stream_get,
+    stream_monitor,
+    stream_put,
+    watchdog,
+)
 
 
 def _int8(rng, shape, bits=8):
     low, high = -(1 << (bits - 1)), 1 << (bits - 1)
     return rng.integers(low, high, size=shape, dtype=np.int64)
+
+#: The four stall patterns (none, input idles, output back-pressure, both).
+STALLS = stall_patterns(("w_stream", "i_stream"), ("o_stream",))
 
 
 def run_array(dut, jobs, *, stalls=0.0, seed=0, max_cycles=5000):
@@ -32,15 +43,17 @@ def run_array(dut, jobs, *, stalls=0.0, seed=0, max_cycles=5000):
     for name, port in ports.items():
         sim.add_testbench(stream_monitor(port, name, transfers[name]), background=True)
 
+    sources = stall_sources(stalls, ports, seed)
+
     async def source(ctx):
-        w_stalls, i_stalls = Stalls(stalls, f"{seed}:w"), Stalls(stalls, f"{seed}:i")
+        w_stalls, i_stalls = sources["w_stream"], sources["i_stream"]
         for w, x in jobs:
             await stream_put(ctx, dut.w_stream, [{"w": row} for row in w.tolist()], w_stalls)
             await stream_put(ctx, dut.i_stream, [{"x": row} for row in x.tolist()], i_stalls)
 
     async def sink(ctx):
         got.extend(r["y"] for r in await stream_get(ctx, dut.o_stream, count,
-                                                    Stalls(stalls, f"{seed}:o")))
+                                                    sources["o_stream"]))
 
     sim.add_testbench(source)
     sim.add_testbench(sink)
@@ -50,7 +63,7 @@ def run_array(dut, jobs, *, stalls=0.0, seed=0, max_cycles=5000):
     return np.array(got, dtype=np.int64), transfers
 
 
-@pytest.mark.parametrize("stalls", [0.0, 0.3])
+@pytest.mark.parametrize("stalls", STALLS.values(), ids=STALLS.keys())
 def test_matmul_3x4(stalls):
     rng = np.random.default_rng(7)
     w = _int8(rng, (3, 4))
@@ -58,7 +71,7 @@ def test_matmul_3x4(stalls):
     # The extremes: -128 * -128 summed over every row is the largest result.
     w[:, 0], x[0] = -128, -128
     dut = SystolicArray(rows=3, cols=4)
-    got, _ = run_array(dut, [(w, x)], stalls=stalls, seed=stalls)
+    got, _ = run_array(dut, [(w, x)], stalls=stalls, seed=7)
     np.testing.assert_array_equal(got, x @ w)
     assert got[0, 0] == 3 * 128 * 128
     assert min_acc_bits(3, 8) == 18
