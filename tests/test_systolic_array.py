@@ -19,10 +19,12 @@ def _int8(rng, shape, bits=8):
     return rng.integers(low, high, size=shape, dtype=np.int64)
 
 
-def run_array(dut, jobs, *, stalls=0.0, seed=0, max_cycles=5000):
+def run_array(dut, jobs, *, stalls=0.0, seed=0, max_cycles=5000, out_stalls=None):
     """Send each ``(W, X)`` of ``jobs`` in turn (the rows of W on ``w_stream``, then the rows of
-    X on ``i_stream``, from one testbench) and collect every result row. Returns (rows of
-    results, {port: transfer cycles})."""
+    X on ``i_stream``, from one testbench) and collect every result row. ``stalls`` is the idle
+    probability of the inputs and ``out_stalls`` (default ``stalls``) the back-pressure
+    probability of ``o_stream``. Returns (rows of results, {port: transfer cycles})."""
+    out_stalls = stalls if out_stalls is None else out_stalls
     ports = {name: getattr(dut, name) for name in ("w_stream", "i_stream", "o_stream")}
     transfers = {name: [] for name in ports}
     count = sum(len(x) for _, x in jobs)
@@ -40,7 +42,7 @@ def run_array(dut, jobs, *, stalls=0.0, seed=0, max_cycles=5000):
 
     async def sink(ctx):
         got.extend(r["y"] for r in await stream_get(ctx, dut.o_stream, count,
-                                                    Stalls(stalls, f"{seed}:o")))
+                                                    Stalls(out_stalls, f"{seed}:o")))
 
     async def watchdog(ctx):
         for _ in range(max_cycles):
