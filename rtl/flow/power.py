@@ -344,16 +344,20 @@ def parse_power(text):
 # ---- the flow -----------------------------------------------------------------------------------
 
 def power_flow(component, params, workdir, activity, enables, *, period_ns, name="top",
-               timeout=3600, default_activity=0.1):
-    """Map ``component`` to the OSU cells in ``workdir`` and report its power with OpenSTA.
+               timeout=3600, default_activity=0.1, netlist_dir=None):
+    """Map ``component`` to the OSU cells and report its power with OpenSTA in ``workdir``.
 
     ``activity``: :func:`vcd_activity` of a simulation of the same design (with
     ``gating="enable"``: the Amaranth simulator cannot run the ICG cell; the registers are the
     same). ``enables``: ``{gate domain: enable rate}`` (the simulated share of cycles each
-    ``<domain>_en`` is high). Returns the result dict (``status`` ``"ok"``, or ``"no_liberty"``,
-    ``"no_sta"``, a Yosys failure or ``"sta_failed"``).
+    ``<domain>_en`` is high). The mapping runs in ``netlist_dir`` (default ``workdir``) and is
+    reused when its Verilog is unchanged (several activities, one netlist). Returns the result
+    dict (``status`` ``"ok"``, or ``"no_liberty"``, ``"no_sta"``, a Yosys failure or
+    ``"sta_failed"``).
     """
     workdir.mkdir(parents=True, exist_ok=True)
+    netlist_dir = workdir if netlist_dir is None else netlist_dir
+    netlist_dir.mkdir(parents=True, exist_ok=True)
     path = toolchain.liberty_path()
     if path is None or not path.is_file():
         return {"status": "no_liberty", "error": "OSU 0.18 um liberty not found: run `make "
@@ -362,19 +366,28 @@ def power_flow(component, params, workdir, activity, enables, *, period_ns, name
     if command is None:
         return {"status": "no_sta", "error": opensta.no_sta_message()}
     shutil.copyfile(path, workdir / "cells.lib")
-    (workdir / f"{name}.v").write_text(emit_verilog(component, name, params))
-    script = [f"read_verilog {name}.v", f"synth -top {name} -flatten -noabc",
-              "dfflibmap -liberty cells.lib", f"abc -liberty cells.lib -script {_ABC_SCRIPT}",
-              "opt_clean", "delete t:$scopeinfo",
-              "tee -q -o stat.json stat -json -liberty cells.lib", "write_json netlist.json"]
-    status, error, seconds = yosys(workdir, script, timeout)
-    result = {"status": status, "error": error, "seconds": {"yosys": seconds},
-              "liberty": liberty_info(), "clock_period_ns": period_ns}
-    if status != "ok":
-        return result
-    stat = json.loads((workdir / "stat.json").read_text())["design"]
+    result = {"liberty": liberty_info(), "clock_period_ns": period_ns, "seconds": {}}
+    text = emit_verilog(component, name, params)
+    source = netlist_dir / f"{name}.v"
+    if not (source.exists() and source.read_text() == text
+            and (netlist_dir / "netlist.json").exists() and (netlist_dir / "stat.json").exists()):
+        shutil.copyfile(path, netlist_dir / "cells.lib")
+        (netlist_dir / "netlist.json").unlink(missing_ok=True)
+        source.write_text(text)
+        script = [f"read_verilog {name}.v", f"synth -top {name} -flatten -noabc",
+                  "dfflibmap -liberty cells.lib",
+                  f"abc -liberty cells.lib -script {_ABC_SCRIPT}", "opt_clean",
+                  "delete t:$scopeinfo", "tee -q -o stat.json stat -json -liberty cells.lib",
+                  "write_json netlist.json"]
+        status, error, seconds = yosys(netlist_dir, script, timeout)
+        result["seconds"]["yosys"] = seconds
+        if status != "ok":
+            source.unlink(missing_ok=True)
+            result.update(status=status, error=error)
+            return result
+    stat = json.loads((netlist_dir / "stat.json").read_text())["design"]
     result["area_um2"] = round(float(stat["area"]), 1)
-    netlist = json.loads((workdir / "netlist.json").read_text())
+    netlist = json.loads((netlist_dir / "netlist.json").read_text())
     info = power_netlist(netlist, name, set(activity))
     (workdir / "netlist_power.json").write_text(json.dumps(netlist))
     status, error, seconds = yosys(workdir, ["read_json netlist_power.json",

@@ -95,7 +95,8 @@ def measure(params, pruning, gate, work, frames, freq_mhz):
     icg_params = params.with_overrides(["gating=icg"])
     dut = SimilarityComparator(icg_params, gate=gate)
     result = power_flow(dut, icg_params, workdir, activity, enables,
-                        period_ns=1000.0 / freq_mhz, name="similarity_comparator")
+                        period_ns=1000.0 / freq_mhz, name="similarity_comparator",
+                        netlist_dir=work / f"netlist_{'gated' if gate else 'ungated'}")
     result.update(pruning=pruning, gate=gate, comparisons=len(payloads), tokens=kept,
                   cycles=cycles, enables=enables, counters=counters)
     progress(f"pruning {pruning:.0%}, gate={gate}: {result['status']} "
@@ -136,11 +137,12 @@ def markdown(report):
     for pruning, saving in report["savings"].items():
         lines.append(f"| {pruning} | {_mw(saving['ungated_w'])} | {_mw(saving['gated_w'])} | "
                      f"{saving['saving_percent']:.1f} % |")
-    lines += ["", "Method and limits: see `rtl/flow/power.py` (OpenSTA 2019 takes activities only "
-              "on input ports and charges every gated clock at the full rate; the registers' "
-              "simulated rates enter through ports on their D pins, and each clock gate's clock "
-              "power is scaled by its simulated enable rate). Cell power only: no wires, no "
-              "clock tree, ideal input drivers.", ""]
+    lines += ["", ("Method and limits: see `rtl/flow/power.py` (OpenSTA 2019 takes activities "
+                   "only on input ports and charges every gated clock at the full rate; the "
+                   "registers' simulated rates enter through ports on their D pins, and each "
+                   "clock gate's clock power is scaled by its simulated enable rate). Cell "
+                   "power only: no wires, no clock tree (every clock, gated or not, reaches its "
+                   "flip-flops ideally), ideal input drivers."), ""]
     return "\n".join(lines)
 
 
