@@ -259,8 +259,9 @@ def _parser():
     # 1 s to every command (focus-rtl --help: 0.56 s as it is), measured on the CI machine.
     from boards import cli as board_cli
     from sim import estimate, run_npz
+    from sim.bench import power
     from sim.bench import suite as bench
-    for module in (bench, run_npz, board_cli, estimate):
+    for module in (bench, run_npz, board_cli, estimate, power):
         module.add_parser(sub).set_defaults(run=module.run)
     return parser
 

@@ -230,3 +230,10 @@ def test_registry_and_bad_arguments():
         SystolicArrayFp16(rows=0)
     with pytest.raises(ValueError, match=r"flush_subnormals = None: it must be True or False"):
         SystolicArrayFp16(flush_subnormals=None)
+
+
+def test_registry_arithmetic_units():
+    for name, cls in (("fp16_multiplier", FP16Multiplier), ("fp32_adder", FP32Adder)):
+        unit = build_block(name, FocusParams())
+        assert isinstance(unit, cls) and name in REFERENCE_BLOCKS
+        Fragment.get(unit, None)

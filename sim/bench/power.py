@@ -178,39 +178,72 @@ def savings(results):
     return out
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m sim.bench.power", description=__doc__.split(
-        "\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--preset", default="default")
+def _arguments(parser):
+    parser.add_argument("--preset", default="default",
+                        help="parameter preset: default, paper, board (default: default)")
     parser.add_argument("--pruning", default=",".join(str(p) for p in PRUNING),
                         help="pruned shares of the positions, comma-separated (default "
                              "0.0,0.5,0.8)")
     parser.add_argument("--frames", type=int, default=2, help="photo frames (default 2)")
     parser.add_argument("--freq", type=float, default=100.0, help="clock, MHz (default 100)")
-    parser.add_argument("-o", "--output", default=None)
-    args = parser.parse_args(argv)
-    params = FocusParams.preset(args.preset)
+    parser.add_argument("-o", "--output", default=None,
+                        help="output directory (default build/bench/power)")
+
+
+def add_parser(sub):
+    """Add the ``power`` subcommand to the ``focus-rtl`` subparsers ``sub``."""
+    parser = sub.add_parser(
+        "power", help="comparator power, gated and ungated, with OpenSTA",
+        description=__doc__.split("\n\n")[0].replace("\n", " "),
+        epilog="\n\n".join(__doc__.split("\n\n")[1:]),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    _arguments(parser)
+    return parser
+
+
+def run(args, argv=None):
+    """Run the benchmark for parsed ``args``; returns the exit status (1 when a flow failed, 2
+    for bad arguments)."""
+    try:
+        params = FocusParams.preset(args.preset)
+    except ValueError as exc:
+        print(f"focus-rtl power: error: {exc}", file=sys.stderr)
+        return 2
     pruning = [float(v) for v in args.pruning.split(",") if v.strip()]
     for value in pruning:
         if not 0.0 <= value < 1.0:
-            parser.error(f"--pruning {value}: it must be in [0, 1)")
+            print(f"focus-rtl power: error: --pruning {value}: it must be in [0, 1)",
+                  file=sys.stderr)
+            return 2
     if args.frames < 2:
-        parser.error(f"--frames {args.frames}: at least 2 (the candidates reach one frame back)")
+        print(f"focus-rtl power: error: --frames {args.frames}: at least 2 (the candidates "
+              f"reach one frame back)", file=sys.stderr)
+        return 2
     out = Path(args.output) if args.output else toolchain.BUILD_ROOT / "bench" / "power"
     out.mkdir(parents=True, exist_ok=True)
     results = [measure(params, p, gate, out / "work", args.frames, args.freq)
                for p in pruning for gate in (False, True)]
     from rtl.flow.sta import sta_version
+    command = (" ".join(["python -m sim.bench.power", *argv]) if argv is not None
+               else " ".join(["focus-rtl", *sys.argv[1:]]))
     report = {"preset": args.preset, "params": params.to_dict(), "frames": args.frames,
               "freq_mhz": args.freq, "sta": sta_version(), "results": results,
-              "savings": savings(results),
-              "command": "python -m sim.bench.power " + " ".join(argv or sys.argv[1:])}
+              "savings": savings(results), "command": command.strip()}
     (out / "power.json").write_text(json.dumps(report, indent=1, default=str))
     (out / "power.md").write_text(markdown(report))
     if any(r["status"] == "ok" for r in results):
         plot(report, out / "power.png")
     print(markdown(report))
+    print(f"wrote {out / 'power.md'}, power.json, power.png")
     return 0 if all(r["status"] == "ok" for r in results) else 1
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m sim.bench.power",
+                                     description=__doc__.split("\n\n")[0])
+    _arguments(parser)
+    argv = sys.argv[1:] if argv is None else argv
+    return run(parser.parse_args(argv), argv)
 
 
 if __name__ == "__main__":
