@@ -201,11 +201,21 @@ def power_netlist(netlist, top, registers):
                         for b in bits if isinstance(b, int)), default=1)
     next_bit = max(next_bit, 1 + max((b for p in ports.values() for b in p["bits"]
                                       if isinstance(b, int)), default=1))
+    # Every (net, bit) name of each bit: a flip-flop is named after one of the nets on its
+    # output, and the simulation may know it by another (a register and a wider net that
+    # contains it both drive the same bits).
+    aliases = defaultdict(list)
+    for net, net_info in module["netnames"].items():
+        for i, bit in enumerate(net_info["bits"]):
+            if isinstance(bit, int):
+                aliases[bit].append((net.lstrip("\\"), i))
     act_ports, unmatched = {}, []
     for name, cell in cells.items():
         if not cell["type"].startswith(("DFF", "LATCH")):
             continue
         key = register_key(name)
+        if key not in registers:
+            key = next((k for k in aliases[cell["connections"]["Q"][0]] if k in registers), key)
         gate = re.match(r"^(?P<domain>.*)_icg\..*_reg$", name)
         if cell["type"].startswith("LATCH") and gate and (key is None or key not in registers):
             # The clock gate's enable latch holds the gate's enable.
