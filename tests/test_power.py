@@ -154,3 +154,36 @@ def test_power_orderings_on_a_tiny_design(work):
     # The registers' own rates count: quiet registers, same input activity, less power.
     assert slow_reg["dynamic_w"] < full["dynamic_w"]
     assert slow_reg["switching_w"] < full["switching_w"]
+
+
+def test_comparison_stream_of_the_bench():
+    """Each kept token meets its 7 candidates; a pruned or missing one is the zero vector."""
+    from golden.block_match import candidate_offsets
+    from golden.photo import photo_tokens
+    from sim.bench.power import GRID, comparison_stream
+
+    p = FocusParams.preset("board")
+    payloads, kept = comparison_stream(p, 0.5, frames=2, seed=3)
+    assert len(payloads) == 7 * kept and 0 < kept < 2 * GRID * GRID
+    x, pos = photo_tokens(frames=2, grid=GRID, dim=p.dim, elem_bits=p.elem_bits)
+    by_vector = {tuple(v): int(q) for v, q in zip(x.tolist(), pos.tolist(), strict=True)}
+    offsets = candidate_offsets(GRID * GRID, GRID).tolist()
+    for n, beat in enumerate(payloads[:70]):
+        assert beat["nx"] == sum(v * v for v in beat["x"])
+        if beat["ny"] == 0:
+            assert beat["y"] == [0] * p.dim
+        else:
+            # A present candidate is the token at the candidate offset behind this one.
+            assert by_vector[tuple(beat["y"])] == by_vector[tuple(beat["x"])] - offsets[n % 7]
+    zero_share = sum(b["ny"] == 0 for b in payloads) / len(payloads)
+    full, _ = comparison_stream(p, 0.0, frames=2, seed=3)
+    assert zero_share > sum(b["ny"] == 0 for b in full) / len(full)
+
+
+def test_power_command_bad_arguments(capsys):
+    from focus_rtl import cli
+
+    assert cli.main(["power", "--pruning", "1.5"]) == 2
+    assert "--pruning 1.5: it must be in [0, 1)" in capsys.readouterr().err
+    assert cli.main(["power", "--frames", "1"]) == 2
+    assert "--frames 1: at least 2" in capsys.readouterr().err
