@@ -110,8 +110,10 @@ Share of the systolic array: --relative-to systolic_array (automatic when --bloc
 systolic_array) also synthesizes the reference int8 weight-stationary systolic array of the unit's
 shape (dim x dim PEs of elem_bits: 32x32 int8 at the default and paper presets) and reports every
 block's transistors, um^2 and iCE40/ECP5 LUTs as a percentage of the array's (with
-osu018-logic also the logic um^2 without memories). The array is not
-part of the Focus unit: it is never in the default block list.
+osu018-logic also the logic um^2 without memories). systolic_array_fp16 is the paper's array
+(dim x dim PEs of fp16 multiply, fp32 accumulate); --relative-to
+systolic_array,systolic_array_fp16 reports the shares of both. The arrays are not
+part of the Focus unit: they are never in the default block list.
 
 Output: report.json, report.md and a summary on stdout; with --sweep FIELD=V1,V2,...
 sweep.json, sweep.md and sweep.png (LUTs, Fmax and area against FIELD), by default in
@@ -207,8 +209,9 @@ def _parser():
                             "osu018-logic, osu018-sta (default: all; with --qor: ice40, ecp5, "
                             "osu018-sta)")
     synth.add_argument("--relative-to", metavar="BLOCK",
-                       help="also synthesize BLOCK (e.g. systolic_array) and report every "
-                            "block's area as a percentage of it")
+                       help="also synthesize BLOCK (e.g. systolic_array, or a comma-separated "
+                            "list: systolic_array,systolic_array_fp16) and report every "
+                            "block's area as a percentage of each")
     synth.add_argument("--sweep", action="append", metavar="FIELD=V1,V2,...",
                        help="run the flows once per value of FIELD and plot LUTs and Fmax; "
                             "repeat for a grid (every combination) and its Pareto front")
@@ -256,8 +259,9 @@ def _parser():
     # 1 s to every command (focus-rtl --help: 0.56 s as it is), measured on the CI machine.
     from boards import cli as board_cli
     from sim import estimate, run_npz
+    from sim.bench import power
     from sim.bench import suite as bench
-    for module in (bench, run_npz, board_cli, estimate):
+    for module in (bench, run_npz, board_cli, estimate, power):
         module.add_parser(sub).set_defaults(run=module.run)
     return parser
 
@@ -370,9 +374,10 @@ def _synth(args):
     else:
         targets = _targets(args)
     blocks = _blocks(args, REFERENCE_BLOCKS)
-    if args.relative_to is not None and args.relative_to not in (*BLOCKS, *REFERENCE_BLOCKS):
-        raise BadArgs(f"--relative-to {args.relative_to!r}: blocks are "
-                       f"{', '.join(sorted([*BLOCKS, *REFERENCE_BLOCKS]))}")
+    for reference in (args.relative_to or "").split(","):
+        if reference.strip() and reference.strip() not in (*BLOCKS, *REFERENCE_BLOCKS):
+            raise BadArgs(f"--relative-to {reference.strip()!r}: blocks are "
+                          f"{', '.join(sorted([*BLOCKS, *REFERENCE_BLOCKS]))}")
     if args.jobs < 1:
         raise BadArgs(f"--jobs {args.jobs}: must be at least 1")
     if args.work_dir and str(Path(args.work_dir).resolve()).startswith("/tmp/"):

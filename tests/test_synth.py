@@ -437,3 +437,34 @@ def test_cli_reference_blocks(capsys):
     assert "focus-rtl: error: --relative-to 'nope': blocks are" in capsys.readouterr().err
     assert cli.main(["emit", "--block", "systolic_array"]) == 2
     assert "unknown block 'systolic_array'" in capsys.readouterr().err
+
+
+def test_two_references():
+    """Both arrays as references: automatic when the block list holds both, or named as a list;
+    the report has each one's shares and a share table per reference."""
+    both = ["systolic_array", "systolic_array_fp16"]
+    assert synth._references([BLOCK, *both], None) == ([BLOCK, *both], both)
+    assert synth._references([BLOCK], ",".join(both)) == ([BLOCK, *both], both)
+    assert synth._references([BLOCK], ["systolic_array_fp16"])[1] == ["systolic_array_fp16"]
+    with pytest.raises(ValueError, match=r"Unknown reference block 'nope'"):
+        synth._references([BLOCK], "systolic_array,nope")
+    def logic(area):
+        return _fake(area_um2=area, error=None, seconds={"total": 1.0}, cells=1, ff=1,
+                     area_lower_bound=False, memories=[], memory_bits=0, memories_dropped=[])
+
+    results = {BLOCK: {"osu018-logic": logic(30.0)},
+               "systolic_array": {"osu018-logic": logic(100.0)},
+               "systolic_array_fp16": {"osu018-logic": logic(400.0)}}
+    report = {"tag": "t", "params": {"dim": 2, "elem_bits": 4}, "targets": ["osu018-logic"],
+              "results": results, "notes": [], "tools": {}, "relative_to": both[0],
+              "relative_to_all": both}
+    synth._add_shares(report, results, both)
+    assert report["relative"][BLOCK] == {"logic_area_um2": 30.0}
+    assert report["relative_by"]["systolic_array_fp16"][BLOCK] == {"logic_area_um2": 7.5}
+    assert report["relative_by"]["systolic_array_fp16"]["systolic_array"] == {
+        "logic_area_um2": 25.0}
+    text = report_markdown(report)
+    assert "### Share of systolic_array (2x2, int4)" in text
+    assert "### Share of systolic_array_fp16 (2x2, fp16 multiply, fp32 accumulate)" in text
+    assert f"| {BLOCK} | 30.00 |" in text and f"| {BLOCK} | 7.50 |" in text
+    assert cli.main(["synth", "--relative-to", "systolic_array,nope"]) == 2

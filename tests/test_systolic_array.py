@@ -32,8 +32,9 @@ STALLS = stall_patterns(("w_stream", "i_stream"), ("o_stream",))
 
 def run_array(dut, jobs, *, stalls=0.0, seed=0, max_cycles=5000):
     """Send each ``(W, X)`` of ``jobs`` in turn (the rows of W on ``w_stream``, then the rows of
-    X on ``i_stream``, from one testbench) and collect every result row. Returns (rows of
-    results, {port: transfer cycles})."""
+    X on ``i_stream``, from one testbench) and collect every result row. ``stalls``: one
+    probability for every port, or ``{port: probability}`` (:func:`sim.streams.stall_sources`).
+    Returns (rows of results, {port: transfer cycles})."""
     ports = {name: getattr(dut, name) for name in ("w_stream", "i_stream", "o_stream")}
     transfers = {name: [] for name in ports}
     count = sum(len(x) for _, x in jobs)

@@ -10,8 +10,11 @@ from ..sec.topk_selector import TopKSelector
 from ..sic.block_matcher import BlockMatcher
 from ..sic.similarity_comparator import SimilarityComparator
 from ..tile.focus_gemm import FocusGemm
+from ..tile.fp16_multiplier import FP16Multiplier
+from ..tile.fp32_adder import FP32Adder
 from ..tile.scatter_stage import ScatterStage
 from ..tile.systolic_array import SystolicArray
+from ..tile.systolic_array_fp16 import SystolicArrayFp16
 from ..top.focus_unit import FocusUnit
 
 __all__ = ["BLOCKS", "REFERENCE_BLOCKS", "build_block"]
@@ -34,6 +37,14 @@ BLOCKS = {
 #: The systolic array has the unit's shape: dim x dim PEs of elem_bits (32 x 32 int8 by default).
 REFERENCE_BLOCKS = {
     "systolic_array": lambda p, icg_cell: SystolicArray(p.dim, p.dim, p.elem_bits),
+    # The paper's array (its Table I): dim x dim PEs of fp16 multiply, fp32 accumulate.
+    "systolic_array_fp16": lambda p, icg_cell: SystolicArrayFp16(p.dim, p.dim),
+    # One fp16 array PE's arithmetic (combinational): its multiplier and its adder.
+    "fp16_multiplier": lambda p, icg_cell: FP16Multiplier(),
+    "fp32_adder": lambda p, icg_cell: FP32Adder(),
+    # The comparator without clock gating (gate=False): the baseline of the power comparison.
+    "similarity_comparator_ungated": lambda p, icg_cell: SimilarityComparator(
+        p, icg_cell=icg_cell, gate=False),
     # FocusGemm's scatter stage alone (accumulation buffer and adders): its area beside the array.
     "scatter_stage": lambda p, icg_cell: ScatterStage(p),
 }

@@ -231,7 +231,18 @@ def _reference_name(block, tag_params):
     if block == "systolic_array" and tag_params:
         n, bits = tag_params["dim"], tag_params["elem_bits"]
         return f"systolic_array ({n}x{n}, int{bits})"
+    if block == "systolic_array_fp16" and tag_params:
+        n = tag_params["dim"]
+        return f"systolic_array_fp16 ({n}x{n}, fp16 multiply, fp32 accumulate)"
     return block
+
+
+def _by_reference(report):
+    """``[(reference, shares)]`` of a report or sweep run: every reference of ``relative_by``,
+    or the one ``relative_to`` of a report written before there could be several."""
+    if report.get("relative_by"):
+        return list(report["relative_by"].items())
+    return [(report["relative_to"], report["relative"])] if report.get("relative_to") else []
 
 
 def _share_tables(shares, first_column):
@@ -274,10 +285,9 @@ def report_markdown(report):
     rows = {t: [(block, per_target[t]) for block, per_target in report["results"].items()]
             for t in report["targets"]}
     lines += _tables(rows, "block")
-    if report.get("relative_to"):
-        reference = _reference_name(report["relative_to"], report["params"])
-        lines += _share_intro(reference)
-        lines += _share_tables(list(report["relative"].items()), "block")
+    for name, shares in _by_reference(report):
+        lines += _share_intro(_reference_name(name, report["params"]))
+        lines += _share_tables(list(shares.items()), "block")
     return "\n".join(lines + _footer(report))
 
 
@@ -295,11 +305,15 @@ def sweep_markdown(sweep):
                 for run in sweep["runs"] for block, per_target in run["results"].items()]
             for t in sweep["targets"]}
     lines += _tables(rows, f"{field}, block")
-    if sweep.get("relative_to"):
-        lines += _share_intro(sweep["relative_to"])
+    references = sweep.get("relative_to_all") or (
+        [sweep["relative_to"]] if sweep.get("relative_to") else [])
+    for reference in references:
+        lines += _share_intro(reference)
         lines += _share_tables([(f"{run_label(sweep, run)} {block}", per)
                                 for run in sweep["runs"]
-                                for block, per in run["relative"].items()], f"{field}, block")
+                                for block, per in (run.get("relative_by") or {
+                                    references[0]: run["relative"]})[reference].items()],
+                               f"{field}, block")
     if sweep.get("pareto"):
         lines += pareto_markdown(sweep["pareto"])
     return "\n".join(lines + _footer(sweep))

@@ -82,17 +82,22 @@ memory); ``"synth_failed"`` (Yosys rejected the design with an ``ERROR:``: a rea
 error line. A failing run never stops the others.
 
 Share of a reference design. With ``relative_to`` (``focus-rtl synth --relative-to
-systolic_array``; automatic when the block list holds ``systolic_array``) the report also gives
-each block's transistors, um^2 and iCE40/ECP5 LUTs as a percentage of the reference block's, from
-the same flows with the same parameters (:func:`relative_shares`). The um^2 share uses ``osu018``
+systolic_array``, or several: ``--relative-to systolic_array,systolic_array_fp16``; automatic
+for each of the two arrays that the block list holds) the report also gives each block's
+transistors, um^2 and iCE40/ECP5 LUTs as a percentage of the reference block's, from the same flows
+with the same parameters (:func:`relative_shares`). The um^2 share uses ``osu018``
 (``area_um2``, memories as flip-flops); when ``osu018-logic`` ran, a separate share
 (``logic_area_um2``) gives the logic without the memories against the array (which has none, so
 its two areas are the same flow's): the two are reported side by side rather than one replacing
-the other, since neither includes SRAM macro area. The reference
+the other, since neither includes SRAM macro area. With several references, ``relative`` is
+the first one's shares and ``relative_by`` maps every reference to its shares
+(``relative_to_all`` lists them). The reference
 :class:`rtl.tile.systolic_array.SystolicArray` has the unit's shape (``dim`` x ``dim`` PEs of
 ``elem_bits``: 32 x 32 int8 at the default and paper presets). The LUT shares count LUTs only
 (DSP and BRAM blocks are not converted to LUTs), and they use the Yosys counts of each block, which
-exist even when the design then does not fit the device.
+exist even when the design then does not fit the device. The paper's own reference, a
+``dim`` x ``dim`` array of fp16 multipliers and fp32 adders, is ``systolic_array_fp16``
+(:class:`rtl.tile.systolic_array_fp16.SystolicArrayFp16`).
 """
 
 import itertools
@@ -248,19 +253,39 @@ def _cache_meta(cache):
                       "misses": cache.misses}}
 
 
-def _reference(blocks, relative_to):
-    """The block list with the reference block in it, and the reference (``relative_to``, or
-    ``"systolic_array"`` when the list holds it, else None)."""
+#: The reference arrays that become references by themselves when the block list holds them.
+AUTO_REFERENCES = ("systolic_array", "systolic_array_fp16")
+
+
+def _references(blocks, relative_to):
+    """The block list with the reference blocks in it, and the references: ``relative_to`` (a
+    block name, a comma-separated list of them, or a list), else those of
+    :data:`AUTO_REFERENCES` that the list holds (possibly none)."""
     blocks = list(blocks or BLOCKS)
-    if relative_to is None and "systolic_array" in blocks:
-        relative_to = "systolic_array"
-    if relative_to is not None:
-        if relative_to not in BLOCKS and relative_to not in REFERENCE_BLOCKS:
-            raise ValueError(f"Unknown reference block {relative_to!r}: blocks are "
+    if isinstance(relative_to, str):
+        relative_to = [r.strip() for r in relative_to.split(",") if r.strip()]
+    references = list(dict.fromkeys(relative_to or [])) or [
+        r for r in AUTO_REFERENCES if r in blocks]
+    for reference in references:
+        if reference not in BLOCKS and reference not in REFERENCE_BLOCKS:
+            raise ValueError(f"Unknown reference block {reference!r}: blocks are "
                              f"{', '.join(sorted([*BLOCKS, *REFERENCE_BLOCKS]))}")
-        if relative_to not in blocks:
-            blocks.append(relative_to)
-    return blocks, relative_to
+        if reference not in blocks:
+            blocks.append(reference)
+    return blocks, references
+
+
+def _reference(blocks, relative_to):
+    """:func:`_references` with only the first reference (None when there is none)."""
+    blocks, references = _references(blocks, relative_to)
+    return blocks, (references[0] if references else None)
+
+
+def _add_shares(report, results, references):
+    """``relative`` (the first reference's shares) and, per reference, ``relative_by``."""
+    if references:
+        report["relative"] = relative_shares(results, references[0])
+        report["relative_by"] = {r: relative_shares(results, r) for r in references}
 
 
 def _share(value, reference):
@@ -301,14 +326,16 @@ def run_synth(params, blocks=None, targets=TARGETS, *, jobs=1, progress=print, w
 
     ``freq`` maps an FPGA target to its nextpnr timing target in MHz (and ``osu018-sta`` to its
     clock). ``meta`` (e.g. the preset and the overrides) is copied into the report.
-    ``relative_to`` names a reference block (added to ``blocks`` when missing; by default
-    ``"systolic_array"`` when ``blocks`` holds it): the report then has ``relative_to`` and
-    ``relative`` (:func:`relative_shares`). ``sta``: the ``osu018-sta`` options of
+    ``relative_to`` names a reference block, or several (a list or a comma-separated string;
+    each is added to ``blocks`` when missing; by default those of :data:`AUTO_REFERENCES` that
+    ``blocks`` holds): the report then has ``relative_to`` (the first), ``relative_to_all``,
+    ``relative`` (:func:`relative_shares` against the first) and ``relative_by`` (reference ->
+    its shares). ``sta``: the ``osu018-sta`` options of
     :func:`synth_block`. ``executor``, ``scheduler`` and ``cache`` choose where the flows run
     and whether unchanged ones are taken from the cache (:mod:`rtl.flow.dist`; ``cache=True`` is
     ``build/synth-cache``). Raises :class:`ToolError` when a tool is missing.
     """
-    blocks, relative_to = _reference(blocks, relative_to)
+    blocks, references = _references(blocks, relative_to)
     targets = list(targets)
     check_tools(targets)
     options = _options(work_root, dsp, freq, timeout, sta)
@@ -320,9 +347,10 @@ def run_synth(params, blocks=None, targets=TARGETS, *, jobs=1, progress=print, w
     report.update(_cache_meta(cache))
     report["results"] = {block: {target: results[(None, block, target)] for target in targets}
                          for block in blocks}
-    if relative_to is not None:
-        report["relative_to"] = relative_to
-        report["relative"] = relative_shares(report["results"], relative_to)
+    if references:
+        report["relative_to"] = references[0]
+        report["relative_to_all"] = references
+        _add_shares(report, report["results"], references)
     return report
 
 
@@ -445,7 +473,7 @@ def run_grid(params, axes, blocks=None, targets=TARGETS, *, jobs=1, progress=pri
     of :func:`rtl.flow.pareto.pareto_front`. For one axis ``values`` lists its values. The other
     options are :func:`run_synth`'s. Bad values raise ``ValueError`` before anything runs.
     """
-    blocks, relative_to = _reference(blocks, relative_to)
+    blocks, references = _references(blocks, relative_to)
     targets = list(targets)
     points = grid_points(params, axes)
     fields = [field for field, _ in axes]
@@ -469,13 +497,13 @@ def run_grid(params, axes, blocks=None, targets=TARGETS, *, jobs=1, progress=pri
                "tag": p.tag,
                "results": {block: {target: results[(p.tag, block, target)]
                                    for target in targets} for block in blocks}}
-        if relative_to is not None:
-            run["relative"] = relative_shares(run["results"], relative_to)
+        _add_shares(run, run["results"], references)
         if cycles:
             run["cycles"] = {block: job_cycles(block, p) for block in blocks}
         sweep["runs"].append(run)
-    if relative_to is not None:
-        sweep["relative_to"] = relative_to
+    if references:
+        sweep["relative_to"] = references[0]
+        sweep["relative_to_all"] = references
     if cycles:
         sweep["pareto"] = pareto_front(sweep)
     return sweep

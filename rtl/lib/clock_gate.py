@@ -11,7 +11,7 @@ races there, so a block built with ``icg_cell=None`` models the ICG as a clock e
 behaviour is the same. The real ICG is exercised by cocotb on the emitted Verilog.
 """
 
-from amaranth.hdl import ClockDomain, ClockSignal, Instance, Module
+from amaranth.hdl import ClockDomain, ClockSignal, Instance, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -75,13 +75,18 @@ def add_gated(m, name, enable, statements, *, gating, icg_cell=ICG_CELL):
 
     Gated registers are reset-less: they hold datapath values whose validity is tracked by
     (ungated) control registers.
+
+    The enable is a signal named ``<name>_en`` in either case (no logic of its own), so that a
+    simulation's waveform gives each gate's enable rate (:mod:`rtl.flow.power` reads it).
     """
+    en = Signal(name=f"{name}_en")
+    m.d.comb += en.eq(enable)
     if gating == "icg" and icg_cell is not None:
         domain = ClockDomain(name, local=True, reset_less=True)
         m.domains += domain
         gate = m.submodules[f"{name}_icg"] = ClockGate(icg_cell)
-        m.d.comb += [gate.en.eq(enable), domain.clk.eq(gate.gclk)]
+        m.d.comb += [gate.en.eq(en), domain.clk.eq(gate.gclk)]
         m.d[name] += statements
     else:
-        with m.If(enable):
+        with m.If(en):
             m.d.sync += statements

@@ -29,10 +29,10 @@ def array_latency(rows, cols):
     return rows + cols - 1
 
 
-def _vector(bits, length, name):
+def _vector(shape, length, name):
     # A struct around the array: a top-level ArrayLayout payload gives element wires named
     # "port[0]", which collide with bit names in Yosys's abc9 (synth_ecp5 asserts).
-    return data.StructLayout({name: data.ArrayLayout(signed(bits), length)})
+    return data.StructLayout({name: data.ArrayLayout(shape, length)})
 
 
 class SystolicArray(wiring.Component):
@@ -92,20 +92,31 @@ class SystolicArray(wiring.Component):
         for name, value, low in (("rows", rows, 1), ("cols", cols, 1),
                                  ("data_bits", data_bits, 2)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"SystolicArray {name} = {value!r}: it must be an integer "
-                                 f">= {low}")
+                raise ValueError(f"{type(self).__name__} {name} = {value!r}: it must be an "
+                                 f"integer >= {low}")
         if acc_bits is None:
             acc_bits = min_acc_bits(rows, data_bits)
         if isinstance(acc_bits, bool) or not isinstance(acc_bits, int) or acc_bits < 2:
             raise ValueError(f"SystolicArray acc_bits = {acc_bits!r}: it must be an integer >= 2")
         self.rows, self.cols = rows, cols
         self.data_bits, self.acc_bits = data_bits, acc_bits
+        data_shape, acc_shape = self._shapes()
         super().__init__({
-            "w_stream": In(stream.Signature(_vector(data_bits, cols, "w"))),
-            "i_stream": In(stream.Signature(_vector(data_bits, rows, "x"))),
-            "o_stream": Out(stream.Signature(_vector(acc_bits, cols, "y"))),
+            "w_stream": In(stream.Signature(_vector(data_shape, cols, "w"))),
+            "i_stream": In(stream.Signature(_vector(data_shape, rows, "x"))),
+            "o_stream": Out(stream.Signature(_vector(acc_shape, cols, "y"))),
             "busy": Out(1),
         })
+
+    def _shapes(self):
+        """The shapes of an activation or weight, and of a partial sum."""
+        return signed(self.data_bits), signed(self.acc_bits)
+
+    def _mac(self, m, r, c, act, weight, above):
+        """The value PE (r, c) registers: ``above + act * weight`` (``above`` is None in row
+        0)."""
+        product = act * weight
+        return product if above is None else above + product
 
     @property
     def latency(self):
@@ -114,7 +125,7 @@ class SystolicArray(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        rows, cols, dbits, abits = self.rows, self.cols, self.data_bits, self.acc_bits
+        rows, cols = self.rows, self.cols
 
         # One valid bit per pipeline step; the last one is o_stream.valid.
         valid = Signal(self.latency)
@@ -129,7 +140,8 @@ class SystolicArray(wiring.Component):
         with m.If(advance):
             m.d.sync += valid.eq(Cat(take, valid[:-1]) if self.latency > 1 else take)
 
-        weight = [[Signal(signed(dbits), name=f"w_{r}_{c}") for c in range(cols)]
+        data_shape, acc_shape = self._shapes()
+        weight = [[Signal(data_shape, name=f"w_{r}_{c}") for c in range(cols)]
                   for r in range(rows)]
         with m.If(self.w_stream.valid & self.w_stream.ready):
             for c in range(cols):
@@ -142,7 +154,7 @@ class SystolicArray(wiring.Component):
         for r in range(rows):
             value = self.i_stream.payload.x[r]
             for k in range(r):
-                stage = Signal(signed(dbits), name=f"skew_{r}_{k}")
+                stage = Signal(data_shape, name=f"skew_{r}_{k}")
                 with m.If(advance):
                     m.d.sync += stage.eq(value)
                 value = stage
@@ -152,14 +164,12 @@ class SystolicArray(wiring.Component):
         for r in range(rows):
             act = left[r]
             for c in range(cols):
-                psum = Signal(signed(abits), name=f"p_{r}_{c}")
-                product = act * weight[r][c]
-                total = product if above[c] is None else above[c] + product
+                psum = Signal(acc_shape, name=f"p_{r}_{c}")
                 with m.If(advance):
-                    m.d.sync += psum.eq(total)
+                    m.d.sync += psum.eq(self._mac(m, r, c, act, weight[r][c], above[c]))
                 above[c] = psum
                 if c < cols - 1:
-                    act_reg = Signal(signed(dbits), name=f"a_{r}_{c}")
+                    act_reg = Signal(data_shape, name=f"a_{r}_{c}")
                     with m.If(advance):
                         m.d.sync += act_reg.eq(act)
                     act = act_reg
@@ -168,7 +178,7 @@ class SystolicArray(wiring.Component):
         for c in range(cols):
             value = above[c]
             for k in range(cols - 1 - c):
-                stage = Signal(signed(abits), name=f"deskew_{c}_{k}")
+                stage = Signal(acc_shape, name=f"deskew_{c}_{k}")
                 with m.If(advance):
                     m.d.sync += stage.eq(value)
                 value = stage
