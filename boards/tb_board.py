@@ -21,12 +21,11 @@ import numpy as np
 from cocotb.clock import Clock
 from cocotb.task import bridge, resume
 from cocotb.triggers import ClockCycles, FallingEdge, Timer
-from cocotb_tools.runner import get_runner
 
 from rtl.flow import toolchain
 from rtl.flow.emit import emit_verilog
 from rtl.params import FocusParams
-from sim.runner import BUILD_ARGS, CocotbFailure, case_dir, check_results, locked
+from sim.runner import case_dir, check_results, cocotb_build, locked
 
 from .bridge import FocusBoardCore
 from .host import FocusBoard
@@ -149,18 +148,9 @@ def run_board_job(params, divisor, scores, tokens, keep, *, simulator="icarus", 
     bridge_kw = bridge_kw or {}
     job_in, job_out = directory / "job.json", directory / "out.json"
     with locked(directory / ".lock"):
-        source = directory / f"{BOARD_TOP}.v"
         text = emit_verilog(FocusBoardCore(params, divisor, **bridge_kw), BOARD_TOP, params)
-        if not source.is_file() or source.read_text() != text:
-            source.write_text(text)
-        runner = get_runner(simulator)
-        build_log, test_log = directory / "build.log", directory / "test.log"
-        try:
-            runner.build(sources=[source], hdl_toplevel=BOARD_TOP, build_dir=directory,
-                         build_args=BUILD_ARGS[simulator], timescale=("1ns", "1ps"),
-                         log_file=build_log)
-        except (RuntimeError, SystemExit) as error:
-            raise CocotbFailure(f"the board build failed ({error}); log: {build_log}") from None
+        runner = cocotb_build(simulator, directory, BOARD_TOP, text, "the board")
+        test_log = directory / "test.log"
         job_in.write_text(json.dumps({
             "params": params.to_dict(), "divisor": divisor,
             "scores": [[int(v) for v in row] for row in scores],

@@ -90,15 +90,10 @@ BOARDS = {
     "ulx3s": Board("ulx3s", "ULX3S (LFE5U-85F-6BG381)", "ecp5",
                    "amaranth_boards.ulx3s", "ULX3S_85F_Platform", 25e6, "bit",
                    (("openFPGALoader", "-b", "ulx3s"),)),
-    "ulx3s-12f": Board("ulx3s-12f", "ULX3S (LFE5U-12F-6BG381)", "ecp5",
-                       "amaranth_boards.ulx3s", "ULX3S_12F_Platform", 25e6, "bit",
-                       (("openFPGALoader", "-b", "ulx3s"),)),
-    "ulx3s-25f": Board("ulx3s-25f", "ULX3S (LFE5U-25F-6BG381)", "ecp5",
-                       "amaranth_boards.ulx3s", "ULX3S_25F_Platform", 25e6, "bit",
-                       (("openFPGALoader", "-b", "ulx3s"),)),
-    "ulx3s-45f": Board("ulx3s-45f", "ULX3S (LFE5U-45F-6BG381)", "ecp5",
-                       "amaranth_boards.ulx3s", "ULX3S_45F_Platform", 25e6, "bit",
-                       (("openFPGALoader", "-b", "ulx3s"),)),
+    **{f"ulx3s-{size}": Board(f"ulx3s-{size}", f"ULX3S (LFE5U-{size.upper()}-6BG381)", "ecp5",
+                              "amaranth_boards.ulx3s", f"ULX3S_{size.upper()}_Platform", 25e6,
+                              "bit", (("openFPGALoader", "-b", "ulx3s"),))
+       for size in ("12f", "25f", "45f")},
 }
 
 #: Power-on reset length, cycles.

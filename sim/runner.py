@@ -38,7 +38,7 @@ import numpy as np
 from rtl.flow import toolchain
 from rtl.flow.emit import emit_block
 
-__all__ = ["SIMULATORS", "check_simulator", "BUILD_ARGS", "CocotbFailure",
+__all__ = ["SIMULATORS", "check_simulator", "BUILD_ARGS", "CocotbFailure", "cocotb_build",
            "case_dir", "check_results", "locked", "run_cocotb", "run_job"]
 
 #: The simulators every driver takes: the Amaranth simulator, then the cocotb ones.
@@ -99,6 +99,28 @@ def check_results(results, log, what, testcase):
         raise CocotbFailure(f"{what}: no cocotb test ran (testcase={testcase!r}); log: {log}")
 
 
+def cocotb_build(simulator, directory, toplevel, verilog, what):
+    """Builds the Verilog text ``verilog`` (top module ``toplevel``) for the cocotb simulator
+    ``simulator`` in ``directory`` (the caller holds its lock), rewriting the source only when it
+    changed so that the simulator reuses its build; returns the cocotb runner.
+    ``CocotbFailure`` naming ``what`` and the build log when the build fails."""
+    # Imported here: cocotb_tools.runner adds 0.24 s to every start-up of the package (measured
+    # after ``import sim``), and only the cocotb simulators need it.
+    from cocotb_tools.runner import get_runner
+
+    source, build_log = directory / f"{toplevel}.v", directory / "build.log"
+    if not source.is_file() or source.read_text() != verilog:
+        source.write_text(verilog)
+    runner = get_runner(simulator)
+    try:
+        runner.build(sources=[source], hdl_toplevel=toplevel, build_dir=directory,
+                     build_args=BUILD_ARGS[simulator], timescale=("1ns", "1ps"),
+                     log_file=build_log)
+    except (RuntimeError, SystemExit) as error:
+        raise CocotbFailure(f"{what}: the build failed ({error}); log: {build_log}") from None
+    return runner
+
+
 def run_cocotb(block, params, *, test_module, simulator, case, extra_env=None, testcase=None):
     """Build block ``block`` for ``params`` and run cocotb ``test_module`` on it.
 
@@ -133,30 +155,13 @@ def run_cocotb(block, params, *, test_module, simulator, case, extra_env=None, t
         checked here.
     """
     check_simulator(simulator, SIMULATORS[1:])     # the cocotb ones
-    # Imported here: cocotb_tools.runner adds 0.24 s to every start-up of the package (measured
-    # after ``import sim``), and only the cocotb simulators need it.
-    from cocotb_tools.runner import get_runner
-
     toolchain.apply()
     directory = case_dir(block, params, simulator, case)
     directory.mkdir(parents=True, exist_ok=True)
     what = f"{block} on {simulator}, case {case} ({params.tag})"
-    build_log, test_log = directory / "build.log", directory / "test.log"
-    results = directory / "results.xml"
-
+    test_log, results = directory / "test.log", directory / "results.xml"
     with locked(directory / ".lock"):
-        source = directory / f"{block}.v"
-        text = emit_block(block, params)
-        if not source.is_file() or source.read_text() != text:
-            source.write_text(text)
-
-        runner = get_runner(simulator)
-        try:
-            runner.build(sources=[source], hdl_toplevel=block, build_dir=directory,
-                         build_args=BUILD_ARGS[simulator], timescale=("1ns", "1ps"),
-                         log_file=build_log)
-        except (RuntimeError, SystemExit) as error:
-            raise CocotbFailure(f"{what}: the build failed ({error}); log: {build_log}") from None
+        runner = cocotb_build(simulator, directory, block, emit_block(block, params), what)
 
         env = {"FOCUS_PARAMS": json.dumps(params.to_dict())}
         env.update(extra_env or {})
