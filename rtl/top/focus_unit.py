@@ -129,6 +129,10 @@ class FocusUnit(FocusBlock):
         A job is running.
     error : Out(1)
         Any sticky error flag is set.
+    irq : Out(1)
+        The interrupt request, active high, level: high while ``IRQ_STATUS & IRQ_ENABLE`` is not
+        0 (a job ended, an error was raised; see :class:`rtl.top.register_file.RegisterFile`),
+        from registers, one cycle after the event.
     """
 
     def __init__(self, params=None, *, icg_cell=ICG_CELL, sic=True):
@@ -143,6 +147,7 @@ class FocusUnit(FocusBlock):
             "sic": Out(stream.Signature(match_output_layout(p))),
             "busy": Out(1),
             "error": Out(1),
+            "irq": Out(1),
         })
 
     @property
@@ -180,7 +185,7 @@ class FocusUnit(FocusBlock):
             values.sec_cycles.eq(sec.cycles), values.kept.eq(sec.kept),
             values.nbits.eq(sec.nbits), values.order.eq(sec.order),
             values.cause.sec.eq(sec.cause), values.code_words.eq(code.read.nwords),
-            self.busy.eq(regs.busy), self.error.eq(regs.error),
+            self.busy.eq(regs.busy), self.error.eq(regs.error), self.irq.eq(regs.irq),
         ]
         if self._sic:
             m.submodules.sic = sic = SicSequencer(p, icg_cell=self._icg_cell)
