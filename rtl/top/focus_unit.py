@@ -27,8 +27,24 @@ from .sic_sequencer import SicSequencer, token_layout
 
 # The register constants live in rtl.top.registers; they are re-exported here for the tools
 # that import them from the top level.
-__all__ = ["FocusUnit", "Reg", "Ctrl", "Status", "ErrorFlag", "FOCUS_ID", "token_layout",
-           "ERROR_SHIFT", "READABLE", "WRITABLE", "SIC_SETTINGS"]
+__all__ = ["FocusUnit", "focus_unit_members", "Reg", "Ctrl", "Status", "ErrorFlag", "FOCUS_ID",
+           "token_layout", "ERROR_SHIFT", "READABLE", "WRITABLE", "SIC_SETTINGS"]
+
+
+def focus_unit_members(p):
+    """The members of :class:`FocusUnit`'s signature for parameters ``p`` (also what the
+    standard-bus wrapper, :class:`rtl.top.axi_wrapper.FocusUnitAXI`, derives its ports from)."""
+    return {
+        "bus": In(RegisterSignature()),
+        "scores": In(stream.Signature(score_beat_layout(p))),
+        "tokens": In(stream.Signature(token_layout(p))),
+        "mask": Out(stream.Signature(mask_beat_layout(p))),
+        "code": Out(stream.Signature(offset_word_layout(p))),
+        "sic": Out(stream.Signature(match_output_layout(p))),
+        "busy": Out(1),
+        "error": Out(1),
+        "irq": Out(1),
+    }
 
 
 class FocusUnit(FocusBlock):
@@ -138,17 +154,7 @@ class FocusUnit(FocusBlock):
     def __init__(self, params=None, *, icg_cell=ICG_CELL, sic=True):
         self._icg_cell = icg_cell
         self._sic = bool(sic)
-        super().__init__(params, lambda p: {
-            "bus": In(RegisterSignature()),
-            "scores": In(stream.Signature(score_beat_layout(p))),
-            "tokens": In(stream.Signature(token_layout(p))),
-            "mask": Out(stream.Signature(mask_beat_layout(p))),
-            "code": Out(stream.Signature(offset_word_layout(p))),
-            "sic": Out(stream.Signature(match_output_layout(p))),
-            "busy": Out(1),
-            "error": Out(1),
-            "irq": Out(1),
-        })
+        super().__init__(params, focus_unit_members)
 
     @property
     def has_sic(self):

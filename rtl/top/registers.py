@@ -29,8 +29,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["RO", "WO", "RW", "RW1C", "ACCESS", "Field", "Register", "REGISTERS", "REGISTER", "Reg", "Ctrl",
-           "Status", "ErrorFlag", "ERROR_SHIFT", "FOCUS_ID", "READABLE", "WRITABLE",
+__all__ = ["RO", "WO", "RW", "RW1C", "ACCESS", "Field", "Register", "REGISTERS", "REGISTER", "Reg",
+           "Ctrl", "Status", "ErrorFlag", "ERROR_SHIFT", "FOCUS_ID", "READABLE", "WRITABLE",
            "SIC_SETTINGS", "Irq", "render_markdown", "update_markdown", "MARKERS"]
 
 #: Access modes: read-only, write-only, read-write, and read / write-1-to-clear (a write clears
