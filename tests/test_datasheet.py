@@ -27,6 +27,16 @@ def emitted():
     return out
 
 
+@pytest.fixture(scope="module")
+def emitted_axi():
+    out = toolchain.BUILD_ROOT / "test-datasheet-axi"
+    shutil.rmtree(out, ignore_errors=True)
+    written = emit_files(FocusParams.board(), out, ["focus_unit"], preset="board", wraps=["axi"])
+    assert [p.name for p in written] == ["focus_unit.v", "focus_unit_axi.v", "params.json",
+                                         *DATASHEET_FILES]
+    return out
+
+
 def test_register_json(emitted):
     record = json.loads((emitted / "registers.json").read_text())
     names = [r["name"] for r in record["registers"]]
@@ -69,17 +79,56 @@ def test_ports_json(emitted):
     assert all(sum(f["width"] for f in p["fields"]) == p["width"] for p in ports.values())
 
 
-def test_fusesoc_lint(emitted, require_simulator):
-    """The emitted folder is a FuseSoC core library; its lint target passes (Verilator through
-    Edalize)."""
+def test_wrapped_top_in_the_datasheet(emitted_axi, emitted):
+    """With --wrap axi, ports.json has the AXI4-Stream ports besides the unit's (unchanged), the
+    SV package their tdata structs, params.json the wrapped module."""
+    ports = json.loads((emitted_axi / "ports.json").read_text())
+    assert {name: p for name, p in ports.items() if p["module"] == "focus_unit"} == json.loads(
+        (emitted / "ports.json").read_text())
+    axis = {name: p for name, p in ports.items() if p["module"] == "focus_unit_axi"}
+    assert set(axis) == {"s_axis_scores", "s_axis_tokens", "m_axis_mask", "m_axis_code",
+                         "m_axis_sic"}
+    for name, port in axis.items():
+        assert port["width"] % 8 == 0
+        assert sum(f["width"] for f in port["fields"]) == port["width"]
+        assert port["direction"] == ("in" if name.startswith("s_") else "out")
+        assert port["tlast"] == (name != "s_axis_scores")
+        unit = ports[port["stream"]]
+        # The tdata fields are the payload's but last, at the same offsets.
+        assert [f for f in port["fields"] if f["name"] != "reserved"] == [
+            f for f in unit["fields"] if f["name"] != "last"]
+        assert port["signals"]["tvalid"] == f"{name}_tvalid"
+    package = (emitted_axi / "focus_pkg.sv").read_text()
+    for name in axis:
+        assert f"}} {name}_tdata_t;" in package
+    record = json.loads((emitted_axi / "params.json").read_text())
+    assert record["wrapped"] == ["focus_unit_axi"] and record["blocks"] == ["focus_unit"]
+    assert json.loads((emitted / "params.json").read_text())["wrapped"] == []
+
+
+def test_wrapped_sv_package_lints(emitted_axi, require_simulator):
     require_simulator("verilator")
+    lint = subprocess.run(["verilator", "--lint-only", "-Wall", "focus_pkg.sv"], cwd=emitted_axi,
+                          capture_output=True, text=True)
+    assert lint.returncode == 0 and "%Warning" not in lint.stderr, lint.stderr
+
+
+@pytest.mark.parametrize("target, which", [("lint", "unit"), ("lint_axi", "axi")])
+def test_fusesoc_lint(target, which, emitted, emitted_axi, require_simulator):
+    """The emitted folder is a FuseSoC core library; its lint target passes (Verilator through
+    Edalize), and with --wrap axi its lint_axi target over focus_unit_axi.v."""
+    require_simulator("verilator")
+    if which == "axi":
+        emitted = emitted_axi
+    else:
+        assert "lint_axi" not in (emitted / "focus_unit.core").read_text()
     fusesoc = shutil.which("fusesoc", path=f"{Path(sys.executable).parent}{os.pathsep}"
                                            f"{os.environ.get('PATH', '')}")
     assert fusesoc, "fusesoc is a test dependency (the test extra)"
-    work = emitted.parent / "test-datasheet-fusesoc"
+    work = emitted.parent / f"test-datasheet-fusesoc-{which}"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir()
-    proc = subprocess.run([fusesoc, "--cores-root", str(emitted), "run", "--target", "lint",
+    proc = subprocess.run([fusesoc, "--cores-root", str(emitted), "run", "--target", target,
                            "focus-rtl:focus:focus_unit"], cwd=work, capture_output=True,
                           text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
