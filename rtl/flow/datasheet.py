@@ -1,7 +1,8 @@
 # amaranth: UnusedElaboratable=no
 """What an integrator reads beside the Verilog, generated per parameter set by ``focus-rtl emit``:
 the register map as JSON and as a C header, the payload layouts as JSON and as a SystemVerilog
-package, all derived from :data:`rtl.top.registers.REGISTERS` and the ``data.StructLayout``s,
+package, a FuseSoC core, and a Markdown datasheet (:mod:`rtl.flow.datasheet_md`), all derived
+from :data:`rtl.top.registers.REGISTERS` and the ``data.StructLayout``s,
 never written twice.
 
 Byte addresses: the register bus is word-addressed; on a byte-addressed bus (the AXI4-Lite
@@ -22,6 +23,7 @@ from amaranth.lib.wiring import In
 from ..top.axi_wrapper import axis_ports
 from ..top.focus_unit import FocusUnit
 from ..top.registers import REGISTERS
+from .datasheet_md import datasheet_markdown
 from .layouts_doc import layout_fields, port_fields, sv_package
 
 __all__ = ["register_map", "c_header", "ports_record", "axis_record", "payload_package",
@@ -29,7 +31,7 @@ __all__ = ["register_map", "c_header", "ports_record", "axis_record", "payload_p
 
 #: The files :func:`rtl.flow.emit.emit_files` writes from this module, beside the Verilog.
 DATASHEET_FILES = ("registers.json", "focus_unit_regs.h", "ports.json", "focus_pkg.sv",
-                   "focus_unit.core")
+                   "focus_unit.core", "datasheet.md")
 
 
 def _version():
@@ -171,9 +173,10 @@ def payload_package(params, sic=True, package="focus_pkg", wraps=()):
     return sv_package(package, payloads)
 
 
-def datasheet_texts(params, sic=True, wraps=()):
+def datasheet_texts(params, sic=True, wraps=(), report=None):
     """name -> text of every file in :data:`DATASHEET_FILES`, describing the wrapped tops of
-    ``wraps`` too."""
+    ``wraps`` too; ``report`` (a ``focus-rtl synth`` report for ``params``, or None) gives the
+    Markdown datasheet's resources."""
     wraps = tuple(wraps)
     return {
         "registers.json": json.dumps(register_map(params, sic), indent=2) + "\n",
@@ -181,4 +184,5 @@ def datasheet_texts(params, sic=True, wraps=()):
         "ports.json": json.dumps(ports_record(params, sic, wraps), indent=2) + "\n",
         "focus_pkg.sv": payload_package(params, sic, wraps=wraps),
         "focus_unit.core": fusesoc_core(params, wraps),
+        "datasheet.md": datasheet_markdown(params, sic, wraps, report, version=_version()),
     }

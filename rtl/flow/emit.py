@@ -59,8 +59,10 @@ from amaranth.back import verilog
 
 from ..lib.clock_gate import ICG_CELL, icg_verilog
 from ..params import FocusParams
+from . import toolchain
 from .blocks import BLOCKS, WRAPPERS, build_block
 from .datasheet import datasheet_texts
+from .datasheet_md import find_synth_report
 
 __all__ = ["emit_verilog", "emit_block", "emit_files", "params_record", "check_icg_cell",
            "check_wraps",
@@ -199,7 +201,7 @@ def check_wraps(wraps):
 
 
 def emit_files(params, out_dir, blocks=None, *, preset=None, overrides=(), icg_cell=None,
-               wraps=()):
+               wraps=(), synth_root=None):
     """Write ``<block>.v`` for each of ``blocks`` (default: every registry block), the wrapped
     tops of ``wraps`` (``"axi"``: ``focus_unit_axi.v``, :class:`rtl.top.axi_wrapper.FocusUnitAXI`)
     and ``params.json`` into ``out_dir``, and with ``focus_unit`` the datasheet files of
@@ -207,7 +209,9 @@ def emit_files(params, out_dir, blocks=None, *, preset=None, overrides=(), icg_c
     order.
 
     ``icg_cell=None`` uses the behavioural ``focus_icg`` (included); a name instantiates that
-    library cell and leaves the model out.
+    library cell and leaves the model out. The Markdown datasheet lists the resources of the
+    newest ``focus-rtl synth`` report for ``params`` under ``synth_root`` (default
+    ``build/synth``), when there is one.
     """
     blocks = list(blocks or BLOCKS)
     for block in blocks:
@@ -233,7 +237,9 @@ def emit_files(params, out_dir, blocks=None, *, preset=None, overrides=(), icg_c
     written.append(path)
     if "focus_unit" in blocks:
         # The top's datasheet files (register map, C header, payload fields, SV package).
-        for name, text in datasheet_texts(params, wraps=wraps).items():
+        root = toolchain.BUILD_ROOT / "synth" if synth_root is None else Path(synth_root)
+        report = find_synth_report(params, root)
+        for name, text in datasheet_texts(params, wraps=wraps, report=report).items():
             path = out_dir / name
             path.write_text(text)
             written.append(path)
