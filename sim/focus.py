@@ -25,6 +25,7 @@ import numpy as np
 from golden.block_match import REPRESENTATIVES
 from golden.focus import check_focus_inputs
 from golden.offsets import check_order, check_word_bits
+from golden.results import FocusResult
 from golden.sec import MODES, check_keep
 from golden.similarity import signed_bits
 from rtl.codecs import token_beats
@@ -391,7 +392,7 @@ def focus(scores, tokens, keep, *, mode="spatial", order=None, word_bits=32, fra
         mask, words, nbits, maps, uniques, run = run_results(params, job, record, beats, transfers)
     if stats is not None:
         stats.update(run)
-    return mask, words, nbits, maps, [u.astype(dtype) for u in uniques]
+    return FocusResult(mask, words, nbits, maps, [u.astype(dtype) for u in uniques])
 
 
 def _budget(params, job, stalls):
