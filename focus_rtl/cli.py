@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from rtl.flow import synth, toolchain
-from rtl.flow.blocks import BLOCKS, REFERENCE_BLOCKS
+from rtl.flow.blocks import BLOCKS, REFERENCE_BLOCKS, WRAPPERS
 from rtl.flow.cli_args import BadArgs, add_param_arguments, params_from, split_list
 from rtl.flow.dist import resolve_executor
 from rtl.flow.emit import check_icg_cell, emit_files
@@ -196,6 +196,10 @@ def _parser():
     emit.add_argument("--icg-cell", metavar="NAME",
                       help="with gating=icg: instantiate library cell NAME (ports CLK, EN, GCLK) "
                            "and leave out the behavioural focus_icg model")
+    emit.add_argument("--wrap", action="append", choices=list(WRAPPERS), metavar="BUS",
+                      help="also the top behind standard buses: axi = focus_unit_axi.v "
+                           "(AXI4-Lite control, AXI4-Stream data, aclk/aresetn, irq), described "
+                           "in the datasheet files too (needs the block focus_unit)")
 
     synth = sub.add_parser("synth", help="area and timing reports (Yosys, nextpnr)",
                            description="Area and timing reports of each block: Yosys generic "
@@ -275,8 +279,11 @@ def _emit(args):
         except ValueError as exc:
             raise BadArgs(str(exc)) from None
     out = Path(args.output) if args.output else toolchain.BUILD_ROOT / "verilog" / args.preset
+    if args.wrap and "focus_unit" not in blocks:
+        raise BadArgs("--wrap needs the block focus_unit (its datasheet describes the wrapped "
+                      "top)")
     for path in emit_files(params, out, blocks, preset=args.preset, overrides=args.set or [],
-                           icg_cell=args.icg_cell):
+                           icg_cell=args.icg_cell, wraps=args.wrap or ()):
         print(f"wrote {display_path(path)}")
     return 0
 

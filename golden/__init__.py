@@ -12,9 +12,10 @@ NumPy, ``sim`` runs the RTL, so any input can be run through both and compared w
 - :mod:`golden.reference`: the float64 model of the paper's algorithm.
 - :mod:`golden.photo`: real data: tokens and attention from a photograph panned into frames.
 - :mod:`golden.gemm`, :mod:`golden.gemm_cycles`: the Focus GEMM and its cycle model.
+- :mod:`golden.results`: the named tuples the functions return (``sim`` returns the same).
 """
 
-from . import cycles, gemm_cycles, photo, reference
+from . import cycles, gemm_cycles, photo, reference, results
 from .block_match import block_match, sic
 from .focus import focus
 from .formats import depth_thresholds, quantize, scores_from_fp16, theta_q
@@ -29,6 +30,6 @@ __all__ = [
     "encode_offsets", "decode_offsets",
     "similar", "block_match", "sic",
     "focus",
-    "cycles", "reference", "photo",
+    "cycles", "reference", "photo", "results",
     "focus_gemm", "focus_layer", "gemm_cycles",
 ]

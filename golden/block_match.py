@@ -26,6 +26,7 @@ Decisions where the spec is silent:
 
 import numpy as np
 
+from .results import MatchResult, SicResult
 from .similarity import (
     ELEM_BITS_MAX,
     better,
@@ -242,10 +243,10 @@ def block_match(vectors, positions, *, frame_stride, row_stride, theta_q, theta_
     orig, vec = _check_matrix(vectors, "vectors")
     pos = check_positions(positions, vec.shape[0])
     if vec.shape[0] == 0:
-        return np.zeros(0, dtype=np.int64), orig[:0].copy()
+        return MatchResult(np.zeros(0, dtype=np.int64), orig[:0].copy())
     best = _best_match(vec, pos, candidate_offsets(fs, hs), tile, tq, tb)
     mp, new = _resolve(best)
-    return mp, _representatives(orig, vec, mp, new, representative)
+    return MatchResult(mp, _representatives(orig, vec, mp, new, representative))
 
 
 def sic(tokens, positions, *, frame_stride, row_stride, theta_q, theta_bits=8, tile=1024,
@@ -279,4 +280,4 @@ def sic(tokens, positions, *, frame_stride, row_stride, theta_q, theta_bits=8, t
                                     theta_q=theta_q, theta_bits=theta_bits, tile=tile,
                                     window=window, representative=representative)
         uniques.append(u)
-    return maps, uniques
+    return SicResult(maps, uniques)

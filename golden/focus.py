@@ -12,6 +12,7 @@ code (``decode_offsets(words, nbits, M) == mask``, so this model uses the mask d
 import numpy as np
 
 from .block_match import _check_matrix, check_columns, check_config, sic
+from .results import FocusResult
 from .sec import check_scores, sec
 
 __all__ = ["focus", "check_focus_inputs"]
@@ -71,4 +72,4 @@ def focus(scores, tokens, keep, *, mode="spatial", order=None, word_bits=32, fra
     maps, uniques = sic(kept, np.flatnonzero(mask), frame_stride=frame_stride,
                         row_stride=row_stride, theta_q=theta_q, theta_bits=theta_bits, tile=tile,
                         window=window, representative=representative, dim=dim)
-    return mask, words, nbits, maps, uniques
+    return FocusResult(mask, words, nbits, maps, uniques)

@@ -25,6 +25,7 @@ an earlier token of its tile), so the local map is ``maps - first index of the t
 import numpy as np
 
 from .block_match import _check_int
+from .results import LayerResult
 
 __all__ = ["focus_gemm", "concentrate", "dense_inputs", "pad_reduction", "gemm_tiles",
            "check_gemm_inputs", "focus_layer", "ELEM_BITS_MAX"]
@@ -219,4 +220,4 @@ def focus_layer(scores, tokens, weights, keep, *, mode="spatial", order=None, wo
                                       row_stride=row_stride, theta_q=theta_q,
                                       theta_bits=theta_bits, tile=tile, window=window,
                                       representative=representative, dim=dim)
-    return mask, focus_gemm(uniques, maps, w)
+    return LayerResult(mask, focus_gemm(uniques, maps, w))

@@ -21,6 +21,8 @@ from numbers import Integral
 
 import numpy as np
 
+from .results import OffsetCode
+
 __all__ = [
     "ORDER_BITS", "MAX_ORDER", "MAX_LEADING_ZEROS", "MAX_TOKENS",
     "encode_offsets", "decode_offsets",
@@ -258,7 +260,7 @@ def encode_offsets(mask, order=None, word_bits=32):
     count_bits = M.bit_length()
     values = np.concatenate([[(e << count_bits) | gaps.size], gaps + (1 << e)])
     widths = np.concatenate([[ORDER_BITS + count_bits], expgolomb_bits(gaps, e)])
-    return _pack(values, widths, word_bits)
+    return OffsetCode(*_pack(values, widths, word_bits))
 
 
 # ---- decoder -------------------------------------------------------------------------------------

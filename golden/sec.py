@@ -15,6 +15,7 @@ from numbers import Integral
 import numpy as np
 
 from .offsets import encode_offsets
+from .results import SecResult
 
 __all__ = ["MODES", "importance", "topk_mask", "sec", "check_scores", "check_keep"]
 
@@ -139,4 +140,4 @@ def sec(scores, keep, *, mode="spatial", order=None, word_bits=32):
     """
     mask = topk_mask(importance(scores, mode), keep)
     words, nbits = encode_offsets(mask, order=order, word_bits=word_bits)
-    return mask, words, nbits
+    return SecResult(mask, words, nbits)

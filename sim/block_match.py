@@ -22,6 +22,7 @@ import numpy as np
 
 from golden.block_match import _check_matrix, check_columns, check_config, check_positions
 from golden.block_match import block_match as golden_block_match
+from golden.results import MatchResult, SicResult
 from golden.similarity import signed_bits
 from rtl.codecs import decode_beats
 from rtl.params import FocusParams, check_limit
@@ -146,7 +147,7 @@ def block_match(vectors, positions, *, frame_stride, row_stride, theta_q, theta_
     if vec.shape[0] == 0:
         if stats is not None:
             stats.update(cycles=0, active=0, gated=0, uniques=0)
-        return np.zeros(0, dtype=np.int64), orig[:0].copy()
+        return MatchResult(np.zeros(0, dtype=np.int64), orig[:0].copy())
     with rtl_failures("sim.block_match"):
         job = Job(vec, pos, int(frame_stride), int(row_stride), 0, representative == "mean")
         (result,) = run_jobs(params, [job], thetas=[int(theta_q)], simulator=simulator,
@@ -158,7 +159,7 @@ def block_match(vectors, positions, *, frame_stride, row_stride, theta_q, theta_
     if stats is not None:
         stats.update(cycles=result.cycles, active=result.active, gated=result.gated,
                      uniques=result.uniques)
-    return mp, uniques.astype(orig.dtype)
+    return MatchResult(mp, uniques.astype(orig.dtype))
 
 
 def sic(tokens, positions, *, frame_stride, row_stride, theta_q, theta_bits=8, tile=1024,
@@ -191,7 +192,7 @@ def sic(tokens, positions, *, frame_stride, row_stride, theta_q, theta_bits=8, t
     if count == 0:
         if stats is not None:
             stats.update(cycles=0, column_cycles=[0] * columns, active=0, gated=0, uniques=0)
-        return maps, [orig[:0, :dim].copy() for _ in range(columns)]
+        return SicResult(maps, [orig[:0, :dim].copy() for _ in range(columns)])
     mean = representative == "mean"
     jobs = [Job(c[1], pos, int(frame_stride), int(row_stride), 0, mean) for c in checked]
     with rtl_failures("sim.block_match"):
@@ -209,7 +210,7 @@ def sic(tokens, positions, *, frame_stride, row_stride, theta_q, theta_bits=8, t
                      column_cycles=[r.cycles for r in results],
                      active=sum(r.active for r in results), gated=sum(r.gated for r in results),
                      uniques=sum(r.uniques for r in results))
-    return maps, uniques
+    return SicResult(maps, uniques)
 
 
 def _span(results):

@@ -61,6 +61,16 @@ def _port(dut, port, suffix):
                              f"the emitted Verilog?") from None
 
 
+def _unsigned(handle):
+    """A handle's value as an unsigned int (a 1-bit signal's value is a ``Logic``)."""
+    value = handle.value
+    return value.to_unsigned() if hasattr(value, "to_unsigned") else int(value)
+
+
+def _hex(bits):
+    return "/".join(f"{b:#x}" for b in bits)
+
+
 def _high(handle):
     return str(handle.value) == "1"
 
@@ -143,16 +153,25 @@ class StreamMonitor:
     """Checks the stream rules on ``port`` every cycle and records the transfers.
 
     Once ``valid`` is high, ``valid`` and the payload must stay unchanged until the transfer.
+    The signals are ``<port>__valid``, ``__ready`` and ``__payload`` (Amaranth's names), or those
+    of ``signals``: ``{"valid": handle, "ready": handle, "payload": [handles]}`` (for instance an
+    AXI4-Stream port's ``tvalid``, ``tready`` and ``[tdata, tlast]``, which must all hold), on
+    ``clock`` (default ``dut.clk``).
     Violations do not stop the simulation: they are recorded in :attr:`errors` (naming the port,
     the time and the cycle), and :meth:`check`, called at the end of the test, raises
     ``AssertionError`` if there were any. :attr:`transfers` holds the sim time (ns, mid-cycle) of
     every transfer.
     """
 
-    def __init__(self, dut, port):
-        self.port, self.clk = port, dut.clk
-        self.valid, self.ready = _port(dut, port, "valid"), _port(dut, port, "ready")
-        self.payload = _port(dut, port, "payload")
+    def __init__(self, dut, port, *, clock=None, signals=None):
+        self.port = port
+        self.clk = dut.clk if clock is None else clock
+        if signals is None:
+            self.valid, self.ready = _port(dut, port, "valid"), _port(dut, port, "ready")
+            self.payload = (_port(dut, port, "payload"),)
+        else:
+            self.valid, self.ready = signals["valid"], signals["ready"]
+            self.payload = tuple(signals["payload"])
         self.errors, self.transfers = [], []
         self._task = None
 
@@ -170,14 +189,14 @@ class StreamMonitor:
         while True:
             await FallingEdge(self.clk)
             valid, ready = _high(self.valid), _high(self.ready)
-            bits = self.payload.value.to_unsigned() if valid else None
+            bits = tuple(_unsigned(h) for h in self.payload) if valid else None
             if held is not None:
                 where = f"at {get_sim_time('ns'):g} ns (cycle {cycle}; valid since {held[1]})"
                 if not valid:
                     self.errors.append(f"{self.port}: valid fell without a transfer {where}")
                 elif bits != held[0]:
                     self.errors.append(f"{self.port}: payload changed while waiting {where}: "
-                                       f"{held[0]:#x} -> {bits:#x}")
+                                       f"{_hex(held[0])} -> {_hex(bits)}")
             if valid and ready:
                 self.transfers.append(get_sim_time("ns"))
                 held = None

@@ -25,6 +25,7 @@ import numpy as np
 from golden.block_match import REPRESENTATIVES
 from golden.focus import check_focus_inputs
 from golden.offsets import check_order, check_word_bits
+from golden.results import FocusResult
 from golden.sec import MODES, check_keep
 from golden.similarity import signed_bits
 from rtl.codecs import token_beats
@@ -41,7 +42,7 @@ from .streams import rtl_failures
 
 __all__ = ["SIMULATORS", "INPUTS", "OUTPUTS", "COUNTERS", "focus", "fit_params",
            "focus_program", "wait_idle", "read_counters", "AmaranthIO", "run_program",
-           "token_beats", "job_record", "sec_mode_word", "sec_order_word"]
+           "token_beats", "job_record", "sec_mode_word", "sec_order_word", "run_results"]
 
 #: The FocusUnit's stream ports.
 INPUTS = ("scores", "tokens")
@@ -253,8 +254,10 @@ def run_program(params, program, *, stalls=0.0, seed=0, max_cycles=200_000, vcd=
 
 # ---- the API -------------------------------------------------------------------------------------
 
-def _results(params, job, record, beats, transfers):
-    """(mask, words, nbits, maps, uniques, stats) from a run's record."""
+def run_results(params, job, record, beats, transfers):
+    """(mask, words, nbits, maps, uniques, stats) from a run of :func:`focus_program`: its
+    record, the beats received on each output port and the transfer cycles of each port (any
+    numbering: only differences count)."""
     mask = np.array(record["kept_mask"], dtype=bool)
     code = beats["code"][slice(*record["code"])]
     words = np.array([b["word"] for b in code], dtype=np.uint64)
@@ -381,10 +384,10 @@ def focus(scores, tokens, keep, *, mode="spatial", order=None, word_bits=32, fra
             beats, transfers = io.received, io.transfers
         else:
             record, beats, transfers = _cocotb_run(params, job, simulator, stalls, seed)
-        mask, words, nbits, maps, uniques, run = _results(params, job, record, beats, transfers)
+        mask, words, nbits, maps, uniques, run = run_results(params, job, record, beats, transfers)
     if stats is not None:
         stats.update(run)
-    return mask, words, nbits, maps, [u.astype(dtype) for u in uniques]
+    return FocusResult(mask, words, nbits, maps, [u.astype(dtype) for u in uniques])
 
 
 def _budget(params, job, stalls):

@@ -14,6 +14,7 @@ import os
 import numpy as np
 
 from golden.gemm import ELEM_BITS_MAX, check_gemm_inputs, check_layer_inputs, gemm_tiles
+from golden.results import LayerResult
 from rtl.params import FocusParams
 from rtl.tile.focus_gemm import FocusGemm
 
@@ -250,4 +251,4 @@ def focus_layer(scores, tokens, weights, keep, *, mode="spatial", order=None, wo
     if stats is not None:
         stats.update(unit=unit_stats, gemm=gemm_stats,
                      cycles=unit_stats.get("cycles", 0) + gemm_stats["cycles"])
-    return mask, y
+    return LayerResult(mask, y)

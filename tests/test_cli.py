@@ -27,6 +27,15 @@ def test_emit_default_directory(home):
     assert record["params"] == FocusParams.board().to_dict()
 
 
+def test_emit_wrap_axi(home):
+    proc = focus_rtl("emit", "--preset", "board", "--block", "focus_unit", "--wrap", "axi",
+                     "-o", "out", cwd=home)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[:3] == [f"wrote out/{name}" for name in (
+        "focus_unit.v", "focus_unit_axi.v", "params.json")]
+    assert "module focus_unit_axi(" in (home / "out" / "focus_unit_axi.v").read_text()
+
+
 def test_emit_is_deterministic(home):
     for name in ("a", "b"):
         proc = focus_rtl("emit", "--preset", "board", "--set", "gating=icg", "--block",
@@ -116,6 +125,8 @@ BAD = [
     (["emit", "--block", "nope"], "unknown block 'nope'"),
     (["emit", "--preset", "huge"], "Unknown preset 'huge'"),
     (["emit", "--icg-cell", "1x"], "'1x' is not a Verilog identifier"),
+    (["emit", "--wrap", "wishbone"], "invalid choice: 'wishbone'"),
+    (["emit", "--block", "sec", "--wrap", "axi"], "--wrap needs the block focus_unit"),
     (["synth", "--preset", "huge"], "Unknown preset 'huge'"),
     (["synth", "--set", "window=1"], "FocusParams.window = 1 is out of range"),
     (["synth", "--block", "nope"], "unknown block 'nope'"),

@@ -11,7 +11,7 @@ import pytest
 import golden
 import sim
 from rtl.params import FocusParams
-from sim.runner import run_cocotb
+from sim.runner import case_dir, run_cocotb, waves_path
 from sim.similarity import comparison_vectors
 
 pytestmark = pytest.mark.cocotb
@@ -44,3 +44,29 @@ def test_similar_matches_golden_and_amaranth(simulator, require_simulator):
     sim.similar(x, y, 230, params=p, stalls=0.3, stats=reference, seed=4)
     assert stats == reference
     assert stats["gated"] == int(np.count_nonzero((x == 0).all(axis=1) | (y == 0).all(axis=1)))
+
+
+@pytest.mark.parametrize("simulator", SIMULATORS)
+def test_waves(simulator, require_simulator, monkeypatch):
+    """FOCUS_VCD=1 gives cocotb runs waves too: ``sim.similar`` on a simulator builds with tracing
+    in the case's ``waves/`` folder (the untraced build is a different folder, left alone) and
+    the trace (FST from Icarus, VCD from Verilator) lands in build/vcd/."""
+    require_simulator(simulator)
+    p = FocusParams(dim=2, elem_bits=4, theta_bits=2)
+    path = waves_path("similarity_comparator", p, simulator, "similar")
+    path.unlink(missing_ok=True)
+    monkeypatch.setenv("FOCUS_VCD", "1")
+    got = sim.similar(np.array([[1, 2], [3, -4]]), np.array([[1, 2], [-3, 4]]), 2,
+                      theta_bits=2, params=p, simulator=simulator)
+    np.testing.assert_array_equal(got, [True, False])
+    assert path.is_file(), path
+    data = path.read_bytes()
+    if simulator == "verilator":
+        text = data.decode()
+        assert path.suffix == ".vcd" and "$enddefinitions" in text and "i_stream__valid" in text
+    else:
+        # FST: block type 0 (the header block) first; the body is compressed.
+        assert path.suffix == ".fst" and data[0] == 0 and len(data) > 200
+    case = case_dir("similarity_comparator", p, simulator, "similar")
+    assert (case / "waves" / "results.xml").is_file()
+    assert not any((case / name).exists() for name in ("dump.vcd", "similarity_comparator.fst"))

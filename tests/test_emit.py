@@ -126,7 +126,8 @@ def test_emit_files_deterministic(emitted, outdir):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]
     first, again = _all_bytes(directory), _all_bytes(outdir)
-    first = {k: v for k, v in first.items() if k.endswith((".v", ".json", ".h", ".sv", ".core"))}
+    first = {k: v for k, v in first.items()
+             if k.endswith((".v", ".json", ".h", ".sv", ".core", ".md"))}
     assert sorted(first) == sorted([f"{b}.v" for b in BLOCKS] + ["params.json",
                                                                   *DATASHEET_FILES])
     assert sorted(again) == sorted(first)

@@ -29,6 +29,7 @@ from rtl.top.registers import (
     WRITABLE,
     Ctrl,
     ErrorFlag,
+    Irq,
     Reg,
     Status,
 )
@@ -345,11 +346,11 @@ def test_register_access_rules():
         assert await io.read(Reg.ID) == FOCUS_ID
         assert await io.read(Reg.STATUS) == 0 and not io.get(dut.error)
         values = {}
-        for n, reg in enumerate(sorted(WRITABLE - {Reg.CTRL, Reg.THETA_DATA})):
+        for n, reg in enumerate(sorted(WRITABLE - {Reg.CTRL, Reg.THETA_DATA, Reg.IRQ_STATUS})):
             value = (0x9E3779B9 * (n + 1)) & 0xFFFFFFFF
             await io.write(reg, value)
-            values[reg] = value & {Reg.SEC_MODE: 1, Reg.SEC_ORDER: 15,
-                                   Reg.SIC_REPR: 1}.get(reg, 0xFFFFFFFF)
+            values[reg] = value & {Reg.SEC_MODE: 1, Reg.SEC_ORDER: 15, Reg.SIC_REPR: 1,
+                                   Reg.IRQ_ENABLE: 7}.get(reg, 0xFFFFFFFF)
         for reg, value in values.items():
             assert await io.read(reg) == value, reg.name
         assert await io.read(Reg.CTRL) == 0 and await io.read(Reg.THETA_DATA) == 0
@@ -449,6 +450,103 @@ def test_commands_and_clear():
     (rec, rec_empty), io = run_program(p, program, stalls=0.2, seed=4)
     check_job(p, job, rec, io)
     check_job(p, empty, rec_empty, io)
+
+
+def test_interrupts():
+    """IRQ_STATUS records every job end and every raised error flag whether enabled or not; irq
+    is high exactly while an enabled bit is set; a write of 1 clears a bit, of 0 leaves it;
+    CTRL.CLEAR leaves IRQ_STATUS; an aborted job and a SIC start on a code that kept nothing
+    end too; a second error of a flag already set raises ERROR again."""
+    p = P7
+    rng = np.random.default_rng(11)
+    job = random_job(rng, p, M=20, keep=6)
+
+    async def irq_state(io):
+        return await io.read(Reg.IRQ_STATUS), io.get(io.dut.irq)
+
+    async def sec_job(io, rec):
+        await io.write(Reg.CTRL, Ctrl.START_SEC)
+        assert io.get(io.dut.busy) and not io.get(io.dut.irq)
+        io.send("scores", rec["scores"])
+        await io.wait_sent("scores")
+        await wait_idle(io)
+
+    async def program(io):
+        rec = record_of(p, job)
+        assert await irq_state(io) == (0, 0) and await io.read(Reg.IRQ_ENABLE) == 0
+        for reg, value in [(Reg.SEC_M, rec["M"]), (Reg.SEC_R, rec["R"]),
+                           (Reg.SEC_KEEP, rec["keep"]), (Reg.THETA_ADDR, 0),
+                           (Reg.THETA_DATA, rec["theta_q"]), (Reg.SIC_FRAME_STRIDE, 4),
+                           (Reg.SIC_ROW_STRIDE, 1)]:
+            await io.write(reg, value)
+        # Every event enabled: an SEC job's end.
+        await io.write(Reg.IRQ_ENABLE, Irq.SEC_DONE | Irq.SIC_DONE | Irq.ERROR)
+        assert await io.read(Reg.IRQ_ENABLE) == 7
+        await sec_job(io, rec)
+        assert await irq_state(io) == (Irq.SEC_DONE, 1)
+        await io.write(Reg.IRQ_STATUS, 0)                       # writing 0 clears nothing
+        assert await irq_state(io) == (Irq.SEC_DONE, 1)
+        await io.write(Reg.IRQ_STATUS, Irq.SEC_DONE)
+        assert await irq_state(io) == (0, 0)
+        assert errors_of(await io.read(Reg.STATUS)) == 0        # a W1C write is not a bus error
+        # A SIC job's end.
+        kept = np.asarray(rec["tokens"]).reshape(rec["M"], -1)[
+            np.array(mask_of(io, rec["M"]), dtype=bool)]
+        await io.write(Reg.CTRL, Ctrl.START_SIC)
+        io.send("tokens", token_beats(kept, 0, p.dim))
+        await io.wait_sent("tokens")
+        await wait_idle(io)
+        assert await irq_state(io) == (Irq.SIC_DONE, 1)
+        await io.write(Reg.IRQ_STATUS, 7)
+        # Masking: only ERROR enabled. A job's end is recorded, irq stays low.
+        await io.write(Reg.IRQ_ENABLE, Irq.ERROR)
+        await sec_job(io, rec)
+        assert await irq_state(io) == (Irq.SEC_DONE, 0)
+        await io.write(Reg.ID, 0)                               # a bus error
+        assert await irq_state(io) == (Irq.SEC_DONE | Irq.ERROR, 1)
+        await io.write(Reg.CTRL, Ctrl.CLEAR)                    # clears STATUS, not IRQ_STATUS
+        assert await irq_state(io) == (Irq.SEC_DONE | Irq.ERROR, 1)
+        await io.write(Reg.IRQ_STATUS, Irq.ERROR)
+        assert await irq_state(io) == (Irq.SEC_DONE, 0)
+        await io.write(Reg.IRQ_ENABLE, Irq.SEC_DONE)            # enabling a pending bit raises irq
+        assert await irq_state(io) == (Irq.SEC_DONE, 1)
+        await io.write(Reg.IRQ_ENABLE, 0)
+        assert await irq_state(io) == (Irq.SEC_DONE, 0)
+        await io.write(Reg.IRQ_STATUS, 7)
+        # An error of a flag already set (BUS, not cleared) raises ERROR again.
+        await io.write(Reg.IRQ_ENABLE, Irq.ERROR)
+        await io.write(Reg.ID, 0)
+        await io.write(Reg.IRQ_STATUS, Irq.ERROR)
+        assert await irq_state(io) == (0, 0)
+        await io.write(Reg.ID, 0)
+        assert await irq_state(io) == (Irq.ERROR, 1)
+        await io.write(Reg.CTRL, Ctrl.CLEAR)
+        await io.write(Reg.IRQ_STATUS, 7)
+        # An aborted SEC job (its scores never come): SEC_DONE and ERROR (ABORTED).
+        await io.write(Reg.IRQ_ENABLE, Irq.SEC_DONE)
+        await io.write(Reg.CTRL, Ctrl.START_SEC)
+        await io.tick(5)
+        assert await irq_state(io) == (0, 0)
+        await io.write(Reg.CTRL, Ctrl.ABORT)
+        await io.tick()             # ABORTED is raised with the write, the job ends a cycle later
+        assert await irq_state(io) == (Irq.SEC_DONE | Irq.ERROR, 1)
+        assert errors_of(await io.read(Reg.STATUS)) == ErrorFlag.ABORTED
+        await io.write(Reg.CTRL, Ctrl.CLEAR)
+        await io.write(Reg.IRQ_STATUS, 7)
+        # A SIC start on a code that kept nothing ends at once; a refused start is only an error.
+        await io.write(Reg.SEC_KEEP, 0)
+        await sec_job(io, rec)
+        await io.write(Reg.IRQ_STATUS, 7)
+        await io.write(Reg.IRQ_ENABLE, Irq.SIC_DONE)
+        await io.write(Reg.CTRL, Ctrl.START_SIC)
+        await io.tick()             # the job ends in the cycle after the start, seen a cycle later
+        assert await irq_state(io) == (Irq.SIC_DONE, 1)
+        await io.write(Reg.IRQ_STATUS, 7)
+        await io.write(Reg.CTRL, Ctrl.START_SEC | Ctrl.START_SIC)
+        assert await irq_state(io) == (Irq.ERROR, 0)
+        return True
+
+    assert run_program(p, program, stalls=0.2, seed=6)[0]
 
 
 def test_abort():

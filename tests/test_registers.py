@@ -22,6 +22,7 @@ from rtl.top.registers import (
     Ctrl,
     ErrorFlag,
     Field,
+    Irq,
     Reg,
     Register,
     Status,
@@ -43,6 +44,7 @@ MAP = {
     "NBITS": (0x13, "RO"), "ORDER": (0x14, "RO"), "UNIQUES": (0x15, "RO"),
     "ACTIVE": (0x16, "RO"), "GATED": (0x17, "RO"), "CAUSE": (0x18, "RO"),
     "SIC_TOKENS": (0x19, "RO"), "CODE_WORDS": (0x1A, "RO"),
+    "IRQ_ENABLE": (0x1C, "RW"), "IRQ_STATUS": (0x1D, "RW1C"),
 }
 
 
@@ -54,17 +56,22 @@ def test_the_map_is_unchanged():
                                                "ABORT": 8}
     assert {f.name: f.value for f in Status} == {"SEC_BUSY": 1, "SIC_BUSY": 2, "CODE_VALID": 4}
     assert ERROR_SHIFT == 8
+    assert {f.name: f.value for f in Irq} == {"SEC_DONE": 1, "SIC_DONE": 2, "ERROR": 4}
     assert [f.name for f in ErrorFlag] == ["SEC_CONFIG", "SEC_STREAM", "DECODER", "MATCHER",
                                            "TOKENS", "BUS", "COMMAND", "ABORTED"]
     assert [f.value for f in ErrorFlag] == [1 << n for n in range(8)]
     fields = {(r.name, f.name): (f.lsb, f.width) for r in REGISTERS for f in r.fields
-              if r.name not in ("CTRL", "STATUS")}
+              if r.name not in ("CTRL", "STATUS", "IRQ_ENABLE", "IRQ_STATUS")}
     assert fields == {("SEC_MODE", "TEMPORAL"): (0, 1), ("SEC_ORDER", "ORDER"): (0, 3),
                       ("SEC_ORDER", "ADAPTIVE"): (3, 1), ("SIC_REPR", "MEAN"): (0, 1),
                       ("CAUSE", "SEC"): (0, 2), ("CAUSE", "DECODER"): (4, 4)}
     # The RW registers' stored widths (a write is masked to them).
     assert {r.name: r.width for r in REGISTERS if r.access == "RW" and r.width != 32} == {
-        "SEC_MODE": 1, "SEC_ORDER": 4, "SIC_REPR": 1}
+        "SEC_MODE": 1, "SEC_ORDER": 4, "SIC_REPR": 1, "IRQ_ENABLE": 3}
+    # The two interrupt registers have the same bits.
+    for name in ("IRQ_ENABLE", "IRQ_STATUS"):
+        assert {f.name: (f.lsb, f.width) for f in REGISTER[name].fields} == {
+            "SEC_DONE": (0, 1), "SIC_DONE": (1, 1), "ERROR": (2, 1)}
 
 
 def test_address_sets():
@@ -87,7 +94,7 @@ def test_pack_unpack():
 
 
 def test_table_checks():
-    with pytest.raises(ValueError, match=r"^X: access must be RO, WO or RW, not 'R'$"):
+    with pytest.raises(ValueError, match=r"^X: access must be RO, WO, RW or RW1C, not 'R'$"):
         Register(0x30, "X", "R", 8, "")
     with pytest.raises(ValueError, match=r"^X.F \(bits 8..7\) is outside the register's 8 bits$"):
         Register(0x30, "X", "RO", 8, "", fields=(Field("F", 7, 2),))

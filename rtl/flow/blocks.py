@@ -15,9 +15,10 @@ from ..tile.fp32_adder import FP32Adder
 from ..tile.scatter_stage import ScatterStage
 from ..tile.systolic_array import SystolicArray
 from ..tile.systolic_array_fp16 import SystolicArrayFp16
+from ..top.axi_wrapper import FocusUnitAXI
 from ..top.focus_unit import FocusUnit
 
-__all__ = ["BLOCKS", "REFERENCE_BLOCKS", "build_block"]
+__all__ = ["BLOCKS", "REFERENCE_BLOCKS", "WRAPPERS", "build_block"]
 
 #: block name -> factory(params, icg_cell) -> wiring.Component
 BLOCKS = {
@@ -50,10 +51,19 @@ REFERENCE_BLOCKS = {
 }
 
 
+#: The top behind standard buses, by ``focus-rtl emit --wrap`` name: wrap -> (module name,
+#: factory). Not in BLOCKS (emit writes it only when asked); :func:`build_block` and the cocotb
+#: runner take the module name.
+WRAPPERS = {
+    "axi": ("focus_unit_axi", lambda p, icg_cell: FocusUnitAXI(p, icg_cell=icg_cell)),
+}
+
+
 def build_block(name, params, *, icg_cell="focus_icg"):
-    """Construct block ``name`` (of BLOCKS or REFERENCE_BLOCKS) for ``params``; ``icg_cell=None``
-    models ICGs as clock enables."""
-    factory = BLOCKS.get(name) or REFERENCE_BLOCKS.get(name)
+    """Construct block ``name`` (of BLOCKS, REFERENCE_BLOCKS, or a module name of WRAPPERS) for
+    ``params``; ``icg_cell=None`` models ICGs as clock enables."""
+    wrapped = {module: factory for module, factory in WRAPPERS.values()}
+    factory = BLOCKS.get(name) or REFERENCE_BLOCKS.get(name) or wrapped.get(name)
     if factory is None:
         raise ValueError(f"Unknown block {name!r}: blocks are {', '.join(sorted(BLOCKS))}")
     return factory(params, icg_cell)

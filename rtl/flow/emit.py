@@ -1,7 +1,9 @@
 """Verilog emission: deterministic (``emit_src=False``), ports from the component's signature.
 
 :func:`emit_files` is what ``focus-rtl emit`` runs: one ``<block>.v`` per registry block (module
-name = block name) and ``params.json``. Same arguments, same bytes: no timestamps, no paths.
+name = block name) and ``params.json``; with ``--wrap axi`` also ``focus_unit_axi.v``, the top
+behind AXI4-Lite and AXI4-Stream (:class:`rtl.top.axi_wrapper.FocusUnitAXI`). Same arguments,
+same bytes: no timestamps, no paths.
 
 Compiling the files together: every file compiles on its own, and all the files of one output
 directory also compile together in one Icarus or Verilator run. Amaranth names every submodule
@@ -57,10 +59,13 @@ from amaranth.back import verilog
 
 from ..lib.clock_gate import ICG_CELL, icg_verilog
 from ..params import FocusParams
-from .blocks import BLOCKS, build_block
+from . import toolchain
+from .blocks import BLOCKS, WRAPPERS, build_block
 from .datasheet import datasheet_texts
+from .datasheet_md import find_synth_report
 
 __all__ = ["emit_verilog", "emit_block", "emit_files", "params_record", "check_icg_cell",
+           "check_wraps",
            "instantiates", "postprocess", "icg_model_guard", "LINT_OFF"]
 
 #: Verilator warnings of the default set that Amaranth's Verilog trips by construction (see the
@@ -167,10 +172,11 @@ def _derived(params):
 
 
 def params_record(params, *, preset=None, overrides=(), blocks=(), icg_cell=ICG_CELL,
-                  icg_model=True):
+                  icg_model=True, wraps=()):
     """The content of ``params.json``: the fields, the derived widths and how they were chosen.
 
-    ``params`` rebuilds the parameters with ``FocusParams.from_dict(record["params"])``.
+    ``params`` rebuilds the parameters with ``FocusParams.from_dict(record["params"])``;
+    ``wrapped`` lists the wrapped tops' module names (``focus-rtl emit --wrap``).
     """
     return {
         "preset": preset,
@@ -179,39 +185,61 @@ def params_record(params, *, preset=None, overrides=(), blocks=(), icg_cell=ICG_
         "params": params.to_dict(),
         "derived": _derived(params),
         "blocks": list(blocks),
+        "wrapped": [WRAPPERS[w][0] for w in wraps],
         "icg": None if params.gating != "icg" else {
             "cell": icg_cell, "behavioural_model_included": bool(icg_model)},
     }
 
 
-def emit_files(params, out_dir, blocks=None, *, preset=None, overrides=(), icg_cell=None):
-    """Write ``<block>.v`` for each of ``blocks`` (default: every registry block) and
-    ``params.json`` into ``out_dir``, and with ``focus_unit`` the datasheet files of
-    :mod:`rtl.flow.datasheet`; returns the paths written, in order.
+def check_wraps(wraps):
+    """``wraps`` as a list without repeats; ``ValueError`` for a name not in :data:`WRAPPERS`."""
+    wraps = list(dict.fromkeys(wraps or ()))
+    for wrap in wraps:
+        if wrap not in WRAPPERS:
+            raise ValueError(f"Unknown wrapper {wrap!r}: wrappers are {', '.join(WRAPPERS)}")
+    return wraps
+
+
+def emit_files(params, out_dir, blocks=None, *, preset=None, overrides=(), icg_cell=None,
+               wraps=(), synth_root=None):
+    """Write ``<block>.v`` for each of ``blocks`` (default: every registry block), the wrapped
+    tops of ``wraps`` (``"axi"``: ``focus_unit_axi.v``, :class:`rtl.top.axi_wrapper.FocusUnitAXI`)
+    and ``params.json`` into ``out_dir``, and with ``focus_unit`` the datasheet files of
+    :mod:`rtl.flow.datasheet` (describing the wrapped tops too); returns the paths written, in
+    order.
 
     ``icg_cell=None`` uses the behavioural ``focus_icg`` (included); a name instantiates that
-    library cell and leaves the model out.
+    library cell and leaves the model out. The Markdown datasheet lists the resources of the
+    newest ``focus-rtl synth`` report for ``params`` under ``synth_root`` (default
+    ``build/synth``), when there is one.
     """
     blocks = list(blocks or BLOCKS)
     for block in blocks:
         if block not in BLOCKS:
             raise ValueError(f"Unknown block {block!r}: blocks are {', '.join(sorted(BLOCKS))}")
+    wraps = check_wraps(wraps)
+    if wraps and "focus_unit" not in blocks:
+        raise ValueError("a wrapped top is emitted with its datasheet, which needs the block "
+                         "focus_unit: add it to the blocks")
     cell, model = (ICG_CELL, True) if icg_cell is None else (check_icg_cell(icg_cell), False)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for block in blocks:
+    modules = blocks + [WRAPPERS[w][0] for w in wraps]
+    for block in modules:
         path = out_dir / f"{block}.v"
         path.write_text(emit_block(block, params, icg_cell=cell, icg_model=model))
         written.append(path)
     record = params_record(params, preset=preset, overrides=overrides, blocks=blocks,
-                           icg_cell=cell, icg_model=model)
+                           icg_cell=cell, icg_model=model, wraps=wraps)
     path = out_dir / "params.json"
     path.write_text(json.dumps(record, indent=2) + "\n")
     written.append(path)
     if "focus_unit" in blocks:
         # The top's datasheet files (register map, C header, payload fields, SV package).
-        for name, text in datasheet_texts(params).items():
+        root = toolchain.BUILD_ROOT / "synth" if synth_root is None else Path(synth_root)
+        report = find_synth_report(params, root)
+        for name, text in datasheet_texts(params, wraps=wraps, report=report).items():
             path = out_dir / name
             path.write_text(text)
             written.append(path)

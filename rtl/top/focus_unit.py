@@ -27,8 +27,24 @@ from .sic_sequencer import SicSequencer, token_layout
 
 # The register constants live in rtl.top.registers; they are re-exported here for the tools
 # that import them from the top level.
-__all__ = ["FocusUnit", "Reg", "Ctrl", "Status", "ErrorFlag", "FOCUS_ID", "token_layout",
-           "ERROR_SHIFT", "READABLE", "WRITABLE", "SIC_SETTINGS"]
+__all__ = ["FocusUnit", "focus_unit_members", "Reg", "Ctrl", "Status", "ErrorFlag", "FOCUS_ID",
+           "token_layout", "ERROR_SHIFT", "READABLE", "WRITABLE", "SIC_SETTINGS"]
+
+
+def focus_unit_members(p):
+    """The members of :class:`FocusUnit`'s signature for parameters ``p`` (also what the
+    standard-bus wrapper, :class:`rtl.top.axi_wrapper.FocusUnitAXI`, derives its ports from)."""
+    return {
+        "bus": In(RegisterSignature()),
+        "scores": In(stream.Signature(score_beat_layout(p))),
+        "tokens": In(stream.Signature(token_layout(p))),
+        "mask": Out(stream.Signature(mask_beat_layout(p))),
+        "code": Out(stream.Signature(offset_word_layout(p))),
+        "sic": Out(stream.Signature(match_output_layout(p))),
+        "busy": Out(1),
+        "error": Out(1),
+        "irq": Out(1),
+    }
 
 
 class FocusUnit(FocusBlock):
@@ -129,21 +145,16 @@ class FocusUnit(FocusBlock):
         A job is running.
     error : Out(1)
         Any sticky error flag is set.
+    irq : Out(1)
+        The interrupt request, active high, level: high while ``IRQ_STATUS & IRQ_ENABLE`` is not
+        0 (a job ended, an error was raised; see :class:`rtl.top.register_file.RegisterFile`),
+        from registers, one cycle after the event.
     """
 
     def __init__(self, params=None, *, icg_cell=ICG_CELL, sic=True):
         self._icg_cell = icg_cell
         self._sic = bool(sic)
-        super().__init__(params, lambda p: {
-            "bus": In(RegisterSignature()),
-            "scores": In(stream.Signature(score_beat_layout(p))),
-            "tokens": In(stream.Signature(token_layout(p))),
-            "mask": Out(stream.Signature(mask_beat_layout(p))),
-            "code": Out(stream.Signature(offset_word_layout(p))),
-            "sic": Out(stream.Signature(match_output_layout(p))),
-            "busy": Out(1),
-            "error": Out(1),
-        })
+        super().__init__(params, focus_unit_members)
 
     @property
     def has_sic(self):
@@ -180,7 +191,7 @@ class FocusUnit(FocusBlock):
             values.sec_cycles.eq(sec.cycles), values.kept.eq(sec.kept),
             values.nbits.eq(sec.nbits), values.order.eq(sec.order),
             values.cause.sec.eq(sec.cause), values.code_words.eq(code.read.nwords),
-            self.busy.eq(regs.busy), self.error.eq(regs.error),
+            self.busy.eq(regs.busy), self.error.eq(regs.error), self.irq.eq(regs.irq),
         ]
         if self._sic:
             m.submodules.sic = sic = SicSequencer(p, icg_cell=self._icg_cell)

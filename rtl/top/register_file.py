@@ -8,7 +8,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
 from ..lib.register_bus import RegisterSignature
-from .registers import ERROR_SHIFT, REGISTER, REGISTERS, RW, WO, ErrorFlag
+from .registers import ERROR_SHIFT, REGISTER, REGISTERS, RW, RW1C, WO, ErrorFlag, Irq
 
 __all__ = ["RegisterFile", "JobControlSignature", "ThetaWriteSignature", "register_layout",
            "settings_layout", "values_layout"]
@@ -94,6 +94,13 @@ class RegisterFile(FocusBlock):
     ``THETA_DATA`` writes entry ``THETA_ADDR`` of the threshold table (``theta``) and increments
     ``THETA_ADDR``; an entry >= layers or a value >= 2**theta_bits is ignored and sets ``BUS``.
 
+    Interrupts: ``IRQ_STATUS`` bit ``SEC_DONE`` (``SIC_DONE``) is set in the first cycle after a
+    granted ``START_SEC`` (``START_SIC``) in which that job is not busy, that is when the job has
+    ended, however it ended (a SIC start whose code kept no token ends at once); ``ERROR`` is set
+    in the cycle after any error flag is raised. The bits are sticky until written as 1 to
+    ``IRQ_STATUS`` (an event in the cycle of that write wins); ``CLEAR`` leaves them. ``irq`` is
+    ``(IRQ_STATUS & IRQ_ENABLE) != 0``, from registers (no combinational path from the bus).
+
     Timing: writes take effect at the end of their cycle, reads have one cycle of latency (see
     :class:`RegisterSignature`). Commands (``sec``, ``sic``) are combinational from the bus: a
     start is granted in the cycle of its ``CTRL`` write when both jobs are idle, ``ABORT`` is not
@@ -121,6 +128,8 @@ class RegisterFile(FocusBlock):
         A job runs.
     error : Out(1)
         An error flag is set.
+    irq : Out(1)
+        An enabled interrupt event is pending.
     """
 
     def __init__(self, params=None, *, sic=True):
@@ -134,6 +143,7 @@ class RegisterFile(FocusBlock):
             "code_valid": In(1),
             "busy": Out(1),
             "error": Out(1),
+            "irq": Out(1),
         })
 
     @property
@@ -191,6 +201,19 @@ class RegisterFile(FocusBlock):
             with m.If(theta_write):
                 m.d.sync += theta_addr.eq(theta_addr + 1)
 
+        # ---- interrupts: job ends and raised error flags, sticky until written as 1 -----------
+        irq_status = Signal(len(Irq))
+        events = Signal(register_layout(REGISTER["IRQ_STATUS"]))
+        for job, start, event in ((sec, start_sec, events.sec_done),
+                                  (sic, start_sic, events.sic_done)):
+            pending = Signal()        # a granted start whose job has not been seen ending yet
+            m.d.comb += event.eq(pending & ~job.busy)
+            m.d.sync += pending.eq(start | (pending & job.busy))
+        clear_bits = Mux(bus.w_en & (bus.addr == REGISTER["IRQ_STATUS"].addr),
+                         bus.w_data[:len(Irq)], 0)
+        m.d.sync += irq_status.eq((irq_status & ~clear_bits) | events.as_value())
+        m.d.comb += self.irq.eq((irq_status & stored["IRQ_ENABLE"].as_value()) != 0)
+
         # ---- reads ----------------------------------------------------------------------------
         errors = Signal(len(ErrorFlag))
         status = Signal(register_layout(REGISTER["STATUS"]))
@@ -207,6 +230,8 @@ class RegisterFile(FocusBlock):
                     with m.Case(r.addr):
                         if r.access == RW:
                             m.d.sync += bus.r_data.eq(stored[r.name])
+                        elif r.access == RW1C:
+                            m.d.sync += bus.r_data.eq(irq_status)
                         elif r.access == WO:
                             pass                                # reads as 0
                         elif r.name == "ID":
@@ -224,5 +249,6 @@ class RegisterFile(FocusBlock):
                   | Mux(bad_cmd, ErrorFlag.COMMAND, 0)
                   | Mux(ctrl.abort & ~both_idle, ErrorFlag.ABORTED, 0))
         m.d.sync += errors.eq(Mux(ctrl.clear, 0, errors) | raised)
+        m.d.comb += events.error.eq(raised != 0)
         m.d.comb += [self.busy.eq(sec.busy | sic.busy), self.error.eq(errors != 0)]
         return m

@@ -5,7 +5,8 @@ value, description, bit fields). From the table come
 
 - :class:`Reg` (the addresses by name), :class:`Ctrl` (the ``CTRL`` command bits),
   :class:`Status` (the ``STATUS`` job bits), :class:`ErrorFlag` and :data:`ERROR_SHIFT` (the
-  sticky error flags in ``STATUS``), :data:`FOCUS_ID`, and the address sets :data:`READABLE`,
+  sticky error flags in ``STATUS``), :class:`Irq` (the bits of ``IRQ_ENABLE`` and
+  ``IRQ_STATUS``), :data:`FOCUS_ID`, and the address sets :data:`READABLE`,
   :data:`WRITABLE` and :data:`SIC_SETTINGS`;
 - the register file's address decoder, access rules, RW register widths and read multiplexer
   (:class:`rtl.top.register_file.RegisterFile`);
@@ -16,7 +17,8 @@ with ``--markdown``). The module is plain Python, without Amaranth, so a host dr
 
 Access rules, the same for every register: a write to an RO or unmapped address is ignored and
 sets ``STATUS.BUS``; a read of an unmapped address returns 0 and sets ``BUS``; a WO register reads
-as 0; an RW register reads back what was written, masked to its ``width``. Registers marked
+as 0; an RW register reads back what was written, masked to its ``width``; an RW1C register (the
+interrupt status) reads its bits, and a write clears the bits written as 1. Registers marked
 ``sic`` are unmapped in a unit built without SIC. Addresses and bit positions are fixed: host
 tools rely on them.
 """
@@ -27,12 +29,14 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["RO", "WO", "RW", "Field", "Register", "REGISTERS", "REGISTER", "Reg", "Ctrl",
-           "Status", "ErrorFlag", "ERROR_SHIFT", "FOCUS_ID", "READABLE", "WRITABLE",
-           "SIC_SETTINGS", "render_markdown", "update_markdown", "MARKERS"]
+__all__ = ["RO", "WO", "RW", "RW1C", "ACCESS", "Field", "Register", "REGISTERS", "REGISTER", "Reg",
+           "Ctrl", "Status", "ErrorFlag", "ERROR_SHIFT", "FOCUS_ID", "READABLE", "WRITABLE",
+           "SIC_SETTINGS", "Irq", "render_markdown", "update_markdown", "MARKERS"]
 
-#: Access modes.
-RO, WO, RW = "RO", "WO", "RW"
+#: Access modes: read-only, write-only, read-write, and read / write-1-to-clear (a write clears
+#: the bits written as 1 and leaves the others).
+RO, WO, RW, RW1C = "RO", "WO", "RW", "RW1C"
+ACCESS = (RO, WO, RW, RW1C)
 
 
 @dataclass(frozen=True)
@@ -83,8 +87,9 @@ class Register:
     sic: bool = False
 
     def __post_init__(self):
-        if self.access not in (RO, WO, RW):
-            raise ValueError(f"{self.name}: access must be RO, WO or RW, not {self.access!r}")
+        if self.access not in ACCESS:
+            raise ValueError(f"{self.name}: access must be RO, WO, RW or RW1C, not "
+                             f"{self.access!r}")
         for f in self.fields:
             if f.msb >= self.width:
                 raise ValueError(f"{self.name}.{f.name} ({f.bits}) is outside the register's "
@@ -98,7 +103,7 @@ class Register:
     @property
     def writable(self):
         """A write is not a bus error."""
-        return self.access in (WO, RW)
+        return self.access in (WO, RW, RW1C)
 
     def field(self, name):
         """The field called ``name``."""
@@ -201,6 +206,23 @@ REGISTERS = (
     Register(0x19, "SIC_TOKENS", RO, 32, "tokens taken by the last SIC job (drained ones "
                                          "included)"),
     Register(0x1A, "CODE_WORDS", RO, 32, "words of the code in the code memory"),
+    Register(0x1C, "IRQ_ENABLE", RW, 3, "the events that raise the `irq` output (bits as in "
+                                        "IRQ_STATUS)", fields=(
+        Field("SEC_DONE", 0, description="an SEC job ended"),
+        Field("SIC_DONE", 1, description="a SIC job ended"),
+        Field("ERROR", 2, description="an error flag was raised"),
+    )),
+    Register(0x1D, "IRQ_STATUS", RW1C, 3, "the events seen since they were last cleared, "
+                                          "whether enabled or not; write 1 to a bit to clear it; "
+                                          "`irq` is high while (IRQ_STATUS & IRQ_ENABLE) != 0",
+             fields=(
+        Field("SEC_DONE", 0, description="an SEC job ended: finished, rejected (SEC_CONFIG) or "
+                                         "aborted"),
+        Field("SIC_DONE", 1, description="a SIC job ended: finished, rejected, aborted, or a "
+                                         "start on a code that kept no token"),
+        Field("ERROR", 2, description="a sticky error flag of STATUS was raised (set again by "
+                                      "every new error, even of a flag already set)"),
+    )),
 )
 
 #: The registers by name.
@@ -236,6 +258,10 @@ ErrorFlag = enum.IntFlag("ErrorFlag", [(f.name, 1 << (f.lsb - ERROR_SHIFT))
 ErrorFlag.__doc__ = ("The sticky error flags (``STATUS`` bits ``ERROR_SHIFT + n``), cleared by "
                      "``CTRL.CLEAR``, from :data:`REGISTERS`: "
                      + "; ".join(f"{f.name}: {f.description}" for f in _ERROR_FIELDS) + ".")
+
+Irq = enum.IntFlag("Irq", [(f.name, 1 << f.lsb) for f in REGISTER["IRQ_STATUS"].fields],
+                   module=__name__)
+Irq.__doc__ = "Bits of ``IRQ_ENABLE`` and ``IRQ_STATUS``, from :data:`REGISTERS`."
 
 #: The constant in register ``ID``.
 FOCUS_ID = REGISTER["ID"].reset
