@@ -1,6 +1,6 @@
 """The SEC offset decoder (spec 3.3): Exp-Golomb offset code in, keep mask and kept indices out."""
 
-from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -211,6 +211,12 @@ class OffsetDecoder(FocusBlock):
         fill = Signal(range(bb + 1))    # bits loaded into buf (string and padding)
         rem = Signal(p.nbits_bits)      # string bits not yet consumed
         need = Signal(p.nbits_bits)     # string bits not yet loaded
+        all_in = Signal()               # need == 0
+        # String bits in the buffer: all of them (rem <= fill) once the string is all loaded,
+        # else the whole fill (fill < rem); and avail - 1 - e, so that a code with k leading
+        # zeros fits when slack >= 2*k (compares with constants in the decoder's loop).
+        avail = Signal.like(fill)
+        slack = Signal(signed(len(fill) + 2))
 
         # ---- a new job --------------------------------------------------------------------------
         cfg_fire = cfg.valid & cfg.ready
@@ -224,6 +230,7 @@ class OffsetDecoder(FocusBlock):
                 prev_end.eq(0),
                 tokens.eq(cfg_m), hb.eq(cfg_hb), e.eq(0), n.eq(0),
                 buf.eq(0), fill.eq(0), rem.eq(cfg.payload.nbits), need.eq(cfg.payload.nbits),
+                all_in.eq(cfg.payload.nbits == 0), avail.eq(0), slack.eq(-1),
                 error.eq(bad_m | short),
                 cause.eq(Mux(bad_m, DecodeError.CONFIG,
                              Mux(short, DecodeError.HEADER, DecodeError.NONE))),
@@ -265,9 +272,7 @@ class OffsetDecoder(FocusBlock):
         # ---- stage 1: parse the header, or one code, at the top of the buffer -------------------
         # String bits in the buffer: all of them (rem <= fill) once the string is all loaded,
         # else the whole fill (fill < rem); so no wide compare of fill with rem.
-        avail = Signal.like(fill)
-        m.d.comb += avail.eq(Mux(need == 0, rem[:len(fill)], fill))
-        first, fits_at = _code_starts(m, p, buf, e, avail)
+        first, fits_at = _code_starts(m, p, buf, slack)
         hl, hdr, hdr_n = _header_fields(m, p, buf, hb)
         lz = Signal(range(zmax + 1))
         m.d.comb += lz.eq(zmax)
@@ -306,7 +311,7 @@ class OffsetDecoder(FocusBlock):
                             m.d.sync += phase.eq(_Phase.FIN)
                     with m.Elif((avail >= zmax) & ~buf[bb - zmax:].any()):
                         m.d.comb += [fail.eq(1), fail_cause.eq(DecodeError.ZEROS)]
-                    with m.Elif(need == 0):
+                    with m.Elif(all_in):
                         # Every string bit is in the buffer and the code still does not fit.
                         m.d.comb += [fail.eq(1), fail_cause.eq(DecodeError.TRUNCATED)]
         with m.If(take_code):
@@ -318,9 +323,9 @@ class OffsetDecoder(FocusBlock):
         fin = (phase == _Phase.FIN) & ~s2_valid
 
         # ---- the buffer: load a word below the string bits, then consume ------------------------
-        m.d.comb += i.ready.eq(running & ~in_done & (error | (need == 0) | (fill <= fw)))
+        m.d.comb += i.ready.eq(running & ~in_done & (error | all_in | (fill <= fw)))
         word_fire = i.valid & i.ready
-        load = word_fire & ~error & (need != 0)
+        load = word_fire & ~error & ~all_in
         loaded = Signal(bb)             # fill <= fw when a word is taken, so it fits
         m.d.comb += loaded.eq(Mux(load, buf | ((i.payload.word << fw) >> fill), buf))
         after_e = Signal(bb)            # a code's 1 + e bits past its leading zeros
@@ -333,10 +338,21 @@ class OffsetDecoder(FocusBlock):
             m.d.comb += used.eq(hl)
         with m.Elif(take_code):
             m.d.comb += used.eq(code_len)
+        # The next avail and slack: after this cycle's word, less what this cycle consumes.
+        all_in_next = all_in | (load & (need <= wb))
+        fill_next = Signal.like(fill)
+        m.d.comb += fill_next.eq(fill + Mux(load, wb, 0))
+        base = Signal.like(fill)
+        m.d.comb += base.eq(Mux(all_in_next, rem[:len(fill)], fill_next))
+        e_next = Mux(take_hdr, hdr >> hb, e)[:3]
         with m.If(running & ~cfg_fire):
-            m.d.sync += [rem.eq(rem - used), fill.eq(fill - used + Mux(load, wb, 0))]
+            m.d.sync += [rem.eq(rem - used), fill.eq(fill_next - used), all_in.eq(all_in_next),
+                         avail.eq(base - used), slack.eq(base - 1 - e_next - used)]
             with m.If(take_hdr):
-                m.d.sync += buf.eq(loaded << hl)
+                with m.Switch(hb):      # a select by a register, not a shifter
+                    for h in range(cb + 1):
+                        with m.Case(h):
+                            m.d.sync += buf.eq(loaded << 3 + h)
             with m.Elif(take_code):
                 m.d.sync += buf.eq(after_code)
             with m.Else():
@@ -349,8 +365,8 @@ class OffsetDecoder(FocusBlock):
 
         # Stage 2's code comes before stage 1's, so its error wins.
         with m.If(running & ~error & (fail2 | fail | short)):
-            m.d.sync += [error.eq(1),
-                         cause.eq(Mux(fail2, fail2_cause, Mux(fail, fail_cause, DecodeError.SHORT)))]
+            m.d.sync += [error.eq(1), cause.eq(
+                Mux(fail2, fail2_cause, Mux(fail, fail_cause, DecodeError.SHORT)))]
         with m.If(cfg_fire):
             m.d.sync += s2_valid.eq(0)
 
@@ -384,11 +400,12 @@ def _or_all(values):
     return out
 
 
-def _code_starts(m, p, buf, e, avail):
+def _code_starts(m, p, buf, slack):
     """Where the code at the top of the bit buffer ``buf`` ends, at order ``e``: ``first[k]`` is
     high when it has exactly k leading zeros (k < Z = :func:`leading_zero_limit`; none is high
     when the top Z bits are all zero), and ``fits_at[k]`` when a code of that many leading zeros,
-    ``2*k + 1 + e`` bits, is within the ``avail`` string bits in the buffer.
+    ``2*k + 1 + e`` bits, is within the string bits in the buffer (``slack`` = those bits
+    - 1 - e).
     Both come straight from registers, so they are the first steps of the decoder's loop."""
     zmax, bb = leading_zero_limit(p), len(buf)
     assert zmax <= 31
@@ -398,7 +415,7 @@ def _code_starts(m, p, buf, e, avail):
         zeros = ~buf[bb - k:].any() if k else 1
         m.d.comb += f.eq(buf[bb - 1 - k] & zeros)
         fa = Signal(name=f"fits{k}")
-        m.d.comb += fa.eq(avail >= 2 * k + 1 + e)
+        m.d.comb += fa.eq(slack >= 2 * k)
         first.append(f)
         fits_at.append(fa)
     return first, fits_at
@@ -408,8 +425,8 @@ def _header_fields(m, p, buf, hb):
     """The header at the top of ``buf`` for a count field of ``hb`` bits: its length
     ``3 + hb``, the header's bits (order, then count) and the count n."""
     cb, bb = p.count_bits, len(buf)
-    hl = Signal(range(cb + 4))      # header length
-    m.d.comb += hl.eq(3 + hb)
+    hl = Signal(range(cb + 4))      # header length (registered: it is set with hb)
+    m.d.sync += hl.eq(3 + hb)
     hdr_shift = Signal(range(bb + 1))
     m.d.comb += hdr_shift.eq(bb - hl)
     hdr = Signal(3 + cb)
