@@ -34,10 +34,12 @@ BUBBLE_SORT_LATENCY = 3
 # the digit chosen in two steps), and the mask pass's extra stage (the tie prefix count).
 RADIX_DIGIT_GAP = 3
 RADIX_MASK_LATENCY = 1
-# Offset encoder: gap counter, Exp-Golomb length, bit packer and output register stages.
-ENCODE_LATENCY = 7
-# Offset decoder: word unpacker, prefix counter, value extraction and mask write stages.
-DECODE_LATENCY = 5
+# Offset encoder: gap counter, gap memory read and its register, Exp-Golomb length, bit packer
+# and output register stages.
+ENCODE_LATENCY = 8
+# Offset decoder: word unpacker, code parse (leading zeros and length), value and index stage,
+# mask write stages.
+DECODE_LATENCY = 6
 # Block matcher (rtl.sic.block_matcher.matcher_latency): input register, window read, read register,
 # comparators (3), best-candidate selection (4 for any comparator count), map lookup, output reg.
 BLOCK_MATCH_LATENCY = 12
