@@ -113,27 +113,27 @@ class OffsetDecoder(FocusBlock):
     stage 2, which holds stage 1 (no code is lost or repeated).
 
     Cycles with no stalls, for a valid code of w words and n kept tokens, from the config beat to
-    the last output transfer, inclusive: at least ``max(w, n, ceil(M/lanes)) + 6`` (+ 5 for n = 0) and at most
-    ``w + n + ceil(M/lanes) + 6`` (:func:`golden.cycles.decode_cycles`); near the lower end
-    unless the queue overflows on gaps of many whole beats (clustered masks).
+    the last output transfer, inclusive: at least ``max(w, n, ceil(M/lanes)) + 6`` (+ 5 for
+    n = 0) and at most ``w + n + ceil(M/lanes) + 6`` (:func:`golden.cycles.decode_cycles`);
+    near the lower end unless the queue overflows on gaps of many whole beats (clustered masks).
 
     Malformed input (:class:`DecodeError`): M = 0 or M > ``tokens``, ``nbits`` shorter than the
     header, words ending before ``nbits``, a count n > M, a code with Z or more leading zeros (so
     also more than 31), a code running past ``nbits``, an index >= M, or codes ending before
-    ``nbits``. Each is found in the cycle the decoder reaches it (the config beat, the word
-    flagged ``last``, or the offending header or code; the index checks a cycle later, in
-    stage 2, which also wins over a stage-1 error of the next code). Then ``error`` rises with its ``cause``;
-    the rest of the job is dropped: no further index or mask beat is written (beats already
-    written are valid positions < M, but the job is incomplete: consumers must discard it), the
-    queue is cleared, and ``i_stream.ready`` stays high until the job's ``last`` word. The decoder
-    is idle (``busy`` low) :data:`DECODE_DRAIN_CYCLES` cycles after the later of the error and the
-    ``last`` word's transfer, once a beat already offered on an output has been taken (stream
-    rules forbid withdrawing it). With always-valid words and always-ready outputs, a job of w
-    words that writes i <= M indices is idle within ``w + i + ceil(M/lanes) + 9`` cycles of its
-    config beat, error or not (the fuzz tests check this bound on thousands of streams; the formal
-    test proves at a small size that every job ends). ``error`` and
-    ``cause`` hold until the next config beat. The decoder never writes an index >= M, more
-    than ceil(M/lanes) mask beats, or a set padding bit, and never waits for words it cannot get.
+    ``nbits``. Each is found in the cycle the decoder reaches it (the config beat, the word flagged
+    ``last``, or the offending header or code; the index checks a cycle later, in stage 2, which
+    also wins over a stage-1 error of the next code). Then ``error`` rises with its ``cause``; the
+    rest of the job is dropped: no further index or mask beat is written (beats already written are
+    valid positions < M, but the job is incomplete: consumers must discard it), the queue is
+    cleared, and ``i_stream.ready`` stays high until the job's ``last`` word. The decoder is idle
+    (``busy`` low) :data:`DECODE_DRAIN_CYCLES` cycles after the later of the error and the ``last``
+    word's transfer, once a beat already offered on an output has been taken (stream rules forbid
+    withdrawing it). With always-valid words and always-ready outputs, a job of w words that writes
+    i <= M indices is idle within ``w + i + ceil(M/lanes) + 9`` cycles of its config beat, error or
+    not (the fuzz tests check this bound on thousands of streams; the formal test proves at a small
+    size that every job ends). ``error`` and ``cause`` hold until the next config beat. The decoder
+    never writes an index >= M, more than ceil(M/lanes) mask beats, or a set padding bit, and never
+    waits for words it cannot get.
 
     Parameters
     ----------
