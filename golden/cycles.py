@@ -21,9 +21,10 @@ __all__ = [
 
 # Similarity comparator: 3 register stages (products, sums, squared compare); one pair per cycle.
 SIMILAR_LATENCY = 3
-# Importance analyzer: the vector is complete 2 cycles after the last beat (spec 3.1 allows 3); its
-# readout's first read is issued then, and the first beat leaves the cycle after.
-IMPORTANCE_LATENCY = 2
+# Importance analyzer: the vector is complete 3 cycles after the last beat (read, read register,
+# write back; spec 3.1 allows 3); its readout's first read is issued then, and the first beat
+# leaves the cycle after.
+IMPORTANCE_LATENCY = 3
 # Top-k selector: a vector beat is written, its word read back the next cycle, and a mask beat
 # leaves through the output register: 3 cycles from a beat in to the first mask beat it allows.
 TOPK_LATENCY = 3
