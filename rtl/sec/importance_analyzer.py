@@ -142,16 +142,15 @@ class ImportanceAnalyzer(FocusBlock):
     beat waits, stray ``i_stream`` beats are accepted and dropped, so no producer hangs.
 
     Datapath. A buffer word is a beat. Spatial: each beat's word is read in the cycle of its
-    transfer, the read data is registered the next cycle, and the lane-wise max is written back
-    the cycle after (so the block RAM's output delay and the max are in different cycles). When a
-    row is one or two words long a beat reads its word before the previous beats' writes of it
-    land (a read returns the old word), so the words written in the last two cycles are forwarded
-    from registers instead. Temporal: the lanes of a beat
-    are reduced by a max tree (half of its levels in the cycle of the transfer, half in the next),
-    a running max covers the column's beats, and the column's result goes into its lane of a word
-    register that is written to the buffer when the word is full or the job ends (no
-    read-modify-write at all). In both dataflows the last beat's word is written the cycle after
-    its transfer.
+    transfer, the read data is registered the next cycle, and the lane-wise max is written back the
+    cycle after (so the block RAM's output delay and the max are in different cycles). When a row is
+    one or two words long a beat reads its word before the previous beats' writes of it land (a read
+    returns the old word), so the words written in the last two cycles are forwarded from registers
+    instead. Temporal: the lanes of a beat are reduced by a max tree (half of its levels in the
+    cycle of the transfer, half in the next), a running max covers the column's beats (in the cycle
+    after the tree), and the column's result goes into its lane of a word register that is written
+    to the buffer when the word is full or the job ends (no read-modify-write at all). In both
+    dataflows the last beat's word is written two cycles after its transfer.
 
     Handing over to the selector (SEC): built with ``buffer="external"`` the analyzer has no
     memory of its own, only the ``buffer`` port; SEC connects it and the selector's ``buffer``
@@ -237,8 +236,10 @@ class ImportanceAnalyzer(FocusBlock):
         s2_rd = Signal(word)
         s2_fwd1 = Signal()         # spatial: the word was written in the cycle before stage 3 ...
         s2_fwd2 = Signal()         # ... or two cycles before (reads do not see those writes)
-        s2_wdata = Signal(word)    # temporal: the word, and whether to write it
-        s2_wen = Signal()
+        s2_bmax = Signal(sb)       # temporal: the beat's max, and where it goes
+        s2_col_end = Signal()
+        s2_lane = Signal(range(a))
+        s2_flush = Signal()
         # The spatial writes of the last two cycles (for forwarding).
         w1_valid, w1_addr, w1_data = Signal(), Signal(buffer_addr_bits(p)), Signal(word)
         w2_data = Signal(word)
@@ -314,7 +315,7 @@ class ImportanceAnalyzer(FocusBlock):
                 s1_flush.eq((pos.lane == a - 1) | (pos.tleft == 1)),
             ]
 
-        # Stage 2: register the read data; the temporal column max and the word to write.
+        # Stage 2: register the read data (spatial), or the rest of the beat's max tree (temporal).
         m.d.sync += s2_valid.eq(s1_valid)
         w_en = Signal()
         with m.If(s1_valid):
@@ -323,22 +324,11 @@ class ImportanceAnalyzer(FocusBlock):
                 s2_rd.eq(port.r_data),
                 s2_fwd1.eq(s2_valid & ~temporal & (s2_addr == s1_addr)),
                 s2_fwd2.eq(w1_valid & (w1_addr == s1_addr)),
-                s2_wen.eq(s1_col_end & s1_flush),
             ]
-        cm = Signal(sb)
         (beat_max,) = _max_tree(m, s1_part, sb, prefix="max_s1")
-        m.d.comb += cm.eq(_max(Mux(s1_first, 0, colmax), beat_max))
-        filled = Signal(word)
-        m.d.comb += filled.eq(Cat(Mux(s1_lane == n, cm, collect.scores[n]) for n in range(a)))
         with m.If(s1_valid):
-            m.d.sync += s2_wdata.eq(filled)
-            with m.If(temporal):
-                m.d.sync += colmax.eq(cm)
-                with m.If(s1_col_end):
-                    with m.If(s1_flush):
-                        m.d.sync += collect.eq(0)
-                    with m.Else():
-                        m.d.sync += collect.eq(filled)
+            m.d.sync += [s2_bmax.eq(beat_max), s2_col_end.eq(s1_col_end), s2_lane.eq(s1_lane),
+                         s2_flush.eq(s1_flush)]
 
         # Stage 3: write back (spatial: the max with the old word, forwarded from the last two
         # writes when the read could not see them).
@@ -346,9 +336,21 @@ class ImportanceAnalyzer(FocusBlock):
         new = Signal(word)
         m.d.comb += old.eq(Mux(s2_first, 0, Mux(s2_fwd1, w1_data, Mux(s2_fwd2, w2_data, s2_rd))))
         m.d.comb += new.eq(Cat(_max(old.scores[n], s2_beat.scores[n]) for n in range(a)))
+        # Temporal: the column's running max, and its lane of the word to write.
+        cm = Signal(sb)
+        m.d.comb += cm.eq(_max(Mux(s2_first, 0, colmax), s2_bmax))
+        filled = Signal(word)
+        m.d.comb += filled.eq(Cat(Mux(s2_lane == n, cm, collect.scores[n]) for n in range(a)))
+        with m.If(s2_valid & temporal):
+            m.d.sync += colmax.eq(cm)
+            with m.If(s2_col_end):
+                with m.If(s2_flush):
+                    m.d.sync += collect.eq(0)
+                with m.Else():
+                    m.d.sync += collect.eq(filled)
         m.d.comb += [
-            w_en.eq(s2_valid & (~temporal | s2_wen)),
-            port.w_addr.eq(s2_addr), port.w_data.eq(Mux(temporal, s2_wdata, new)),
+            w_en.eq(s2_valid & (~temporal | (s2_col_end & s2_flush))),
+            port.w_addr.eq(s2_addr), port.w_data.eq(Mux(temporal, filled, new)),
             port.w_en.eq(w_en),
         ]
         m.d.sync += [w1_valid.eq(w_en & ~temporal), w1_addr.eq(s2_addr), w1_data.eq(new),
