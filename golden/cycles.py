@@ -21,9 +21,10 @@ __all__ = [
 
 # Similarity comparator: 3 register stages (products, sums, squared compare); one pair per cycle.
 SIMILAR_LATENCY = 3
-# Importance analyzer: the vector is complete 2 cycles after the last beat (spec 3.1 allows 3); its
-# readout's first read is issued then, and the first beat leaves the cycle after.
-IMPORTANCE_LATENCY = 2
+# Importance analyzer: the vector is complete 3 cycles after the last beat (read, read register,
+# write back; spec 3.1 allows 3); its readout's first read is issued then, and the first beat
+# leaves the cycle after.
+IMPORTANCE_LATENCY = 3
 # Top-k selector: a vector beat is written, its word read back the next cycle, and a mask beat
 # leaves through the output register: 3 cycles from a beat in to the first mask beat it allows.
 TOPK_LATENCY = 3
@@ -34,10 +35,12 @@ BUBBLE_SORT_LATENCY = 3
 # the digit chosen in two steps), and the mask pass's extra stage (the tie prefix count).
 RADIX_DIGIT_GAP = 3
 RADIX_MASK_LATENCY = 1
-# Offset encoder: gap counter, Exp-Golomb length, bit packer and output register stages.
-ENCODE_LATENCY = 7
-# Offset decoder: word unpacker, prefix counter, value extraction and mask write stages.
-DECODE_LATENCY = 5
+# Offset encoder: gap counter, gap memory read and its register, Exp-Golomb length, bit packer
+# and output register stages.
+ENCODE_LATENCY = 8
+# Offset decoder: word unpacker, code parse (leading zeros and length), value and index stage,
+# mask write stages.
+DECODE_LATENCY = 6
 # Block matcher (rtl.sic.block_matcher.matcher_latency): input register, window read, read register,
 # comparators (3), best-candidate selection (4 for any comparator count), map lookup, output reg.
 BLOCK_MATCH_LATENCY = 12

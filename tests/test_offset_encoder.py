@@ -54,15 +54,18 @@ def cycle_terms(mask, lanes, words):
 @pytest.mark.parametrize("p", SHAPES, ids=tag)
 def test_random_masks_match_golden(p):
     """Edges and random masks (M 1..tokens, densities 0..1, every order and adaptive), back to
-    back, no stalls; the cycles follow the documented ingest + emission model to within 14..16."""
+    back, no stalls; the cycles follow the documented ingest + emission model to within 15..17
+    (14..17 with none kept)."""
     jobs = regression_masks(p, 90, seed=p.tokens + p.word_bits)
     results = run_encoder_jobs(p, jobs)
     check_against_golden(p, jobs, results)
     for (mask, _order), result in zip(jobs, results, strict=True):
         ingest, emission = cycle_terms(mask, p.lanes, len(result["o_stream"]))
-        assert ingest + emission + 14 <= result["cycles"] <= ingest + emission + 16, (
+        # With no kept token no gap goes through the gap register: one cycle fewer.
+        low = ingest + emission + (15 if mask.any() else 14)
+        assert low <= result["cycles"] <= ingest + emission + 17, (
             f"M {mask.size}, n {int(mask.sum())}: {result['cycles']} cycles, model "
-            f"{ingest} + {emission} + 14..16")
+            f"{ingest} + {emission} + 15..17")
 
 
 @pytest.mark.parametrize("backpressure", [0.0, 0.3], ids=["nobp", "bp"])

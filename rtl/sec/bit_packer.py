@@ -32,7 +32,10 @@ class BitPacker(FocusBlock):
 
     Datapath: an accumulator of ``word_bits - 1 + field_bits`` bits, left-aligned. Each cycle it
     writes its top word to ``o_stream``'s register when it holds a whole word (or, flushing, any
-    bits), and takes a field when fewer than ``word_bits`` bits stay in it after that write.
+    bits), and takes a field when fewer than ``word_bits`` bits stay in it after that write. The
+    field is shifted into place from the registered fill and length (in a copy one word wider),
+    and the written word is removed by a final select, so the output handshake does not feed the
+    field's shifter.
 
     Latency and throughput: a field taken in cycle t is in a word offered on ``o_stream`` from
     cycle t + 2 (once the word is full, or on ``flush``). One field per cycle while the fields
@@ -87,21 +90,24 @@ class BitPacker(FocusBlock):
         flushing = self.flush & ~i.valid
         can_out = (fill >= wb) | (flushing & (fill != 0))
         out_fire = can_out & (~o.valid | o.ready)
-        # The accumulator after this cycle's word, if any; a field goes in behind it.
+        # The field is placed behind the bits already in the accumulator, in a copy one word
+        # wider, before this cycle's word (if any) leaves: its position comes from registers only,
+        # and the word's removal is a select at the end.
         fill1 = Signal.like(fill)
-        acc1 = Signal.like(acc)
         m.d.comb += [
             fill1.eq(Mux(out_fire, Mux(fill >= wb, fill - wb, 0), fill)),
-            acc1.eq(Mux(out_fire, acc << wb, acc)),
             i.ready.eq(fill1 < wb),
         ]
-        shift = Signal(range(acc_bits + 1))     # where the field's last bit lands
-        m.d.comb += shift.eq(acc_bits - fill1 - i.payload.length)
+        wide = acc_bits + wb
+        shift = Signal(range(wide + 1))         # where the field's last bit lands
+        m.d.comb += shift.eq(wide - fill - i.payload.length)
+        placed = Signal(wide)
+        m.d.comb += placed.eq((acc << wb) | Mux(i.valid & i.ready, i.payload.value << shift, 0))
+        m.d.sync += acc.eq(Mux(out_fire, placed[:acc_bits], placed[wb:]))
         with m.If(i.valid & i.ready):
-            m.d.sync += [acc.eq(acc1 | (i.payload.value << shift)),
-                         fill.eq(fill1 + i.payload.length)]
+            m.d.sync += fill.eq(fill1 + i.payload.length)
         with m.Else():
-            m.d.sync += [acc.eq(acc1), fill.eq(fill1)]
+            m.d.sync += fill.eq(fill1)
 
         last = flushing & (fill <= wb)
         m.d.comb += self.done.eq(out_fire & last)

@@ -22,7 +22,7 @@ ROWS_BITS = 16
 
 #: Cycles from the last input beat's transfer to ``done`` (the vector is complete in the buffer
 #: from that cycle on: a read issued then returns final data).
-ANALYZER_DONE_LATENCY = 2
+ANALYZER_DONE_LATENCY = 3
 
 
 class Dataflow(enum.Enum, shape=1):
@@ -129,7 +129,7 @@ class ImportanceAnalyzer(FocusBlock):
     """Builds the importance vector ``s[j] = max_r I[r, j]`` in the importance buffer.
 
     Throughput one beat per cycle, sustained, in both dataflows and for any M and R: ``i_stream``
-    is always ready during a job. The vector is complete :data:`ANALYZER_DONE_LATENCY` (2) cycles
+    is always ready during a job. The vector is complete :data:`ANALYZER_DONE_LATENCY` (3) cycles
     after the last beat's transfer, when ``done`` pulses; with ``readout`` it then leaves on
     ``o_stream`` as ceil(M/lanes) beats, one per cycle, the first the cycle after ``done``
     (padding lanes past M are 0). ``o_stream`` back-pressure only delays the readout; nothing is
@@ -142,14 +142,15 @@ class ImportanceAnalyzer(FocusBlock):
     beat waits, stray ``i_stream`` beats are accepted and dropped, so no producer hangs.
 
     Datapath. A buffer word is a beat. Spatial: each beat's word is read in the cycle of its
-    transfer, the lane-wise max is written back the next cycle. When a row is one word long the
-    next beat reads the same word in the cycle it is being written (the read returns the old
-    word), so the written word is forwarded from a register instead. Temporal: the lanes of a beat
-    are reduced by a max tree (half of its levels in the cycle of the transfer, half in the next),
-    a running max covers the column's beats, and the column's result goes into its lane of a word
-    register that is written to the buffer when the word is full or the job ends (no
-    read-modify-write at all). In both dataflows the last beat's word is written the cycle after
-    its transfer.
+    transfer, the read data is registered the next cycle, and the lane-wise max is written back the
+    cycle after (so the block RAM's output delay and the max are in different cycles). When a row is
+    one or two words long a beat reads its word before the previous beats' writes of it land (a read
+    returns the old word), so the words written in the last two cycles are forwarded from registers
+    instead. Temporal: the lanes of a beat are reduced by a max tree (half of its levels in the
+    cycle of the transfer, half in the next), a running max covers the column's beats (in the cycle
+    after the tree), and the column's result goes into its lane of a word register that is written
+    to the buffer when the word is full or the job ends (no read-modify-write at all). In both
+    dataflows the last beat's word is written two cycles after its transfer.
 
     Handing over to the selector (SEC): built with ``buffer="external"`` the analyzer has no
     memory of its own, only the ``buffer`` port; SEC connects it and the selector's ``buffer``
@@ -218,7 +219,6 @@ class ImportanceAnalyzer(FocusBlock):
         s1_valid = Signal()
         s1_addr = Signal(buffer_addr_bits(p))
         s1_first = Signal()        # spatial: first row; temporal: first beat of the column
-        s1_fwd = Signal()          # spatial: the read raced the previous beat's write
         s1_beat = Signal(word)     # spatial: the masked beat
         # Temporal: the beat's max-tree, split between the cycle of the transfer and the next
         # (the next also takes the column's running max), with its middle level registered.
@@ -227,7 +227,22 @@ class ImportanceAnalyzer(FocusBlock):
         s1_col_end = Signal()      # temporal: last beat of the column
         s1_lane = Signal(range(a))
         s1_flush = Signal()        # temporal: write the word after this column
-        last_w = Signal(word)      # spatial: the word written last (for forwarding)
+        # Stage 2: the read data registered (the block RAM's output delay left no time for the
+        # max and the write in the same cycle), and the temporal word to write.
+        s2_valid = Signal()
+        s2_addr = Signal(buffer_addr_bits(p))
+        s2_first = Signal()
+        s2_beat = Signal(word)
+        s2_rd = Signal(word)
+        s2_fwd1 = Signal()         # spatial: the word was written in the cycle before stage 3 ...
+        s2_fwd2 = Signal()         # ... or two cycles before (reads do not see those writes)
+        s2_bmax = Signal(sb)       # temporal: the beat's max, and where it goes
+        s2_col_end = Signal()
+        s2_lane = Signal(range(a))
+        s2_flush = Signal()
+        # The spatial writes of the last two cycles (for forwarding).
+        w1_valid, w1_addr, w1_data = Signal(), Signal(buffer_addr_bits(p)), Signal(word)
+        w2_data = Signal(word)
         colmax = Signal(sb)
         collect = Signal(word)
         rd_valid = Signal()        # readout: r_data holds a word not yet sent
@@ -255,7 +270,9 @@ class ImportanceAnalyzer(FocusBlock):
                     with m.If(pos.advance(m, temporal, M, R)):
                         m.next = "DRAIN"
             with m.State("DRAIN"):
-                # Stage 1 writes the last beat's word this cycle.
+                # Stage 1 holds the last beat this cycle; stage 2 writes its word the next.
+                m.next = "FLUSH"
+            with m.State("FLUSH"):
                 m.d.sync += [self.done.eq(1), pos.w.eq(0), pos.left.eq(M)]
                 m.next = "READOUT"
             with m.State("READOUT"):
@@ -291,7 +308,6 @@ class ImportanceAnalyzer(FocusBlock):
             m.d.sync += [
                 s1_addr.eq(pos.w),
                 s1_first.eq(Mux(temporal, pos.rleft == R, pos.rows == R)),
-                s1_fwd.eq(s1_valid & (s1_addr == pos.w)),
                 s1_beat.eq(masked),
                 [r.eq(v) for r, v in zip(s1_part, part, strict=True)],
                 s1_col_end.eq(pos.rleft <= a),
@@ -299,28 +315,44 @@ class ImportanceAnalyzer(FocusBlock):
                 s1_flush.eq((pos.lane == a - 1) | (pos.tleft == 1)),
             ]
 
-        # Stage 2: write back.
+        # Stage 2: register the read data (spatial), or the rest of the beat's max tree (temporal).
+        m.d.sync += s2_valid.eq(s1_valid)
+        w_en = Signal()
+        with m.If(s1_valid):
+            m.d.sync += [
+                s2_addr.eq(s1_addr), s2_first.eq(s1_first), s2_beat.eq(s1_beat),
+                s2_rd.eq(port.r_data),
+                s2_fwd1.eq(s2_valid & ~temporal & (s2_addr == s1_addr)),
+                s2_fwd2.eq(w1_valid & (w1_addr == s1_addr)),
+            ]
+        (beat_max,) = _max_tree(m, s1_part, sb, prefix="max_s1")
+        with m.If(s1_valid):
+            m.d.sync += [s2_bmax.eq(beat_max), s2_col_end.eq(s1_col_end), s2_lane.eq(s1_lane),
+                         s2_flush.eq(s1_flush)]
+
+        # Stage 3: write back (spatial: the max with the old word, forwarded from the last two
+        # writes when the read could not see them).
         old = Signal(word)
         new = Signal(word)
-        m.d.comb += old.eq(Mux(s1_first, 0, Mux(s1_fwd, last_w, port.r_data)))
-        m.d.comb += new.eq(Cat(_max(old.scores[n], s1_beat.scores[n]) for n in range(a)))
+        m.d.comb += old.eq(Mux(s2_first, 0, Mux(s2_fwd1, w1_data, Mux(s2_fwd2, w2_data, s2_rd))))
+        m.d.comb += new.eq(Cat(_max(old.scores[n], s2_beat.scores[n]) for n in range(a)))
+        # Temporal: the column's running max, and its lane of the word to write.
         cm = Signal(sb)
-        (beat_max,) = _max_tree(m, s1_part, sb, prefix="max_s1")
-        m.d.comb += cm.eq(_max(Mux(s1_first, 0, colmax), beat_max))
+        m.d.comb += cm.eq(_max(Mux(s2_first, 0, colmax), s2_bmax))
         filled = Signal(word)
-        m.d.comb += filled.eq(Cat(Mux(s1_lane == n, cm, collect.scores[n]) for n in range(a)))
+        m.d.comb += filled.eq(Cat(Mux(s2_lane == n, cm, collect.scores[n]) for n in range(a)))
+        with m.If(s2_valid & temporal):
+            m.d.sync += colmax.eq(cm)
+            with m.If(s2_col_end):
+                with m.If(s2_flush):
+                    m.d.sync += collect.eq(0)
+                with m.Else():
+                    m.d.sync += collect.eq(filled)
         m.d.comb += [
-            port.w_addr.eq(s1_addr), port.w_data.eq(Mux(temporal, filled, new)),
-            port.w_en.eq(s1_valid & (~temporal | (s1_col_end & s1_flush))),
+            w_en.eq(s2_valid & (~temporal | (s2_col_end & s2_flush))),
+            port.w_addr.eq(s2_addr), port.w_data.eq(Mux(temporal, filled, new)),
+            port.w_en.eq(w_en),
         ]
-        with m.If(s1_valid):
-            with m.If(~temporal):
-                m.d.sync += last_w.eq(new)
-            with m.Else():
-                m.d.sync += colmax.eq(cm)
-                with m.If(s1_col_end):
-                    with m.If(s1_flush):
-                        m.d.sync += collect.eq(0)
-                    with m.Else():
-                        m.d.sync += collect.eq(filled)
+        m.d.sync += [w1_valid.eq(w_en & ~temporal), w1_addr.eq(s2_addr), w1_data.eq(new),
+                     w2_data.eq(w1_data)]
         return m

@@ -1,6 +1,6 @@
 """The SEC offset decoder (spec 3.3): Exp-Golomb offset code in, keep mask and kept indices out."""
 
-from amaranth.hdl import Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -94,39 +94,46 @@ class OffsetDecoder(FocusBlock):
     - ``idx_stream``: the kept indices in ascending order (:func:`index_layout`), ``last`` on the
       final one; a job with no kept token sends none.
 
-    Datapath: a bit buffer of ``decode_field_bits + word_bits`` bits takes one word per cycle
-    while it has room; each cycle the header, or one code, is decoded from its top (a leading
-    zero count over Z = bit_length(tokens) bits, then a variable shift) and consumed. An index
-    goes to ``idx_stream``'s register and, in the same cycle, to a
+    Datapath, two stages. Stage 1 (the parse): a bit buffer of ``decode_field_bits +
+    word_bits`` bits takes one word per cycle while it has room; each cycle the header, or one
+    code, is found at its top and consumed: a one-hot leading-one detect over Z =
+    bit_length(tokens) bits, the fit test against registered bit counts (compares with
+    constants), and the consumption as a select of precomputed shifts (by 1 + e, then by 2 *
+    leading zeros), so the loop from the buffer back to itself has no adder and no barrel
+    shifter. Stage 2, the next cycle: the code's value from its registered bits, its index
+    (previous index + 1 + gap) and the index checks (INDEX, TRAILING). An index goes from stage 2
+    to ``idx_stream``'s register and, in the same cycle, to a
     :class:`rtl.sec.mask_builder.MaskBuilder` (through its queue of :data:`INDEX_FIFO_DEPTH`),
     which writes one mask beat per cycle: the decoder composes the two with ``wiring.connect``,
     starts the builder with the config beat, holds it aborted while no job runs or after an
     error, and tells it when the codes are all decoded. Throughput: one code per cycle while
     the buffer holds it (codes average fewer than ``word_bits`` bits), ``idx_stream`` takes it and
     the queue has room; the mask side writes one beat per cycle, so a gap that skips b whole beats
-    costs about b cycles there, absorbed by the queue.
+    costs about b cycles there, absorbed by the queue. Back-pressure on either output holds
+    stage 2, which holds stage 1 (no code is lost or repeated).
 
     Cycles with no stalls, for a valid code of w words and n kept tokens, from the config beat to
-    the last output transfer, inclusive: at least ``max(w, n, ceil(M/lanes)) + 5`` and at most
-    ``w + n + ceil(M/lanes) + 5`` (:func:`golden.cycles.decode_cycles`); near the lower end
-    unless the queue overflows on gaps of many whole beats (clustered masks).
+    the last output transfer, inclusive: at least ``max(w, n, ceil(M/lanes)) + 6`` (+ 5 for
+    n = 0) and at most ``w + n + ceil(M/lanes) + 6`` (:func:`golden.cycles.decode_cycles`);
+    near the lower end unless the queue overflows on gaps of many whole beats (clustered masks).
 
     Malformed input (:class:`DecodeError`): M = 0 or M > ``tokens``, ``nbits`` shorter than the
     header, words ending before ``nbits``, a count n > M, a code with Z or more leading zeros (so
     also more than 31), a code running past ``nbits``, an index >= M, or codes ending before
-    ``nbits``. Each is found in the cycle the decoder reaches it (the config beat, the word
-    flagged ``last``, or the offending header or code). Then ``error`` rises with its ``cause``;
-    the rest of the job is dropped: no further index or mask beat is written (beats already
-    written are valid positions < M, but the job is incomplete: consumers must discard it), the
-    queue is cleared, and ``i_stream.ready`` stays high until the job's ``last`` word. The decoder
-    is idle (``busy`` low) :data:`DECODE_DRAIN_CYCLES` cycles after the later of the error and the
-    ``last`` word's transfer, once a beat already offered on an output has been taken (stream
-    rules forbid withdrawing it). With always-valid words and always-ready outputs, a job of w
-    words that writes i <= M indices is idle within ``w + i + ceil(M/lanes) + 8`` cycles of its
-    config beat, error or not (the fuzz tests check this bound on thousands of streams; the formal
-    test proves at a small size that every job ends). ``error`` and
-    ``cause`` hold until the next config beat. The decoder never writes an index >= M, more
-    than ceil(M/lanes) mask beats, or a set padding bit, and never waits for words it cannot get.
+    ``nbits``. Each is found in the cycle the decoder reaches it (the config beat, the word flagged
+    ``last``, or the offending header or code; the index checks a cycle later, in stage 2, which
+    also wins over a stage-1 error of the next code). Then ``error`` rises with its ``cause``; the
+    rest of the job is dropped: no further index or mask beat is written (beats already written are
+    valid positions < M, but the job is incomplete: consumers must discard it), the queue is
+    cleared, and ``i_stream.ready`` stays high until the job's ``last`` word. The decoder is idle
+    (``busy`` low) :data:`DECODE_DRAIN_CYCLES` cycles after the later of the error and the ``last``
+    word's transfer, once a beat already offered on an output has been taken (stream rules forbid
+    withdrawing it). With always-valid words and always-ready outputs, a job of w words that writes
+    i <= M indices is idle within ``w + i + ceil(M/lanes) + 9`` cycles of its config beat, error or
+    not (the fuzz tests check this bound on thousands of streams; the formal test proves at a small
+    size that every job ends). ``error`` and ``cause`` hold until the next config beat. The decoder
+    never writes an index >= M, more than ceil(M/lanes) mask beats, or a set padding bit, and never
+    waits for words it cannot get.
 
     Parameters
     ----------
@@ -136,7 +143,7 @@ class OffsetDecoder(FocusBlock):
         False leaves out the mask builder (and its queue) and ``o_stream``: the decoder proper,
         code words to indices, with the same ports otherwise. It gives the kept indices at one
         per cycle whatever the gaps (a gap no longer costs a cycle per skipped beat), and a job
-        of w words and n indices takes ``max(w, n) + 5`` cycles or fewer.
+        of w words and n indices takes ``max(w, n) + 6`` cycles or fewer.
         :class:`rtl.top.focus_unit.FocusUnit` uses this: the SIC layouter needs positions, not
         the mask. Errors and their causes are the same.
 
@@ -211,6 +218,12 @@ class OffsetDecoder(FocusBlock):
         fill = Signal(range(bb + 1))    # bits loaded into buf (string and padding)
         rem = Signal(p.nbits_bits)      # string bits not yet consumed
         need = Signal(p.nbits_bits)     # string bits not yet loaded
+        all_in = Signal()               # need == 0
+        # String bits in the buffer: all of them (rem <= fill) once the string is all loaded,
+        # else the whole fill (fill < rem); and avail - 1 - e, so that a code with k leading
+        # zeros fits when slack >= 2*k (compares with constants in the decoder's loop).
+        avail = Signal.like(fill)
+        slack = Signal(signed(len(fill) + 2))
 
         # ---- a new job --------------------------------------------------------------------------
         cfg_fire = cfg.valid & cfg.ready
@@ -224,6 +237,7 @@ class OffsetDecoder(FocusBlock):
                 prev_end.eq(0),
                 tokens.eq(cfg_m), hb.eq(cfg_hb), e.eq(0), n.eq(0),
                 buf.eq(0), fill.eq(0), rem.eq(cfg.payload.nbits), need.eq(cfg.payload.nbits),
+                all_in.eq(cfg.payload.nbits == 0), avail.eq(0), slack.eq(-1),
                 error.eq(bad_m | short),
                 cause.eq(Mux(bad_m, DecodeError.CONFIG,
                              Mux(short, DecodeError.HEADER, DecodeError.NONE))),
@@ -240,20 +254,50 @@ class OffsetDecoder(FocusBlock):
             wiring.connect(m, builder.o_stream, wiring.flipped(self.o_stream))
             room = room & to_mask.ready
 
-        # ---- decode one field from the top of the buffer ----------------------------------------
-        avail = Signal.like(rem)        # string bits in the buffer
-        m.d.comb += avail.eq(Mux(fill < rem, fill, rem))
-        lz, code_len, j = _code_fields(m, p, buf, e, prev_end)
-        hl, hdr, hdr_n = _header_fields(m, p, buf, hb)
+        # ---- stage 2: the index of the code parsed in the cycle before --------------------------
+        # Stage 1 (below) only finds where each code ends, so its loop (leading zeros, shift) is
+        # short; the value, the index and their checks take the next cycle, here.
+        s2_valid, s2_last, s2_trail = Signal(), Signal(), Signal()
+        s2_top = Signal(fw)             # the buffer's top fw bits when the code was parsed
+        s2_shift = Signal(range(fw + 1))  # fw - the code's length
+        v = Signal(zmax + 8)
+        m.d.comb += v.eq(s2_top >> s2_shift)
+        j = Signal(max(p.count_bits + 1, zmax + 8) + 1)
+        m.d.comb += j.eq(prev_end + v - (1 << e))
+        s2_go = s2_valid & (error | room)  # the entry leaves stage 2 this cycle
+        push, fail2 = Signal(name="push"), Signal(name="fail2")
+        fail2_cause = Signal(DecodeError)
+        with m.If(running & ~error & s2_valid & room):
+            with m.If(j >= tokens):
+                m.d.comb += [fail2.eq(1), fail2_cause.eq(DecodeError.INDEX)]
+            with m.Elif(s2_trail):
+                m.d.comb += [fail2.eq(1), fail2_cause.eq(DecodeError.TRAILING)]
+            with m.Else():
+                m.d.comb += push.eq(1)
+                m.d.sync += prev_end.eq(j + 1)
 
-        used = Signal(range(fw + 1))    # string bits consumed this cycle
-        push, fail = Signal(name="push"), Signal(name="fail")
-        fail_cause = Signal(DecodeError)
+        # ---- stage 1: parse the header, or one code, at the top of the buffer -------------------
+        # String bits in the buffer: all of them (rem <= fill) once the string is all loaded,
+        # else the whole fill (fill < rem); so no wide compare of fill with rem.
+        first, fits_at = _code_starts(m, p, buf, slack)
+        hl, hdr, hdr_n = _header_fields(m, p, buf, hb)
+        lz = Signal(range(zmax + 1))
+        m.d.comb += lz.eq(zmax)
+        for k in reversed(range(zmax)):
+            with m.If(first[k]):
+                m.d.comb += lz.eq(k)
+        code_len = Signal(range(fw + 1))
+        m.d.comb += code_len.eq(2 * lz + 1 + e)
+        fits = Signal()                 # a whole code is in the buffer
+        m.d.comb += fits.eq(Cat(*(first[k] & fits_at[k] for k in range(zmax))).any())
+
+        take_hdr, take_code = Signal(), Signal()
+        fail, fail_cause = Signal(name="fail"), Signal(DecodeError)
         active = running & ~error
         with m.Switch(phase):
             with m.Case(_Phase.HDR):
                 with m.If(active & (avail >= hl)):
-                    m.d.comb += used.eq(hl)
+                    m.d.comb += take_hdr.eq(1)
                     m.d.sync += [e.eq(hdr >> hb), n.eq(hdr_n), codes_left.eq(hdr_n)]
                     with m.If(hdr_n > tokens):
                         m.d.comb += [fail.eq(1), fail_cause.eq(DecodeError.COUNT)]
@@ -266,53 +310,76 @@ class OffsetDecoder(FocusBlock):
                         m.d.sync += phase.eq(_Phase.FIN)
                     with m.Else():
                         m.d.comb += [fail.eq(1), fail_cause.eq(DecodeError.TRAILING)]
-                with m.Elif(active & room):
-                    one = (lz < avail) & (lz < zmax)
-                    with m.If(one & (code_len <= avail)):
-                        with m.If(j >= tokens):
-                            m.d.comb += [fail.eq(1), fail_cause.eq(DecodeError.INDEX)]
-                        with m.Elif((codes_left == 1) & (rem != code_len)):
-                            m.d.comb += [fail.eq(1), fail_cause.eq(DecodeError.TRAILING)]
-                        with m.Else():
-                            m.d.comb += [used.eq(code_len), push.eq(1)]
-                            m.d.sync += [prev_end.eq(j + 1), codes_left.eq(codes_left - 1)]
-                            with m.If(codes_left == 1):
-                                m.d.sync += phase.eq(_Phase.FIN)
-                    with m.Elif(~one & (avail >= zmax)):
+                with m.Elif(active & (~s2_valid | s2_go)):
+                    with m.If(fits):
+                        m.d.comb += take_code.eq(1)
+                        m.d.sync += codes_left.eq(codes_left - 1)
+                        with m.If(codes_left == 1):
+                            m.d.sync += phase.eq(_Phase.FIN)
+                    with m.Elif((avail >= zmax) & ~buf[bb - zmax:].any()):
                         m.d.comb += [fail.eq(1), fail_cause.eq(DecodeError.ZEROS)]
-                    with m.Elif(need == 0):
+                    with m.Elif(all_in):
                         # Every string bit is in the buffer and the code still does not fit.
                         m.d.comb += [fail.eq(1), fail_cause.eq(DecodeError.TRUNCATED)]
-        fin = phase == _Phase.FIN
+        with m.If(take_code):
+            m.d.sync += [s2_valid.eq(1), s2_top.eq(buf[bb - fw:]), s2_shift.eq(fw - code_len),
+                         s2_last.eq(codes_left == 1),
+                         s2_trail.eq((codes_left == 1) & (rem != code_len))]
+        with m.Elif(s2_go):
+            m.d.sync += s2_valid.eq(0)
+        fin = (phase == _Phase.FIN) & ~s2_valid
 
-        # ---- the buffer: consume, then load a word ----------------------------------------------
-        m.d.comb += i.ready.eq(running & ~in_done & (error | (need == 0) | (fill <= fw)))
+        # ---- the buffer: load a word below the string bits, then consume ------------------------
+        m.d.comb += i.ready.eq(running & ~in_done & (error | all_in | (fill <= fw)))
         word_fire = i.valid & i.ready
-        load = word_fire & ~error & (need != 0)
-        kept_fill = Signal.like(fill)
-        m.d.comb += kept_fill.eq(fill - used)
-        shifted = Signal(bb)
-        m.d.comb += shifted.eq(buf << used)
-        load_shift = Signal(range(bb + 1))
-        m.d.comb += load_shift.eq(bb - wb - kept_fill)
+        load = word_fire & ~error & ~all_in
+        loaded = Signal(bb)             # fill <= fw when a word is taken, so it fits
+        m.d.comb += loaded.eq(Mux(load, buf | ((i.payload.word << fw) >> fill), buf))
+        after_e = Signal(bb)            # a code's 1 + e bits past its leading zeros
+        m.d.comb += after_e.eq(loaded << 1 + e)
+        after_code = Signal(bb)         # ... and its 2 * lz: a one-hot select on the first 1
+        m.d.comb += after_code.eq(
+            _or_all(after_e.shift_left(2 * k) & first[k].replicate(bb) for k in range(zmax)))
+        used = Signal(range(fw + 1))    # string bits consumed this cycle
+        with m.If(take_hdr):
+            m.d.comb += used.eq(hl)
+        with m.Elif(take_code):
+            m.d.comb += used.eq(code_len)
+        # The next avail and slack: after this cycle's word, less what this cycle consumes.
+        all_in_next = all_in | (load & (need <= wb))
+        fill_next = Signal.like(fill)
+        m.d.comb += fill_next.eq(fill + Mux(load, wb, 0))
+        base = Signal.like(fill)
+        m.d.comb += base.eq(Mux(all_in_next, rem[:len(fill)], fill_next))
+        e_next = Mux(take_hdr, hdr >> hb, e)[:3]
         with m.If(running & ~cfg_fire):
-            m.d.sync += rem.eq(rem - used)
-            with m.If(load):
-                m.d.sync += [buf.eq(shifted | (i.payload.word << load_shift)),
-                             fill.eq(kept_fill + wb),
-                             need.eq(Mux(need > wb, need - wb, 0))]
+            m.d.sync += [rem.eq(rem - used), fill.eq(fill_next - used), all_in.eq(all_in_next),
+                         avail.eq(base - used), slack.eq(base - 1 - e_next - used)]
+            with m.If(take_hdr):
+                with m.Switch(hb):      # a select by a register, not a shifter
+                    for h in range(cb + 1):
+                        with m.Case(h):
+                            m.d.sync += buf.eq(loaded << 3 + h)
+            with m.Elif(take_code):
+                m.d.sync += buf.eq(after_code)
             with m.Else():
-                m.d.sync += [buf.eq(shifted), fill.eq(kept_fill)]
+                m.d.sync += buf.eq(loaded)
+            with m.If(load):
+                m.d.sync += need.eq(Mux(need > wb, need - wb, 0))
         short = word_fire & i.payload.last & (need > wb)
         with m.If(word_fire & i.payload.last):
             m.d.sync += in_done.eq(1)
 
-        with m.If(running & ~error & (fail | short)):
-            m.d.sync += [error.eq(1), cause.eq(Mux(fail, fail_cause, DecodeError.SHORT))]
+        # Stage 2's code comes before stage 1's, so its error wins.
+        with m.If(running & ~error & (fail2 | fail | short)):
+            m.d.sync += [error.eq(1), cause.eq(
+                Mux(fail2, fail2_cause, Mux(fail, fail_cause, DecodeError.SHORT)))]
+        with m.If(cfg_fire):
+            m.d.sync += s2_valid.eq(0)
 
         # ---- outputs: the index register (and the mask builder), and the end of a job ----------
         with m.If(push):
-            m.d.sync += [x.valid.eq(1), x.payload.index.eq(j), x.payload.last.eq(codes_left == 1)]
+            m.d.sync += [x.valid.eq(1), x.payload.index.eq(j), x.payload.last.eq(s2_last)]
         with m.Elif(x.ready):
             m.d.sync += x.valid.eq(0)
         busy = running | x.valid
@@ -331,35 +398,42 @@ class OffsetDecoder(FocusBlock):
         return m
 
 
-def _code_fields(m, p, buf, e, prev_end):
-    """The code at the top of the bit buffer ``buf``, at order ``e``: its leading zeros ``lz``
-    (counted over Z = :func:`leading_zero_limit` bits, Z when all are zero), its length
-    ``2*lz + 1 + e`` and the index ``j`` it gives after the previous index + 1, ``prev_end``."""
-    zmax, fw, bb = leading_zero_limit(p), decode_field_bits(p), len(buf)
+def _or_all(values):
+    """The OR of an iterable of values."""
+    values = list(values)
+    out = values[0]
+    for value in values[1:]:
+        out = out | value
+    return out
+
+
+def _code_starts(m, p, buf, slack):
+    """Where the code at the top of the bit buffer ``buf`` ends, at order ``e``: ``first[k]`` is
+    high when it has exactly k leading zeros (k < Z = :func:`leading_zero_limit`; none is high
+    when the top Z bits are all zero), and ``fits_at[k]`` when a code of that many leading zeros,
+    ``2*k + 1 + e`` bits, is within the string bits in the buffer (``slack`` = those bits
+    - 1 - e).
+    Both come straight from registers, so they are the first steps of the decoder's loop."""
+    zmax, bb = leading_zero_limit(p), len(buf)
     assert zmax <= 31
-    top = buf[bb - zmax:]           # the bits a leading zero count looks at
-    lz = Signal(range(zmax + 1))
-    m.d.comb += lz.eq(zmax)
-    for k in reversed(range(zmax)):
-        with m.If(top[zmax - 1 - k]):
-            m.d.comb += lz.eq(k)
-    code_len = Signal(range(fw + 1))
-    m.d.comb += code_len.eq(2 * lz + 1 + e)
-    code_shift = Signal(range(bb + 1))
-    m.d.comb += code_shift.eq(bb - code_len)
-    v = Signal(zmax + 8)
-    m.d.comb += v.eq(buf >> code_shift)
-    j = Signal(max(p.count_bits + 1, zmax + 8) + 1)
-    m.d.comb += j.eq(prev_end + v - (1 << e))
-    return lz, code_len, j
+    first, fits_at = [], []
+    for k in range(zmax):
+        f = Signal(name=f"first{k}")
+        zeros = ~buf[bb - k:].any() if k else 1
+        m.d.comb += f.eq(buf[bb - 1 - k] & zeros)
+        fa = Signal(name=f"fits{k}")
+        m.d.comb += fa.eq(slack >= 2 * k)
+        first.append(f)
+        fits_at.append(fa)
+    return first, fits_at
 
 
 def _header_fields(m, p, buf, hb):
     """The header at the top of ``buf`` for a count field of ``hb`` bits: its length
     ``3 + hb``, the header's bits (order, then count) and the count n."""
     cb, bb = p.count_bits, len(buf)
-    hl = Signal(range(cb + 4))      # header length
-    m.d.comb += hl.eq(3 + hb)
+    hl = Signal(range(cb + 4))      # header length (registered: it is set with hb)
+    m.d.sync += hl.eq(3 + hb)
     hdr_shift = Signal(range(bb + 1))
     m.d.comb += hdr_shift.eq(bb - hl)
     hdr = Signal(3 + cb)

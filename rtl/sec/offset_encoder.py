@@ -293,32 +293,43 @@ class OffsetEncoder(FocusBlock):
         p = self._params
         hdr_pending = Signal()
         rd_ptr = Signal(range(p.tokens + 1))
-        m_valid = Signal()              # rd.data holds a gap not yet turned into a field
+        m_valid = Signal()              # rd.data holds a gap not yet moved to g
+        # The gap register: the memory's read data is registered before the code is computed
+        # from it (the block RAM's clock-to-output delay was most of the encoder's critical path).
+        g_valid = Signal()
+        g_data = Signal.like(rd.data)
         with m.If(start):
-            m.d.sync += [hdr_pending.eq(1), rd_ptr.eq(0), m_valid.eq(0), field.valid.eq(0)]
+            m.d.sync += [hdr_pending.eq(1), rd_ptr.eq(0), m_valid.eq(0), g_valid.eq(0),
+                         field.valid.eq(0)]
 
         f_free = ~field.valid | field.ready
         v = Signal(p.index_bits + 8)
         vlen = Signal(range(len(v) + 1))
-        m.d.comb += [v.eq(rd.data + (1 << e)), vlen.eq(bit_length(v))]
-        m_take = run & f_free & ~hdr_pending & m_valid
+        m.d.comb += [v.eq(g_data + (1 << e)), vlen.eq(bit_length(v))]
+        g_take = run & f_free & ~hdr_pending & g_valid
         with m.If(run & f_free):
             with m.If(hdr_pending):
                 m.d.sync += [field.valid.eq(1), field.payload.value.eq((e << hb) | n),
                              field.payload.length.eq(3 + hb), hdr_pending.eq(0)]
-            with m.Elif(m_valid):
+            with m.Elif(g_valid):
                 m.d.sync += [field.valid.eq(1), field.payload.value.eq(v),
                              field.payload.length.eq(2 * vlen - 1 - e)]
             with m.Else():
                 m.d.sync += field.valid.eq(0)
 
-        m_adv = run & (~m_valid | m_take)
+        g_load = run & m_valid & (~g_valid | g_take)
+        with m.If(g_load):
+            m.d.sync += [g_valid.eq(1), g_data.eq(rd.data)]
+        with m.Elif(g_take):
+            m.d.sync += g_valid.eq(0)
+
+        m_adv = run & (~m_valid | g_load)
         m.d.comb += [rd.addr.eq(rd_ptr), rd.en.eq(m_adv)]
         with m.If(m_adv):
             m.d.sync += m_valid.eq(rd_ptr != n)
             with m.If(rd_ptr != n):
                 m.d.sync += rd_ptr.eq(rd_ptr + 1)
-        return ~hdr_pending & ~m_valid & (rd_ptr == n)
+        return ~hdr_pending & ~m_valid & ~g_valid & (rd_ptr == n)
 
     def _choose_order(self, m, totals, *, start, run, chosen):
         """The first minimum of the eight ``totals``, one order per cycle (8 cycles): one compare

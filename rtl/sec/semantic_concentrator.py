@@ -70,7 +70,7 @@ class SemanticConcentrator(FocusBlock):
 
     - scores: one beat per cycle, sustained; ``i_stream`` is always ready during the analysis;
     - the selector's and the encoder's configuration beats go out in the cycle of the
-      analyzer's ``done``, 2 cycles after the last score beat;
+      analyzer's ``done``, 3 cycles after the last score beat;
     - the selector then runs as on its own, minus the loading (``preloaded``), and streams the
       mask one beat per cycle, except that the encoder takes one kept token per cycle: a mask
       beat with p >= 2 kept tokens holds the mask (both outputs: the fork moves a beat on only
@@ -81,12 +81,12 @@ class SemanticConcentrator(FocusBlock):
     Measured, from the first score beat in to the last output out (the tests check it for every
     job of a mixed regression, both sorters, lanes 1 to 32, word_bits 8 to 32; the 12 to 14 is
     the encoder's eight-cycle choice of the order and its packer, whose own model has the same
-    3-cycle window)::
+    3-cycle window; 13 to 15 when a token is kept, for the encoder's gap register)::
 
         cycles = importance_cycles(R, M, a, mode) - ceil(M/a)       # the analyzer, no readout
                + topk_cycles(M, k, a, score_bits, sorter) - ceil(M/a)   # the selector's sweep
                + sum over mask beats of max(1, kept in the beat)         # mask out, encoder in
-               + max(n + 1, words) + (12 to 14)                          # the code
+               + max(n + 1, words) + (12 to 14, 13 to 15 if n > 0)      # the code
 
     with the models of :mod:`golden.cycles`. It differs from the plain sum of the three blocks'
     models: inside SEC there is no importance readout and no vector loading (fewer cycles), but

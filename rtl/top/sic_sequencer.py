@@ -35,8 +35,9 @@ class SicSequencer(FocusBlock):
     per token, into the matcher (position = index). The matcher's beats leave on ``o_stream``.
     A start whose code kept no token does nothing (the job ends at once).
 
-    Latency and throughput, with no stalls: a token offered early transfers 5 cycles after the
-    cycle of ``ctrl.start`` (code word read, decoder header and first code, index register);
+    Latency and throughput, with no stalls: a token offered early transfers 6 cycles after the
+    cycle of ``ctrl.start`` (code word read, decoder header, first code parsed, its index
+    formed, index register);
     then one token per ``rounds = ceil(7/comparators)`` cycles, the matcher's rate (the decoder
     gives one index per cycle; the zip adds no cycle). ``tokens`` is ready only during a job,
     when the decoder has the token's index and the matcher can take it; ``o_stream`` may stall
