@@ -33,6 +33,7 @@ _INT_RANGES = {
 _CHOICES = {
     "sorter": ("bubble", "radix"),
     "gating": ("enable", "icg"),
+    "representatives": ("first+mean", "first"),
 }
 
 
@@ -68,6 +69,27 @@ class FocusParams:
         Similarity comparators working in parallel in SIC. 1 to 7.
     gating : str
         ``"enable"`` (clock enables) or ``"icg"`` (clock-gate cell instances).
+    representatives : str
+        The SIC unique-vector representatives the block matcher is built for: ``"first+mean"``
+        (both; the default) or ``"first"``. ``"first"`` leaves out everything only ``mean``
+        needs: the tile-deep memory of group sums (``tile * (dim * (elem_bits +
+        bit_length(tile)) + bit_length(tile))`` bits, 619 kbit at the default shape), its
+        adders and the mean divider. A job asking for ``mean`` is then rejected (the matcher's
+        ``error`` flag, cause ``MatchError.MEAN``), and ``sim.block_match(...,
+        representative="mean")`` raises ``ValueError``.
+
+    Provisioning (``comparators``, ``representatives``), the paper's argument: the matcher takes
+    ``rounds = ceil(7 / comparators)`` cycles per sub-vector (the paper's one cosine unit: 8).
+    Behind a 32x32 array that computes a 32x32 output tile in K cycles (K, the GEMM's reduction
+    length), a tile brings 32 sub-vectors of V = 32 per column, so the matcher keeps up while
+    ``32 * rounds <= K``: with one comparator K >= 224 (the paper's 8 cycles: K >= 256). The
+    GEMMs whose outputs SIC compresses reduce over the model's hidden or FFN size, far beyond
+    that, so the default and paper presets have one comparator. More comparators pay for
+    themselves only for K < 224 (7 comparators: one sub-vector per cycle, K >= 32); they cost
+    a dot-product unit each, and one window read port each. The paper preset also leaves the
+    exact ``mean`` out (``representatives = "first"``): the paper's area counts no group-sum
+    memory (its representative update is an approximate running average), and the default
+    keeps both representatives.
 
     Bad values raise ``ValueError`` (``TypeError`` for a value of the wrong type); the message names
     the field, the value and the allowed range.
@@ -84,8 +106,9 @@ class FocusParams:
     layers: int = 32
     window: int = 256
     tile: int = 1024
-    comparators: int = 7
+    comparators: int = 1
     gating: str = "enable"
+    representatives: str = "first+mean"
 
     def __post_init__(self):
         for name, (low, high) in _INT_RANGES.items():
@@ -109,8 +132,10 @@ class FocusParams:
 
     @classmethod
     def paper(cls):
-        """The paper's shape: M = 1024, a = 32, V = 32, one comparator, window 256, tile 1024."""
-        return cls(tokens=1024, lanes=32, dim=32, comparators=1, window=256, tile=1024)
+        """The paper's shape: M = 1024, a = 32, V = 32, one comparator, window 256, tile 1024,
+        and only the ``first`` representative (the paper's area has no group-sum memory)."""
+        return cls(tokens=1024, lanes=32, dim=32, comparators=1, window=256, tile=1024,
+                   representatives="first")
 
     @classmethod
     def board(cls):
@@ -171,7 +196,13 @@ class FocusParams:
         """A short unique name for build directories, test ids and module names."""
         return (f"M{self.tokens}_a{self.lanes}_s{self.score_bits}_{self.sorter}_w{self.word_bits}"
                 f"_V{self.dim}_e{self.elem_bits}_F{self.theta_bits}_L{self.layers}"
-                f"_W{self.window}_T{self.tile}_c{self.comparators}_{self.gating}")
+                f"_W{self.window}_T{self.tile}_c{self.comparators}_{self.gating}"
+                f"_r{'fm' if self.mean_unit else 'f'}")
+
+    @property
+    def mean_unit(self):
+        """Whether the block matcher has the ``mean`` representative's sums and divider."""
+        return self.representatives == "first+mean"
 
     @property
     def index_bits(self):
@@ -215,6 +246,17 @@ class FocusParams:
     def dot_bits(self):
         """Signed bits of a dot product sum(x*y): exact for any V elements."""
         return (self.dim * self.elem_max * self.elem_max).bit_length() + 1
+
+    @property
+    def dot_sq_bits(self):
+        """Unsigned bits of dot**2 for a positive dot: dot <= sqrt(nx * ny) <= dim * elem_max**2
+        (Cauchy-Schwarz), so ``bit_length((dim * elem_max**2)**2)``."""
+        return ((self.dim * self.elem_max * self.elem_max) ** 2).bit_length()
+
+    @property
+    def token_threshold_bits(self):
+        """Unsigned bits of theta_q**2 * nx, the per-token factor of the similarity test."""
+        return 2 * self.theta_bits + self.norm_bits
 
     @property
     def lhs_bits(self):

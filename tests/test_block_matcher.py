@@ -406,7 +406,7 @@ def test_real_photo_tokens_default_dim(representative):
     """Tokens of the photograph panned over 2 frames of a 14x14 grid, at the default V = 32,
     window 256, 7 comparators, threshold 0.9, tiles of 256 (a tile boundary inside frame 1)."""
     x, pos = photo_tokens(frames=2, grid=14, dim=32)
-    p = FocusParams(tile=256, layers=1)
+    p = FocusParams(tile=256, layers=1, comparators=7)
     args = dict(frame_stride=196, row_stride=14, theta_q=golden.theta_q(0.9), tile=256,
                 representative=representative)
     stats = {}
