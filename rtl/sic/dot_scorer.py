@@ -6,7 +6,8 @@ from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
 from ..lib.clock_gate import ICG_CELL, add_gated
-from .similarity_comparator import _tree_sum, vector_layout
+from .arith import dot_product, unsigned_square
+from .similarity_comparator import vector_layout
 
 __all__ = ["DotScorer", "scorer_input_layout", "scorer_output_layout", "SCORER_LATENCY"]
 
@@ -48,8 +49,9 @@ SimilarityComparator`) that depends on the pair. The rest, ``dot**2 * 2**(2F) > 
     and the "better" test between candidates compares the same rationals; so the block matcher
     first picks each token's best eligible candidate by dot**2 / ny
     (:class:`~rtl.sic.best_candidate.BestCandidate`) and tests only that one against the
-    threshold, once per token. A pair costs V products, one squarer of the positive dot
-    (``norm_bits`` wide: dot <= nx, ny) and nothing else.
+    threshold, once per token. A pair costs V products (their partial products added in one
+    tree, :func:`~rtl.sic.arith.dot_product`), one squarer of the positive dot (``norm_bits``
+    wide: dot <= nx, ny) and nothing else.
 
     Latency 2 cycles (:data:`SCORER_LATENCY`: the dot product; dot**2), throughput one pair per
     cycle. Under ``o_stream`` back-pressure the pipeline holds; nothing is lost or duplicated,
@@ -127,11 +129,13 @@ SimilarityComparator`) that depends on the pair. The rest, ``dot**2 * 2**(2F) > 
                 m.d.sync += [tags[0].eq(i.payload.tag), tags[1].eq(tags[0])]
             m.d.comb += o.payload.tag.eq(tags[1])
 
-        # Stage 1: the dot product (balanced adder tree of V products).
+        # Stage 1: the dot product, its V products' partial products added at once
+        # (:mod:`rtl.sic.arith`).
         dot1 = Signal(signed(p.dot_bits), reset_less=True)
         x, y = i.payload.x, i.payload.y
         gate("stage1", advance & i.valid & in_nonzero, [
-            dot1.eq(_tree_sum(x[n] * y[n] for n in range(p.dim))),
+            dot1.eq(dot_product([x[n] for n in range(p.dim)], [y[n] for n in range(p.dim)],
+                                p.dot_bits)),
         ])
 
         # Stage 2: dot > 0 and dot**2. A positive dot is below 2**(dot_bits-1) = 2**norm_bits,
@@ -141,7 +145,7 @@ SimilarityComparator`) that depends on the pair. The rest, ``dot**2 * 2**(2F) > 
         magnitude = dot1[:p.norm_bits]
         gate("stage2", advance & valid[0] & nonzero[0], [
             positive2.eq(dot1 > 0),
-            dsq2.eq(magnitude * magnitude),
+            dsq2.eq(unsigned_square(magnitude, p.dot_sq_bits)),
         ])
 
         m.d.comb += [

@@ -5,6 +5,7 @@ from amaranth.lib import enum, stream
 from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
+from .arith import unsigned_square
 from .match_layouts import (
     CANDIDATES,
     match_config_layout,
@@ -149,7 +150,7 @@ class JobControl(FocusBlock):
             with m.State("SETUP"):
                 # theta_q arrives from the table in this cycle.
                 m.d.comb += self.busy.eq(1)
-                m.d.sync += self.theta_sq.eq(self.theta.theta_q * self.theta.theta_q)
+                m.d.sync += self.theta_sq.eq(unsigned_square(self.theta.theta_q, 2 * p.theta_bits))
                 with m.If(bad_cfg != MatchError.NONE):
                     m.d.sync += [self.error.eq(1), self.cause.eq(bad_cfg)]
                     m.next = "DROP"

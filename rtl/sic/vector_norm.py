@@ -4,7 +4,8 @@ from amaranth.hdl import Array, Const, Module, Mux, Signal
 from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
-from .similarity_comparator import _tree_sum, vector_layout
+from .arith import sum_of_squares
+from .similarity_comparator import vector_layout
 
 __all__ = ["VectorNorm", "norm_squarers"]
 
@@ -18,8 +19,9 @@ class VectorNorm(FocusBlock):
     """``norm = sum(x[i]**2)``, exact, for V signed ``elem_bits`` elements, with
     ``s = ceil(V / steps)`` squarers: sized to the rate at which tokens arrive.
 
-    ``steps = 1`` (the default): combinational, no state, V squarers and a balanced adder tree of
-    depth ceil(log2 V). The block matcher uses it so with 7 comparators (a token per cycle).
+    ``steps = 1`` (the default): combinational, no state, V squarers whose partial products are
+    added in one tree (:func:`~rtl.sic.arith.sum_of_squares`: a square needs about half the
+    partial products of a product). The block matcher uses it so with 7 comparators (a token per cycle).
 
     ``steps > 1``: the squares are spread over ``steps`` steps, one per cycle at most. Step r
     squares elements ``r*s .. r*s + s - 1`` (those below V) and ``norm`` is the sum of the
@@ -71,7 +73,7 @@ class VectorNorm(FocusBlock):
         m = Module()
         x = self.x
         if self._steps == 1:
-            m.d.comb += self.norm.eq(_tree_sum(x[i] * x[i] for i in range(p.dim)))
+            m.d.comb += self.norm.eq(sum_of_squares([x[i] for i in range(p.dim)], p.norm_bits))
             return m
 
         s = norm_squarers(p, self._steps)
@@ -81,7 +83,7 @@ class VectorNorm(FocusBlock):
             # Squarer j takes element r*s + j in step r (0 past the last element).
             elements = [x[r * s + j] if r * s + j < p.dim else zero for r in range(self._steps)]
             picked.append(Array(elements)[self.step])
-        partial = _tree_sum(v * v for v in picked)
+        partial = sum_of_squares(picked, p.norm_bits)
         total = Signal(p.norm_bits)
         m.d.comb += self.norm.eq(Mux(self.step == 0, 0, total) + partial)
         with m.If(self.advance):

@@ -1,0 +1,99 @@
+# amaranth: UnusedElaboratable=no
+"""rtl.sic.arith: the partial-product forms of products, squares, dot products and sums of
+squares equal the integer expressions, exhaustively for narrow operands and on random and
+extreme values for the widths the block matcher uses."""
+
+import itertools
+
+import numpy as np
+import pytest
+from amaranth.hdl import Module, signed, unsigned
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+from amaranth.sim import Simulator
+
+from rtl.sic.arith import (
+    booth_rows,
+    dot_product,
+    product,
+    product_rows,
+    row_sum,
+    square_rows,
+    sum_of_squares,
+    unsigned_square,
+)
+
+
+class Arith(wiring.Component):
+    """a * b (Baugh-Wooley and Booth), a * a, the dot product and the sum of squares of (a, c)
+    . (b, d), e * e (folded and Booth) and a * e (signed by unsigned)."""
+
+    def __init__(self, n, m, ue):
+        self._n, self._m, self._ue = n, m, ue
+        super().__init__({
+            "a": In(signed(n)), "b": In(signed(m)), "c": In(signed(n)), "d": In(signed(m)),
+            "e": In(unsigned(ue)),
+            "prod": Out(signed(n + m)), "square": Out(unsigned(2 * n)),
+            "dot": Out(signed(n + m + 1)), "squares": Out(unsigned(2 * n + 1)),
+            "usquare": Out(unsigned(2 * ue)),
+            "booth": Out(signed(n + m)), "booth_ue": Out(signed(n + ue + 1)),
+            "booth_uu": Out(unsigned(2 * ue)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        n, w = self._n, self._n + self._m
+        rows, constant = product_rows(self.a, self.b)
+        square, square_constant = square_rows(self.a)
+        m.d.comb += [
+            self.prod.eq(row_sum(rows, constant, w, signed=True)),
+            self.square.eq(row_sum(square, square_constant, 2 * n, signed=False)),
+            self.dot.eq(dot_product([self.a, self.c], [self.b, self.d], w + 1)),
+            self.squares.eq(sum_of_squares([self.a, self.c], 2 * n + 1)),
+            self.usquare.eq(unsigned_square(self.e, 2 * self._ue)),
+            self.booth.eq(row_sum(*booth_rows(self.a, self.b), w, signed=True)),
+            self.booth_ue.eq(product(self.a, self.e, n + self._ue + 1, x_signed=True)),
+            self.booth_uu.eq(product(self.e, self.e, 2 * self._ue)),
+        ]
+        return m
+
+
+def run(n, m, ue, cases):
+    dut = Arith(n, m, ue)
+    bad = []
+
+    async def testbench(ctx):
+        for a, b, c, d, e in cases:
+            for name, value in zip("abcde", (a, b, c, d, e), strict=True):
+                ctx.set(getattr(dut, name), value)
+            got = [ctx.get(getattr(dut, k)) for k in ("prod", "square", "dot", "squares",
+                                                      "usquare", "booth", "booth_ue",
+                                                      "booth_uu")]
+            want = [a * b, a * a, a * b + c * d, a * a + c * c, e * e, a * b, a * e, e * e]
+            if got != want:
+                bad.append(((a, b, c, d, e), got, want))
+
+    sim = Simulator(dut)
+    sim.add_testbench(testbench)
+    sim.run()
+    assert not bad, bad[:5]
+
+
+@pytest.mark.parametrize("n, m", [(2, 2), (2, 3), (3, 2), (4, 4), (3, 5)])
+def test_exhaustive_narrow(n, m):
+    values_n = range(-(1 << (n - 1)), 1 << (n - 1))
+    values_m = range(-(1 << (m - 1)), 1 << (m - 1))
+    cases = [(a, b, c, d, (a * 7 + b) % 16) for a, b in itertools.product(values_n, values_m)
+             for c, d in ((values_n[0], values_m[0]), (values_n[-1], values_m[-1]), (a, b))]
+    run(n, m, 4, cases)
+
+
+@pytest.mark.parametrize("n, ue", [(8, 20), (16, 5)])
+def test_random_and_extremes(n, ue):
+    rng = np.random.default_rng(n)
+    low, high = -(1 << (n - 1)), (1 << (n - 1)) - 1
+    extremes = [low, low + 1, -1, 0, 1, high]
+    cases = [(a, b, c, d, (1 << ue) - 1) for a, b, c, d in itertools.product(extremes, repeat=4)]
+    cases += [tuple(int(v) for v in rng.integers(low, high + 1, 4)) + (int(rng.integers(0, 1 << ue)),)
+              for _ in range(300)]
+    run(n, n, ue, cases)
