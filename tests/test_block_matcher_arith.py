@@ -43,17 +43,17 @@ class Arith(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         n, w = self._n, self._n + self._m
-        rows, constant = product_rows(self.a, self.b)
-        square, square_constant = square_rows(self.a)
+        rows, constant = product_rows(m, self.a, self.b)
+        square, square_constant = square_rows(m, self.a)
         m.d.comb += [
-            self.prod.eq(row_sum(rows, constant, w, signed=True)),
-            self.square.eq(row_sum(square, square_constant, 2 * n, signed=False)),
-            self.dot.eq(dot_product([self.a, self.c], [self.b, self.d], w + 1)),
-            self.squares.eq(sum_of_squares([self.a, self.c], 2 * n + 1)),
-            self.usquare.eq(unsigned_square(self.e, 2 * self._ue)),
-            self.booth.eq(row_sum(*booth_rows(self.a, self.b), w, signed=True)),
-            self.booth_ue.eq(product(self.a, self.e, n + self._ue + 1, x_signed=True)),
-            self.booth_uu.eq(product(self.e, self.e, 2 * self._ue)),
+            self.prod.eq(row_sum(m, rows, constant, w, signed=True)),
+            self.square.eq(row_sum(m, square, square_constant, 2 * n, signed=False)),
+            self.dot.eq(dot_product(m, [self.a, self.c], [self.b, self.d], w + 1)),
+            self.squares.eq(sum_of_squares(m, [self.a, self.c], 2 * n + 1)),
+            self.usquare.eq(unsigned_square(m, self.e, 2 * self._ue)),
+            self.booth.eq(row_sum(m, *booth_rows(m, self.a, self.b), w, signed=True)),
+            self.booth_ue.eq(product(m, self.a, self.e, n + self._ue + 1, x_signed=True)),
+            self.booth_uu.eq(product(m, self.e, self.e, 2 * self._ue)),
         ]
         return m
 

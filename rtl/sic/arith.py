@@ -8,9 +8,13 @@ Yosys compresses in one carry-save tree with one carry-propagate adder, and a sq
 about half of its partial products (``a_i a_j`` and ``a_j a_i`` are one bit of twice the weight).
 The results are exact: they equal the integer expressions bit for bit
 (``tests/test_block_matcher_arith.py`` checks them exhaustively for narrow operands).
+
+Every function takes the ``Module`` to put its intermediate signals in (the operands, the rows
+and the sum are signals: the netlist reads well, and the simulator compiles small
+expressions).
 """
 
-from amaranth.hdl import Cat, Const
+from amaranth.hdl import Cat, Const, Signal
 
 __all__ = ["product_rows", "booth_rows", "square_rows", "row_sum", "product", "dot_product",
            "sum_of_squares", "unsigned_square"]
@@ -21,28 +25,36 @@ def _bits(value):
     return [value[i] for i in range(len(value))]
 
 
-def product_rows(a, b):
+def _signal(m, value, name):
+    """``value`` in a comb signal of its width (bits of it are then cheap to reference)."""
+    value = value.as_value() if hasattr(value, "as_value") else value
+    sig = Signal(len(value), name=name)
+    m.d.comb += sig.eq(value)
+    return sig
+
+
+def product_rows(m, a, b):
     """Baugh-Wooley rows of ``a * b`` for signed ``a`` (n bits) and ``b`` (m bits).
 
     Returns ``(rows, constant)``: ``a * b == sum(row << shift for row, shift in rows) +
     constant``, every row an unsigned value of AND and NAND bits (n rows of m bits).
     """
-    x, y = _bits(a), _bits(b)
-    n, m = len(x), len(y)
-    if n == 1 or m == 1:
+    x, y = _bits(_signal(m, a, "bw_a")), _bits(_signal(m, b, "bw_b"))
+    n, w = len(x), len(y)
+    if n == 1 or w == 1:
         raise ValueError("operands must have at least 2 bits")
     rows = []
     for i in range(n - 1):
-        # a_i * b_j for j < m-1, and the negative a_i * b_{m-1} as its complement.
-        rows.append((Cat(*(x[i] & y[j] for j in range(m - 1)), ~(x[i] & y[m - 1])), i))
-    # The top row: the negative a_{n-1} * b_j as complements, and the positive a_{n-1} b_{m-1}.
-    rows.append((Cat(*(~(x[n - 1] & y[j]) for j in range(m - 1)), x[n - 1] & y[m - 1]), n - 1))
+        # a_i * b_j for j < w-1, and the negative a_i * b_{w-1} as its complement.
+        rows.append((Cat(*(x[i] & y[j] for j in range(w - 1)), ~(x[i] & y[w - 1])), i))
+    # The top row: the negative a_{n-1} * b_j as complements, and the positive a_{n-1} b_{w-1}.
+    rows.append((Cat(*(~(x[n - 1] & y[j]) for j in range(w - 1)), x[n - 1] & y[w - 1]), n - 1))
     # Each complement ~t stands for -t + 1: subtract the ones added.
-    constant = -((1 << (n - 1)) - 1) * (1 << (m - 1)) - ((1 << (m - 1)) - 1) * (1 << (n - 1))
+    constant = -((1 << (n - 1)) - 1) * (1 << (w - 1)) - ((1 << (w - 1)) - 1) * (1 << (n - 1))
     return rows, constant
 
 
-def booth_rows(x, y, *, x_signed=True, y_signed=True):
+def booth_rows(m, x, y, *, x_signed=True, y_signed=True):
     """Radix-4 Booth rows of ``x * y``: ``x`` is recoded into ceil((n + 1) / 2) digits in
     -2..2 (``n`` its width, plus a sign bit when unsigned), each selecting 0, +-y or +-2y.
 
@@ -52,39 +64,42 @@ def booth_rows(x, y, *, x_signed=True, y_signed=True):
     ``two``, ``neg``) depend on ``x`` only, so products of one ``x`` with several ``y`` can
     share them (Yosys merges the identical logic).
     """
-    xb, yb = _bits(x), _bits(y)
+    xb, yb = _bits(_signal(m, x, "booth_x")), _bits(_signal(m, y, "booth_y"))
     if not x_signed:
         xb = xb + [Const(0, 1)]
     if not y_signed:
         yb = yb + [Const(0, 1)]
     if len(xb) % 2:
         xb = xb + [xb[-1]]                  # sign-extend x to an even width
-    m = len(yb)                             # y as an m-bit signed value
-    yb = yb + [yb[-1]]                      # ... and its m+1-bit sign extension, for 2y
+    w = len(yb)                             # y as a w-bit signed value
+    yb = yb + [yb[-1]]                      # ... and its w+1-bit sign extension, for 2y
     xb = [Const(0, 1)] + xb                 # x_{-1} = 0
     rows, constant = [], 0
     for k in range(len(xb) // 2):
         lo, mid, hi = xb[2 * k], xb[2 * k + 1], xb[2 * k + 2]
-        one = lo ^ mid
-        two = (hi & ~mid & ~lo) | (~hi & mid & lo)
-        neg = hi & ~(mid & lo)
-        # d * y = r + neg, r the (m+1)-bit two's complement of (one*y | two*2y) ^ neg; as an
-        # unsigned row r + 2**m (its sign bit flipped), the 2**m taken back in the constant.
+        one, two, neg = (Signal(name=f"booth_{name}{k}") for name in ("one", "two", "neg"))
+        m.d.comb += [
+            one.eq(lo ^ mid),
+            two.eq((hi & ~mid & ~lo) | (~hi & mid & lo)),
+            neg.eq(hi & ~(mid & lo)),
+        ]
+        # d * y = r + neg, r the (w+1)-bit two's complement of (one*y | two*2y) ^ neg; as an
+        # unsigned row r + 2**w (its sign bit flipped), the 2**w taken back in the constant.
         bits = [((one & yb[j]) | (two & (yb[j - 1] if j else Const(0, 1)))) ^ neg
-                for j in range(m + 1)]
-        bits[m] = ~bits[m]
+                for j in range(w + 1)]
+        bits[w] = ~bits[w]
         rows.append((Cat(*bits), 2 * k))
         rows.append((neg, 2 * k))
-        constant -= 1 << (m + 2 * k)
+        constant -= 1 << (w + 2 * k)
     return rows, constant
 
 
-def square_rows(a):
+def square_rows(m, a):
     """Rows of ``a * a`` for signed ``a`` (n bits), with each pair a_i a_j (i != j) folded.
 
     Returns ``(rows, constant)`` as :func:`product_rows`: n - 1 + (n - 1)(n - 2)/2 + n bits.
     """
-    x = _bits(a)
+    x = _bits(_signal(m, a, "square_a"))
     n = len(x)
     rows = []
     # a = -s 2**(n-1) + u: a**2 = s 2**(2n-2) - s u 2**n + u**2, with
@@ -100,53 +115,53 @@ def square_rows(a):
     return rows, constant
 
 
-def row_sum(rows, constant, width, signed):
-    """``sum(rows) + constant`` as a ``width``-bit value (signed or unsigned); the true result
+def row_sum(m, rows, constant, width, signed):
+    """``sum(rows) + constant`` as a ``width``-bit signal (signed or unsigned); the true result
     must fit ``width`` bits (the sum is taken modulo 2**width)."""
     terms = [row << shift for row, shift in rows] + [Const(constant % (1 << width), width)]
     while len(terms) > 1:                   # balanced: the simulator recurses on deep trees
         pairs = [terms[i] + terms[i + 1] for i in range(0, len(terms) - 1, 2)]
         terms = pairs + ([terms[-1]] if len(terms) % 2 else [])
-    total = terms[0]
-    value = Cat(total, Const(0, width))[:width]
-    return value.as_signed() if signed else value
+    total = Signal(width, name="row_sum")
+    m.d.comb += total.eq(terms[0])
+    return total.as_signed() if signed else total
 
 
-def product(x, y, width, *, x_signed=False, y_signed=False):
+def product(m, x, y, width, *, x_signed=False, y_signed=False):
     """The exact product ``x * y`` (:func:`booth_rows`, ``x`` recoded) as ``width`` bits,
     signed when either operand is; ``width`` must hold every possible result."""
-    rows, constant = booth_rows(x, y, x_signed=x_signed, y_signed=y_signed)
-    return row_sum(rows, constant, width, signed=x_signed or y_signed)
+    rows, constant = booth_rows(m, x, y, x_signed=x_signed, y_signed=y_signed)
+    return row_sum(m, rows, constant, width, signed=x_signed or y_signed)
 
 
-def dot_product(xs, ys, width):
+def dot_product(m, xs, ys, width):
     """The exact signed dot product of two sequences of signed values, as ``width`` signed bits
     (``width`` must hold every possible result): the Booth rows of every product
     (:func:`booth_rows`, the ``xs`` recoded) in one sum."""
     rows, constant = [], 0
     for a, b in zip(xs, ys, strict=True):
-        r, c = booth_rows(a, b)
+        r, c = booth_rows(m, a, b)
         rows += r
         constant += c
-    return row_sum(rows, constant, width, signed=True)
+    return row_sum(m, rows, constant, width, signed=True)
 
 
-def sum_of_squares(xs, width):
+def sum_of_squares(m, xs, width):
     """The exact sum of squares of signed values, as ``width`` unsigned bits."""
     rows, constant = [], 0
     for a in xs:
-        r, c = square_rows(a)
+        r, c = square_rows(m, a)
         rows += r
         constant += c
-    return row_sum(rows, constant, width, signed=False)
+    return row_sum(m, rows, constant, width, signed=False)
 
 
-def unsigned_square(a, width):
+def unsigned_square(m, a, width):
     """``a * a`` for unsigned ``a``, with the pairs a_i a_j folded, as ``width`` unsigned bits."""
-    x = _bits(a)
+    x = _bits(_signal(m, a, "square_a"))
     rows = []
     for i in range(len(x)):
         rows.append((x[i], 2 * i))
         for j in range(i + 1, len(x)):
             rows.append((x[i] & x[j], i + j + 1))
-    return row_sum(rows, 0, width, signed=False)
+    return row_sum(m, rows, 0, width, signed=False)

@@ -23,21 +23,21 @@ __all__ = ["BestCandidate", "SELECT_STAGES", "keep_first", "better"]
 SELECT_STAGES = 5
 
 
-def _product(a, b):
+def _product(m, a, b):
     """``a * b`` of unsigned values (Booth rows of ``b`` recoded, :func:`~rtl.sic.arith.product`)."""
-    return product(b, a, len(a) + len(b))
+    return product(m, b, a, len(a) + len(b))
 
 
-def better(a, b):
+def better(m, a, b):
     """Whether candidate ``b`` is strictly better than ``a``: ``b`` is eligible and ``a`` is not,
     or both are and ``b`` has the larger cosine, ``b.dsq * a.ny > a.dsq * b.ny`` (dot**2 / ny
     compared without a division; both share the token's norm)."""
-    return b.eligible & (~a.eligible | (_product(b.dsq, a.ny) > _product(a.dsq, b.ny)))
+    return b.eligible & (~a.eligible | (_product(m, b.dsq, a.ny) > _product(m, a.dsq, b.ny)))
 
 
-def keep_first(a, b):
+def keep_first(m, a, b):
     """Whether candidate ``a`` (the lower c) stays against ``b``: unless ``b`` is better."""
-    return ~better(a, b)
+    return ~better(m, a, b)
 
 
 class BestCandidate(FocusBlock):
@@ -125,7 +125,7 @@ class BestCandidate(FocusBlock):
 
         def token_threshold(nx):
             """theta_q**2 * nx, the token's side of the threshold test."""
-            return _product(nx, self.theta_sq)
+            return _product(m, nx, self.theta_sq)
 
         valid, tag, nx = i.valid, i.payload.tag, i.payload.nx
         cands = [i.payload.cands[j] for j in range(p.comparators)]
@@ -135,7 +135,7 @@ class BestCandidate(FocusBlock):
             for n in range(0, len(cands) - 1, 2):
                 a, b = cands[n], cands[n + 1]
                 value = Signal(candidate_layout(p), name=f"t{level}_{n // 2}")
-                m.d.comb += value.eq(Mux(keep_first(a, b), a, b))
+                m.d.comb += value.eq(Mux(keep_first(m, a, b), a, b))
                 merged.append(value)
             if len(cands) % 2:
                 merged.append(cands[-1])
@@ -162,8 +162,8 @@ class BestCandidate(FocusBlock):
             acc_threshold = Signal(p.token_threshold_bits)
             acc_tag = register("acc_tag", round_tag_layout(p), tag)
             done = valid_register("acc_valid", valid & tag.last)
-            left = _product(new.dsq, acc.ny)
-            right = _product(Mux(done, acc_threshold, acc.dsq), Mux(done, acc.ny, new.ny))
+            left = _product(m, new.dsq, acc.ny)
+            right = _product(m, Mux(done, acc_threshold, acc.dsq), Mux(done, acc.ny, new.ny))
             new_better = new.eligible & (~acc.eligible | (left > right))
             with m.If(advance & valid):
                 with m.If(tag.first | new_better):
@@ -172,7 +172,7 @@ class BestCandidate(FocusBlock):
                     m.d.sync += acc_threshold.eq(token_threshold(nx))
             best_valid, best_tag, best = done, acc_tag, acc
         else:
-            right = _product(threshold, cands[0].ny)
+            right = _product(m, threshold, cands[0].ny)
             best_valid, best_tag, best = valid, tag, cands[0]
 
         # The threshold test of the best candidate.

@@ -134,7 +134,7 @@ SimilarityComparator`) that depends on the pair. The rest, ``dot**2 * 2**(2F) > 
         dot1 = Signal(signed(p.dot_bits), reset_less=True)
         x, y = i.payload.x, i.payload.y
         gate("stage1", advance & i.valid & in_nonzero, [
-            dot1.eq(dot_product([x[n] for n in range(p.dim)], [y[n] for n in range(p.dim)],
+            dot1.eq(dot_product(m, [x[n] for n in range(p.dim)], [y[n] for n in range(p.dim)],
                                 p.dot_bits)),
         ])
 
@@ -145,7 +145,7 @@ SimilarityComparator`) that depends on the pair. The rest, ``dot**2 * 2**(2F) > 
         magnitude = dot1[:p.norm_bits]
         gate("stage2", advance & valid[0] & nonzero[0], [
             positive2.eq(dot1 > 0),
-            dsq2.eq(unsigned_square(magnitude, p.dot_sq_bits)),
+            dsq2.eq(unsigned_square(m, magnitude, p.dot_sq_bits)),
         ])
 
         m.d.comb += [

@@ -150,7 +150,8 @@ class JobControl(FocusBlock):
             with m.State("SETUP"):
                 # theta_q arrives from the table in this cycle.
                 m.d.comb += self.busy.eq(1)
-                m.d.sync += self.theta_sq.eq(unsigned_square(self.theta.theta_q, 2 * p.theta_bits))
+                m.d.sync += self.theta_sq.eq(unsigned_square(m, self.theta.theta_q,
+                                                                     2 * p.theta_bits))
                 with m.If(bad_cfg != MatchError.NONE):
                     m.d.sync += [self.error.eq(1), self.cause.eq(bad_cfg)]
                     m.next = "DROP"

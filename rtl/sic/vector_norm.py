@@ -73,7 +73,7 @@ class VectorNorm(FocusBlock):
         m = Module()
         x = self.x
         if self._steps == 1:
-            m.d.comb += self.norm.eq(sum_of_squares([x[i] for i in range(p.dim)], p.norm_bits))
+            m.d.comb += self.norm.eq(sum_of_squares(m, [x[i] for i in range(p.dim)], p.norm_bits))
             return m
 
         s = norm_squarers(p, self._steps)
@@ -83,7 +83,7 @@ class VectorNorm(FocusBlock):
             # Squarer j takes element r*s + j in step r (0 past the last element).
             elements = [x[r * s + j] if r * s + j < p.dim else zero for r in range(self._steps)]
             picked.append(Array(elements)[self.step])
-        partial = sum_of_squares(picked, p.norm_bits)
+        partial = sum_of_squares(m, picked, p.norm_bits)
         total = Signal(p.norm_bits)
         m.d.comb += self.norm.eq(Mux(self.step == 0, 0, total) + partial)
         with m.If(self.advance):
