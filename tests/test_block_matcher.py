@@ -518,8 +518,8 @@ def test_sim_api_rejects_mean_without_the_unit():
     x, pos = np.ones((3, 4), np.int64), np.array([0, 1, 2])
     args = dict(frame_stride=4, row_stride=2, theta_q=200, tile=8, window=16)
     p = FocusParams(dim=4, tile=8, window=16, representatives="first")
-    message = r"representative 'mean' needs .*params\.representatives = 'first'.*" \
-              r"FocusParams\.representatives = 'first\+mean'"
+    message = (r"representative 'mean' needs .*params\.representatives = 'first'.*"
+               r"FocusParams\.representatives = 'first\+mean'")
     with pytest.raises(ValueError, match=message):
         sim.block_match(x, pos, representative="mean", params=p, **args)
     with pytest.raises(ValueError, match=message):

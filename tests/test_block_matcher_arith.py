@@ -94,6 +94,6 @@ def test_random_and_extremes(n, ue):
     low, high = -(1 << (n - 1)), (1 << (n - 1)) - 1
     extremes = [low, low + 1, -1, 0, 1, high]
     cases = [(a, b, c, d, (1 << ue) - 1) for a, b, c, d in itertools.product(extremes, repeat=4)]
-    cases += [tuple(int(v) for v in rng.integers(low, high + 1, 4)) + (int(rng.integers(0, 1 << ue)),)
+    cases += [(*(int(v) for v in rng.integers(low, high + 1, 4)), int(rng.integers(0, 1 << ue)))
               for _ in range(300)]
     run(n, n, ue, cases)

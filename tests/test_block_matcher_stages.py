@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from golden.similarity import dot, similar, sqnorm
+from golden.similarity import dot, sqnorm
 from rtl.params import FocusParams
 from rtl.sic.best_candidate import SELECT_STAGES, BestCandidate
 from rtl.sic.comparator_bank import ComparatorBank

@@ -24,7 +24,7 @@ SELECT_STAGES = 5
 
 
 def _product(m, a, b):
-    """``a * b`` of unsigned values (Booth rows of ``b`` recoded, :func:`~rtl.sic.arith.product`)."""
+    """``a * b`` of unsigned values (``b`` Booth-recoded: :func:`~rtl.sic.arith.product`)."""
     return product(m, b, a, len(a) + len(b))
 
 

@@ -6,8 +6,8 @@ from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
 from ..lib.clock_gate import ICG_CELL
-from .match_layouts import compare_layout, round_tag_layout, scored_layout
 from .dot_scorer import SCORER_LATENCY, DotScorer
+from .match_layouts import compare_layout, round_tag_layout, scored_layout
 
 __all__ = ["ComparatorBank"]
 

@@ -21,7 +21,8 @@ class VectorNorm(FocusBlock):
 
     ``steps = 1`` (the default): combinational, no state, V squarers whose partial products are
     added in one tree (:func:`~rtl.sic.arith.sum_of_squares`: a square needs about half the
-    partial products of a product). The block matcher uses it so with 7 comparators (a token per cycle).
+    partial products of a product). The block matcher uses it so with 7 comparators (a token per
+    cycle).
 
     ``steps > 1``: the squares are spread over ``steps`` steps, one per cycle at most. Step r
     squares elements ``r*s .. r*s + s - 1`` (those below V) and ``norm`` is the sum of the
