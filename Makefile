@@ -9,7 +9,7 @@ PRESET ?= default
 BOARD  ?= icebreaker
 JOBS   ?= auto
 
-.PHONY: all venv verilog test lint test-boards synth bench warm liberty clean distclean board flash
+.PHONY: all venv verilog test lint test-boards synth qor bench warm liberty clean distclean board flash
 
 all: verilog
 
@@ -40,6 +40,14 @@ test-boards: $(STAMP)
 
 synth: $(STAMP)
 	$(FOCUS) synth --preset $(PRESET) -o build/synth/$(PRESET)
+
+# The QoR table: LUT/FF/BRAM/DSP/Fmax on iCE40 and ECP5, logic um^2 and the OpenSTA Fmax of every
+# block at the default, paper and board presets -> build/qor/qor.md and qor.json (hours; results
+# are cached in build/synth-cache, so a rerun redoes only what changed). Needs `make liberty` and
+# Debian's opensta (apt-get install opensta) for the um^2 and STA columns. ARGS passes options,
+# e.g. make qor ARGS="--quick" or ARGS="--scheduler tcp://host:8786".
+qor: $(STAMP)
+	$(FOCUS) synth --qor $(ARGS)
 
 # Measured cycles against the model and the physical bounds: tables and PNGs in
 # build/bench/$(PRESET)/ (summary.md). ARGS passes options, e.g. make bench ARGS="--quick".

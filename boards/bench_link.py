@@ -4,10 +4,10 @@ What is simulated
 -----------------
 :class:`boards.bridge.FocusBoardCore` with ``FocusParams.board()`` and the bridge's default
 timeouts (as :class:`boards.top.BoardTop` builds it), driven by the real host driver
-:class:`boards.host.FocusBoard` through :class:`boards.host.SimTransport` (a bit-level 8N1 line).
-The only difference from the board is the UART divisor: the ULX3S runs at 25 MHz, divisor
-``uart_divisor(25e6) = 217`` clocks per bit; simulating that is about 50 times slower than the
-default ``--divisor 4``.
+:class:`boards.host.FocusBoard` through :class:`boards.sim_transport.SimTransport` (a bit-level
+8N1 line). The only difference from the board is the UART divisor: the ULX3S runs at 25 MHz,
+divisor ``uart_divisor(25e6) = 217`` clocks per bit; simulating that is about 50 times slower than
+the default ``--divisor 4``.
 
 What is measured, per job
 -------------------------
@@ -49,8 +49,9 @@ from rtl.flow.cli_args import BadArgs, add_param_arguments, params_from
 from rtl.params import FocusParams
 
 from .bridge import FocusBoardCore
-from .host import FocusBoard, SimTransport, token_rates
+from .host import FocusBoard, token_rates
 from .protocol import Cmd, Status, reply_bytes, request_bytes
+from .sim_transport import SimTransport
 from .top import BOARDS
 from .uart import BAUD_RATE, uart_divisor
 

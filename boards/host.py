@@ -3,13 +3,9 @@
 Transports (anything with ``write``, ``read``, ``send_break``, ``close`` and ``default_timeout``):
 
 - :class:`SerialTransport`: a serial port through pyserial, 8N1 at :data:`boards.uart.BAUD_RATE`.
-- :class:`SimTransport`: an Amaranth simulation of a design with ``rx``/``tx`` ports (normally
-  :class:`boards.bridge.FocusBoardCore`), driven **bit by bit**: the host's UART model sets
-  ``rx`` one bit time at a time and decodes ``tx`` by sampling it in the middle of each bit, so
-  the design's real UART, framing and timeouts are exercised. The simulation only advances while
-  the host waits for reply bytes; timeouts are in simulated seconds. At 2 800 simulated cycles per
-  second for the board's core, use a small divisor (4 to 8 clocks per bit) in tests.
-  :meth:`SimTransport.watch` follows an output such as an LED.
+- :class:`boards.sim_transport.SimTransport`: an Amaranth simulation of a design with
+  ``rx``/``tx`` ports (normally :class:`boards.bridge.FocusBoardCore`), driven bit by bit. It is
+  in its own module so that this driver imports no simulator.
 - :class:`boards.tb_board.CocotbTransport`: the same bit-level line in cocotb, for the emitted
   Verilog on Icarus or Verilator (:func:`boards.tb_board.run_board_job`).
 
@@ -25,7 +21,6 @@ Example (on a real board; see the README)::
 """
 
 import time
-from collections import deque
 
 import numpy as np
 from amaranth.hdl import Shape
@@ -35,7 +30,12 @@ from golden.block_match import check_columns, check_config, check_positions
 from golden.focus import check_focus_inputs
 from golden.offsets import check_order, check_word_bits
 from golden.sec import MODES, check_keep, check_scores
+from rtl.codecs import decode_beats, mask_from_beats, score_beats, token_beats, unpack
+from rtl.layouts import mask_beat_layout, offset_word_layout, score_beat_layout
 from rtl.params import FocusParams
+from rtl.sic.block_matcher import match_output_layout
+from rtl.top.focus_unit import token_layout
+from rtl.top.registers import ERROR_SHIFT, Ctrl, ErrorFlag, Reg
 
 from .bridge import FOCUS_PULL_PORTS, FOCUS_PUSH_PORTS
 from .protocol import (
@@ -50,8 +50,7 @@ from .protocol import (
 )
 from .uart import BAUD_RATE
 
-__all__ = ["SerialTransport", "SimTransport", "BoardError", "BridgeClient", "FocusBoard",
-           "token_rates"]
+__all__ = ["SerialTransport", "BoardError", "BridgeClient", "FocusBoard", "token_rates"]
 
 
 # ---- transports ---------------------------------------------------------------------------------
@@ -92,145 +91,6 @@ class SerialTransport:
 
     def close(self):
         self._port.close()
-
-
-class SimTransport:
-    """A simulated serial line into an Amaranth design (bit level; see the module doc).
-
-    Parameters
-    ----------
-    dut : wiring.Component
-        The design; its ``sync`` domain gets a clock of ``clock_period`` seconds.
-    divisor : int
-        The design's UART divisor (clock cycles per bit).
-    rx, tx : Signal or None
-        The design's serial input and output (``dut.rx``, ``dut.tx`` by default).
-    clock_period : float
-    baud_error : float
-        Relative error of the host's bit time against the design's (e.g. 0.02: 2 % slower).
-
-    Attributes
-    ----------
-    host_framing_errors : int
-        Characters from the design whose stop bit the host model read as 0.
-    """
-
-    def __init__(self, dut, divisor, *, rx=None, tx=None, clock_period=1e-8, baud_error=0.0):
-        from amaranth.sim import Simulator
-
-        self.dut = dut
-        self.divisor = divisor
-        self.clock_period = clock_period
-        self.bit_time = divisor * clock_period
-        self.host_bit_time = self.bit_time * (1.0 + baud_error)
-        self.default_timeout = 3000 * 10 * self.bit_time
-        self.host_framing_errors = 0
-        self.sent = 0
-        self.received = 0
-        self._rx = dut.rx if rx is None else rx
-        self._tx = dut.tx if tx is None else tx
-        self._out = deque()
-        self._in = bytearray()
-        self._cycles = 0
-        self._watched = {}
-        self.sim = Simulator(dut)
-        self.sim.add_clock(clock_period)
-        self.sim.add_testbench(self._drive, background=True)
-        self.sim.add_testbench(self._decode, background=True)
-
-    @property
-    def now(self):
-        """Simulated time, seconds."""
-        return self._cycles * self.clock_period
-
-    @property
-    def cycles(self):
-        """Clock cycles simulated so far."""
-        return self._cycles
-
-    async def _drive(self, ctx):
-        ctx.set(self._rx, 1)
-        while True:
-            if not self._out:
-                await ctx.delay(self.host_bit_time)
-                continue
-            kind, value, stop = self._out.popleft()
-            if kind == "byte":
-                for bit in [0, *(value >> i & 1 for i in range(8)), stop]:
-                    ctx.set(self._rx, bit)
-                    await ctx.delay(self.host_bit_time)
-                ctx.set(self._rx, 1)
-                self.sent += 1
-            elif kind == "low":
-                ctx.set(self._rx, 0)
-                await ctx.delay(value * self.host_bit_time)
-                ctx.set(self._rx, 1)
-            else:
-                await ctx.delay(value * self.host_bit_time)
-
-    async def _decode(self, ctx):
-        while True:
-            await ctx.negedge(self._tx)
-            await ctx.delay(1.5 * self.bit_time)
-            byte = 0
-            for i in range(8):
-                byte |= ctx.get(self._tx) << i
-                await ctx.delay(self.bit_time)
-            if ctx.get(self._tx):
-                self._in.append(byte)
-                self.received += 1
-            else:
-                self.host_framing_errors += 1
-                while not ctx.get(self._tx):
-                    await ctx.delay(self.bit_time / 4)
-
-    def watch(self, signal):
-        """Track ``signal`` (e.g. an LED output): :meth:`value` gives its value at the current
-        simulated time. Event-driven (no cost per cycle); call before the first read."""
-        key = id(signal)        # signals are not hashable
-        self._watched[key] = 0
-
-        async def track(ctx):
-            self._watched[key] = ctx.get(signal)
-            while True:
-                (value,) = await ctx.changed(signal)
-                self._watched[key] = value
-        self.sim.add_testbench(track, background=True)
-
-    def value(self, signal):
-        """The value of a :meth:`watch`-ed signal now."""
-        return self._watched[id(signal)]
-
-    def write(self, data, *, stop=1):
-        """Queue bytes to send (``stop=0`` sends them with a bad stop bit: framing errors)."""
-        for byte in bytes(data):
-            self._out.append(("byte", byte, stop))
-
-    def send_break(self, bits=30):
-        """Hold the line low for ``bits`` bit times."""
-        self._out.append(("low", bits, 0))
-
-    def idle(self, bits):
-        """Leave the line idle for ``bits`` bit times before the next queued item."""
-        self._out.append(("idle", bits, 1))
-
-    def run(self, seconds):
-        """Advance the simulation by ``seconds`` (whole clock cycles, at least one)."""
-        self._cycles += max(1, -(-round(seconds / self.clock_period * 1e6) // 1_000_000))
-        self.sim.run_until(self._cycles * self.clock_period)
-
-    def read(self, n, timeout):
-        """Up to ``n`` bytes; fewer when ``timeout`` simulated seconds pass first."""
-        step = 20 * self.bit_time
-        deadline = self.now + timeout
-        while len(self._in) < n and self.now < deadline:
-            self.run(min(step, deadline - self.now))
-        out = bytes(self._in[:n])
-        del self._in[:n]
-        return out
-
-    def close(self):
-        pass
 
 
 # ---- the protocol client ----------------------------------------------------------------------
@@ -350,7 +210,6 @@ class BridgeClient:
     def _unpack(self, layout, raw):
         bits = int.from_bytes(raw, "little")
         if isinstance(layout, data.Layout):
-            from sim.streams import unpack
             return unpack(data.Const(layout, bits))
         return bits
 
@@ -413,7 +272,8 @@ class FocusBoard(BridgeClient):
     Parameters
     ----------
     port_or_transport : str or transport
-        A serial port name, or a transport (:class:`SimTransport` for a simulated board).
+        A serial port name, or a transport (:class:`boards.sim_transport.SimTransport` for a
+        simulated board).
     params : FocusParams or None
         The board's build parameters (``FocusParams.board()`` by default); checked against the
         PING reply.
@@ -424,9 +284,6 @@ class FocusBoard(BridgeClient):
     """
 
     def __init__(self, port_or_transport, *, params=None, timeout=None, max_polls=200):
-        from rtl.layouts import mask_beat_layout, offset_word_layout, score_beat_layout
-        from rtl.sic.block_matcher import match_output_layout
-        from rtl.top.focus_unit import token_layout
 
         p = FocusParams.board() if params is None else params
         self.params = p
@@ -455,7 +312,6 @@ class FocusBoard(BridgeClient):
     # -- helpers --
 
     def _reg(self, name):
-        from rtl.top.focus_unit import Reg
         return Reg[name]
 
     def status(self):
@@ -463,7 +319,6 @@ class FocusBoard(BridgeClient):
         return self.read_reg(self._reg("STATUS"))
 
     def _check_errors(self, what):
-        from rtl.top.focus_unit import ERROR_SHIFT, ErrorFlag
         status = self.status()
         flags = ErrorFlag(status >> ERROR_SHIFT & 0xFF)
         if flags:
@@ -472,7 +327,6 @@ class FocusBoard(BridgeClient):
 
     def _abort(self):
         """End the running job (``CTRL.ABORT``) and clear the ``ABORTED`` flag it sets."""
-        from rtl.top.focus_unit import Ctrl
         self.write_reg(self._reg("CTRL"), Ctrl.ABORT)
         self.write_reg(self._reg("CTRL"), Ctrl.CLEAR)
 
@@ -528,7 +382,6 @@ class FocusBoard(BridgeClient):
         return got
 
     def _sec_job(self, a, keep, mode, order):
-        from sim.sec import score_beats
         p = self.params
         R, M = a.shape
         for name, value in (("SEC_M", M), ("SEC_R", R), ("SEC_KEEP", min(keep, M)),
@@ -571,7 +424,6 @@ class FocusBoard(BridgeClient):
     def sec(self, scores, keep, *, mode="spatial", order=None, word_bits=32):
         """:func:`golden.sec` on the board: ``(mask, words, nbits)``. The board's code words
         (``params.word_bits``) are repacked into ``word_bits`` words on the host."""
-        from sim.sec import mask_from_beats
         a, keep = self._check_sec_inputs(scores, keep, mode, order, word_bits)
         got = self._sec_job(a, keep, mode, order)
         mask = mask_from_beats(got["mask"], a.shape[1], self.params.lanes)
@@ -599,18 +451,17 @@ class FocusBoard(BridgeClient):
                              f"range of the board: min {orig.min()}, max {orig.max()}")
 
     def _sic_columns(self, kept, *, frame_stride, row_stride, theta_q, representative):
-        from sim.block_match import decode_beats
-        from sim.focus import token_beats
         p = self.params
         self.write_reg(self._reg("THETA_ADDR"), 0)
         self.write_reg(self._reg("THETA_DATA"), theta_q)
         for name, value in (("SIC_FRAME_STRIDE", frame_stride), ("SIC_ROW_STRIDE", row_stride),
                             ("SIC_LAYER", 0), ("SIC_REPR", int(representative == "mean"))):
             self.write_reg(self._reg(name), value)
-        maps, uniques = [], []
-        for column in range(kept.shape[1] // p.dim):
+        n, columns = len(kept), kept.shape[1] // p.dim
+        maps, uniques = np.zeros((n, columns), np.int64), []
+        for column in range(columns):
             self.write_reg(self._reg("CTRL"), 2)
-            if len(kept):
+            if n:
                 got = self._drain({"sic": None},
                                   [("tokens", token_beats(kept, column, p.dim))],
                                   paced={"sic": "tokens"})["sic"]
@@ -618,10 +469,11 @@ class FocusBoard(BridgeClient):
                 got = []
             self._check_errors("a SIC job")
             mp, u = decode_beats(got, p.dim, representative == "mean")
-            maps.append(mp)
+            if len(mp) != n:
+                raise RuntimeError(f"column {column}: the board sent {len(mp)} map entries for "
+                                   f"{n} tokens")
+            maps[:, column] = mp
             uniques.append(u)
-        n = len(kept)
-        maps = (np.stack(maps, axis=1) if maps else np.zeros((n, 0), np.int64)).reshape(n, -1)
         return maps, uniques
 
     def _require_sic(self, what):
@@ -636,24 +488,29 @@ class FocusBoard(BridgeClient):
         The board's SIC takes its positions from the offset code of the last SEC job, so this
         first runs an SEC job whose keep mask is exactly ``positions`` (one score row: 1 at the
         positions, 0 elsewhere; keep = their count). Positions must therefore be below the
-        board's ``tokens``, and the tokens must fit one tile. ``RuntimeError`` on a board built
-        without SIC."""
+        board's ``tokens``, and the tokens must fit one tile. Zero tokens give golden's empty
+        result without starting a job. ``RuntimeError`` on a board built without SIC."""
         self._require_sic("sic")
         check_config(frame_stride, row_stride, theta_q, theta_bits, tile, window, representative)
-        orig, dim, _ = check_columns(tokens, dim)
+        orig, dim, columns = check_columns(tokens, dim)
         pos = check_positions(positions, len(orig))
         self._check_sic_board(len(orig), dim, theta_bits, tile, window, frame_stride, row_stride)
         self._check_elements(orig)
         if len(pos) and int(pos[-1]) >= self.params.tokens:
             raise ValueError(f"position {int(pos[-1])} >= the board's tokens = "
                              f"{self.params.tokens}")
-        if len(pos):
-            M = int(pos[-1]) + 1
-            a = np.zeros((1, M), dtype=np.uint64)
-            a[0, pos] = 1
-            self._sec_job(a, len(pos), "spatial", None)
-        return self._sic_columns(orig, frame_stride=frame_stride, row_stride=row_stride,
-                                 theta_q=theta_q, representative=representative)
+        if not len(pos):
+            # golden's answer is empty; the unit has no job of zero tokens to run (SEC needs
+            # M >= 1, and a SIC job without a stored code is refused: COMMAND), so none starts.
+            return (np.zeros((0, columns), np.int64),
+                    [orig[:0, :dim].copy() for _ in range(columns)])
+        M = int(pos[-1]) + 1
+        a = np.zeros((1, M), dtype=np.uint64)
+        a[0, pos] = 1
+        self._sec_job(a, len(pos), "spatial", None)
+        maps, uniques = self._sic_columns(orig, frame_stride=frame_stride, row_stride=row_stride,
+                                          theta_q=theta_q, representative=representative)
+        return maps, [u.astype(orig.dtype) for u in uniques]
 
     def focus(self, scores, tokens, keep, *, mode="spatial", order=None, word_bits=32,
               frame_stride, row_stride, theta_q, theta_bits=8, tile=1024, window=256,
@@ -669,14 +526,14 @@ class FocusBoard(BridgeClient):
         self._check_elements(orig)
         self._check_sic_board(min(keep, a.shape[1]), dim, theta_bits, tile, window,
                               frame_stride, row_stride)
-        from sim.sec import mask_from_beats
         got = self._sec_job(a, keep, mode, order)
         mask = mask_from_beats(got["mask"], a.shape[1], self.params.lanes)
         words, nbits = self._code(got["code"], word_bits)
-        maps, uniques = self._sic_columns(np.asarray(orig)[mask], frame_stride=frame_stride,
+        orig = np.asarray(orig)
+        maps, uniques = self._sic_columns(orig[mask], frame_stride=frame_stride,
                                           row_stride=row_stride, theta_q=theta_q,
                                           representative=representative)
-        return mask, words, nbits, maps, uniques
+        return mask, words, nbits, maps, [u.astype(orig.dtype) for u in uniques]
 
 
 def token_rates(params=None, *, rows=16, tokens=None, max_len=256, baud=BAUD_RATE):
@@ -692,9 +549,6 @@ def token_rates(params=None, *, rows=16, tokens=None, max_len=256, baud=BAUD_RAT
     Returns a dict: ``sec_bytes``, ``sic_bytes`` (per token / token-column), ``sec_tokens_s``,
     ``sic_tokens_s`` (token-columns per second), ``bytes_s`` (baud / 10, 8N1).
     """
-    from rtl.layouts import mask_beat_layout, score_beat_layout
-    from rtl.sic.block_matcher import match_output_layout
-    from rtl.top.focus_unit import token_layout
 
     p = FocusParams.board() if params is None else params
     M = p.tokens if tokens is None else tokens

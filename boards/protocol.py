@@ -13,7 +13,9 @@ Reply (board to host), exactly one per request, error or not::
 
     0x5A  cmd  status  len_lo len_hi  data[len]  crc_lo crc_hi
 
-The CRC is CRC-16/CCITT-FALSE (:func:`boards.crc16.crc16`) over everything between the sync byte
+The CRC is CRC-16/CCITT-FALSE (:func:`frame_crc`; polynomial 0x1021, initial value 0xFFFF, no
+reflection, no final XOR, check value 0x29B1; the same as ``CRC16_IBM_3740`` in
+:mod:`amaranth.lib.crc.catalog`, which the bridge uses) over everything between the sync byte
 and the CRC (request: ``cmd .. payload``; reply: ``cmd status len data``). ``len`` is at most
 ``max_len`` (the bridge's buffer, reported by PING; 256 on the boards). A reply echoes the request's
 ``cmd`` (0 when the error came before a command byte, e.g. a break on an idle line).
@@ -59,14 +61,13 @@ Bytes outside a frame other than 0xA5 are ignored. After any error the bridge is
 next good frame works.
 """
 
+import binascii
 import enum
 import struct
 
-from .crc16 import crc16
-
-__all__ = ["SYNC", "REPLY_SYNC", "PROTOCOL_VERSION", "Cmd", "Status", "ProtocolError",
-           "encode_request", "decode_request", "encode_reply", "decode_reply", "ReplyParser",
-           "pack_beat", "unpack_beat", "beat_bytes", "request_bytes", "reply_bytes",
+__all__ = ["SYNC", "REPLY_SYNC", "PROTOCOL_VERSION", "CRC_INIT", "frame_crc", "Cmd", "Status",
+           "ProtocolError", "encode_request", "decode_request", "encode_reply", "decode_reply",
+           "ReplyParser", "pack_beat", "unpack_beat", "beat_bytes", "request_bytes", "reply_bytes",
            "REQUEST_OVERHEAD", "REPLY_OVERHEAD", "stream_bytes"]
 
 SYNC = 0xA5
@@ -76,6 +77,15 @@ PROTOCOL_VERSION = 1
 #: Bytes of a request / reply frame around its payload / data.
 REQUEST_OVERHEAD = 6
 REPLY_OVERHEAD = 7
+
+
+#: The CRC register's initial value (CRC-16/CCITT-FALSE).
+CRC_INIT = 0xFFFF
+
+
+def frame_crc(data):
+    """CRC-16/CCITT-FALSE of ``data`` (bytes-like): ``binascii.crc_hqx(data, 0xFFFF)``."""
+    return binascii.crc_hqx(bytes(data), CRC_INIT)
 
 
 class Cmd(enum.IntEnum):
@@ -113,7 +123,7 @@ def encode_request(cmd, payload=b""):
     payload = bytes(payload)
     _check_len(payload)
     body = bytes([int(cmd)]) + struct.pack("<H", len(payload)) + payload
-    return bytes([SYNC]) + body + struct.pack("<H", crc16(body))
+    return bytes([SYNC]) + body + struct.pack("<H", frame_crc(body))
 
 
 def decode_request(frame):
@@ -125,7 +135,7 @@ def decode_request(frame):
     if len(frame) != REQUEST_OVERHEAD + length:
         raise ProtocolError(f"Request frame of {len(frame)} bytes does not match len {length}")
     body = frame[1:-2]
-    if crc16(body) != struct.unpack_from("<H", frame, len(frame) - 2)[0]:
+    if frame_crc(body) != struct.unpack_from("<H", frame, len(frame) - 2)[0]:
         raise ProtocolError("Request frame has a bad CRC")
     return frame[1], frame[4:-2]
 
@@ -135,7 +145,7 @@ def encode_reply(cmd, status, data=b""):
     data = bytes(data)
     _check_len(data)
     body = bytes([int(cmd), int(status)]) + struct.pack("<H", len(data)) + data
-    return bytes([REPLY_SYNC]) + body + struct.pack("<H", crc16(body))
+    return bytes([REPLY_SYNC]) + body + struct.pack("<H", frame_crc(body))
 
 
 def decode_reply(frame):
@@ -187,7 +197,7 @@ class ReplyParser:
             frame = bytes(self._buf[:total])
             del self._buf[:total]
             body = frame[1:-2]
-            if crc16(body) != struct.unpack_from("<H", frame, total - 2)[0]:
+            if frame_crc(body) != struct.unpack_from("<H", frame, total - 2)[0]:
                 raise ProtocolError(f"Reply frame has a bad CRC: {frame[:16].hex()}")
             try:
                 status = Status(frame[2])

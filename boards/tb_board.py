@@ -4,8 +4,8 @@
 
 The host driver is blocking Python; cocotb is async. The driver runs in a cocotb ``bridge``
 thread, and the transport's ``read`` ``resume``s the simulation until the bytes arrive, exactly as
-:class:`boards.host.SimTransport` does in the Amaranth simulator. The serial line is modelled bit
-by bit (``rx`` driven one bit time per bit, ``tx`` sampled mid-bit).
+:class:`boards.sim_transport.SimTransport` does in the Amaranth simulator. The serial line is
+modelled bit by bit (``rx`` driven one bit time per bit, ``tx`` sampled mid-bit).
 
 :func:`run_board_job` (pytest side) emits the Verilog, builds it with Icarus or Verilator through
 the cocotb runner, and runs the ``host_job`` test, which reads a job from the JSON file named by
@@ -15,6 +15,21 @@ the cocotb runner, and runs the ``host_job`` test, which reads a job from the JS
 import json
 import os
 from collections import deque
+
+import cocotb
+import numpy as np
+from cocotb.clock import Clock
+from cocotb.task import bridge, resume
+from cocotb.triggers import ClockCycles, FallingEdge, Timer
+from cocotb_tools.runner import get_runner
+
+from rtl.flow import toolchain
+from rtl.flow.emit import emit_verilog
+from rtl.params import FocusParams
+from sim.runner import BUILD_ARGS, CocotbFailure, case_dir, check_results, locked
+
+from .bridge import FocusBoardCore
+from .host import FocusBoard
 
 __all__ = ["CocotbTransport", "run_board_job", "BOARD_TOP"]
 
@@ -44,8 +59,6 @@ class CocotbTransport:
         self._in = bytearray()
 
     async def drive(self):
-        from cocotb.triggers import Timer
-
         self.dut.rx.value = 1
         while True:
             if not self._out:
@@ -63,8 +76,6 @@ class CocotbTransport:
                 self.dut.rx.value = 1
 
     async def decode(self):
-        from cocotb.triggers import FallingEdge, Timer
-
         while True:
             await FallingEdge(self.dut.tx)
             await Timer(self.bit_ns * 3 // 2, unit="ns")
@@ -86,9 +97,6 @@ class CocotbTransport:
         self._out.append(("low", bits))
 
     def read(self, n, timeout):
-        from cocotb.task import resume
-        from cocotb.triggers import Timer
-
         async def wait():
             waited = 0.0
             while len(self._in) < n and waited < timeout:
@@ -105,12 +113,6 @@ class CocotbTransport:
 
 def _host_job(transport, job):
     """Blocking: run ``job`` through a FocusBoard on ``transport``; returns JSON-able results."""
-    import numpy as np
-
-    from rtl.params import FocusParams
-
-    from .host import FocusBoard
-
     board = FocusBoard(transport, params=FocusParams.from_dict(job["params"]))
     mask, words, nbits, maps, uniques = board.focus(
         np.array(job["scores"]), np.array(job["tokens"]), job["keep"], **job["kwargs"])
@@ -120,30 +122,20 @@ def _host_job(transport, job):
             "host_framing_errors": transport.host_framing_errors}
 
 
-try:
-    import cocotb
-except ImportError:     # pragma: no cover - cocotb is a pinned dependency
-    cocotb = None
-
-if cocotb is not None:
-    @cocotb.test()
-    async def host_job(dut):
-        from cocotb.clock import Clock
-        from cocotb.task import bridge
-        from cocotb.triggers import ClockCycles
-
-        job = json.loads(open(os.environ["FOCUS_BOARD_JOB"]).read())
-        Clock(dut.clk, CLOCK_NS, unit="ns").start()
-        dut.rx.value = 1
-        dut.rst.value = 1
-        await ClockCycles(dut.clk, 3)
-        dut.rst.value = 0
-        transport = CocotbTransport(dut, job["divisor"])
-        cocotb.start_soon(transport.drive())
-        cocotb.start_soon(transport.decode())
-        result = await bridge(_host_job)(transport, job)
-        with open(os.environ["FOCUS_BOARD_OUT"], "w") as out:
-            json.dump(result, out)
+@cocotb.test()
+async def host_job(dut):
+    job = json.loads(open(os.environ["FOCUS_BOARD_JOB"]).read())
+    Clock(dut.clk, CLOCK_NS, unit="ns").start()
+    dut.rx.value = 1
+    dut.rst.value = 1
+    await ClockCycles(dut.clk, 3)
+    dut.rst.value = 0
+    transport = CocotbTransport(dut, job["divisor"])
+    cocotb.start_soon(transport.drive())
+    cocotb.start_soon(transport.decode())
+    result = await bridge(_host_job)(transport, job)
+    with open(os.environ["FOCUS_BOARD_OUT"], "w") as out:
+        json.dump(result, out)
 
 
 def run_board_job(params, divisor, scores, tokens, keep, *, simulator="icarus", case="focus",
@@ -151,14 +143,6 @@ def run_board_job(params, divisor, scores, tokens, keep, *, simulator="icarus", 
     """Run ``FocusBoard.focus(scores, tokens, keep, **kwargs)`` against the Verilog of
     ``FocusBoardCore(params, divisor, **bridge_kw)`` under cocotb; returns the result dict
     (``mask``, ``words``, ``nbits``, ``maps``, ``uniques`` as lists, ``bytes`` on the wire)."""
-    from cocotb_tools.runner import get_runner
-
-    from rtl.flow import toolchain
-    from rtl.flow.emit import emit_verilog
-    from sim.runner import BUILD_ARGS, CocotbFailure, case_dir, check_results, locked
-
-    from .bridge import FocusBoardCore
-
     toolchain.apply()
     directory = case_dir(BOARD_TOP, params, simulator, f"{case}-d{divisor}")
     directory.mkdir(parents=True, exist_ok=True)

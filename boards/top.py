@@ -14,7 +14,7 @@ Boards (:data:`BOARDS`)
     ice40_generic``). **SEC only**: the whole unit does not fit the UP5K (with SIC, 4 lanes: 16 786
     of 5 280 logic cells and 38 of 8 DSPs; the smallest shape tried, ``tokens=128 lanes=1 dim=1
     comparators=1 window=16 tile=64``, still 8 313), so the iCEBreaker's unit is built with
-    ``sic=False`` (about 84 % of the logic cells with the bridge).
+    ``sic=False`` (about 82 % of the logic cells with the bridge).
 ``ulx3s``
     Radiona ULX3S with the LFE5U-85F (``ulx3s`` is the 85F; the 12F/25F/45F are ``ulx3s-12f``,
     ``ulx3s-25f``, ``ulx3s-45f``), 25 MHz oscillator, the FT231X as the UART. Bitstream ``.bit``,
@@ -51,11 +51,18 @@ amaranth-boards ``button`` 0) while pressed.
 """
 
 import copy
+import importlib
 from dataclasses import dataclass
 
+from amaranth.build import Clock
 from amaranth.hdl import ClockDomain, ClockSignal, Module, ResetSignal, Signal
 from amaranth.lib import io, wiring
 from amaranth.lib.cdc import ResetSynchronizer
+
+from rtl.params import FocusParams
+
+from .bridge import FocusBoardCore
+from .uart import uart_divisor
 
 __all__ = ["BOARDS", "Board", "BoardTop", "Blinky", "DESIGNS", "make_platform", "make_top"]
 
@@ -108,15 +115,11 @@ def make_platform(board, freq_hz=None):
     not the UART divisor): a way to see how much slack the design has, or to force a timing
     failure in a test.
     """
-    import importlib
-
     spec = BOARDS[board]
     platform = getattr(importlib.import_module(spec.platform_module), spec.platform_class)()
     if spec.family == "ice40":
         platform.add_resources(platform.break_off_pmod)
     if freq_hz is not None:
-        from amaranth.build import Clock
-
         # A copy: the Resource objects are shared by every instance of the platform class.
         key = (platform.default_clk, 0)
         platform.resources[key] = copy.copy(platform.resources[key])
@@ -198,15 +201,10 @@ class BoardTop(_BoardBase):
     """
 
     def __init__(self, board, params=None):
-        from rtl.params import FocusParams
-
         super().__init__(board)
         self.params = params if params is not None else FocusParams.board()
 
     def elaborate(self, platform):
-        from .bridge import FocusBoardCore
-        from .uart import uart_divisor
-
         m = Module()
         self._clock_and_reset(m, platform)
         m.submodules.core = core = FocusBoardCore(self.params,

@@ -18,6 +18,7 @@ No Amaranth 0.5 UART on PyPI is usable as is, so this is a deliberately small on
 
 from amaranth.hdl import Module, Signal
 from amaranth.lib import stream, wiring
+from amaranth.lib.cdc import FFSynchronizer
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["BAUD_RATE", "uart_divisor", "UARTTransmitter", "UARTReceiver"]
@@ -122,7 +123,8 @@ class UARTTransmitter(wiring.Component):
 class UARTReceiver(wiring.Component):
     """Receives 8N1 frames on ``rx`` and delivers their bytes on ``o_stream``.
 
-    ``rx`` goes through a 2-flop synchronizer. A falling edge starts a frame; the start bit is
+    ``rx`` goes through a 2-flop synchronizer (:class:`amaranth.lib.cdc.FFSynchronizer`, idle high
+    from configuration on). A falling edge starts a frame; the start bit is
     checked at its middle (a shorter low pulse is ignored as a glitch), then each data bit and the
     stop bit are sampled one ``divisor`` apart, in the middle of the bit (``(divisor - 1) // 2``
     cycles after the detected edge, then every ``divisor`` cycles). The stop bit's sample is 9.5
@@ -181,9 +183,8 @@ class UARTReceiver(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         d = self._divisor
-        sync0 = Signal(init=1)
         line = Signal(init=1)
-        m.d.sync += [sync0.eq(self.rx), line.eq(sync0)]
+        m.submodules.rx_sync = FFSynchronizer(self.rx, line, init=1)
 
         count = Signal(range(d))
         shift = Signal(8)

@@ -1,9 +1,9 @@
 """The ``focus-rtl`` command line (spec section 7): ``emit`` and ``synth``.
 
 Exit status: 0 on success; 1 on a real error (a tool is missing or cannot run, Yosys rejects a
-design, or, with ``synth --strict``, any flow that did not end ``ok``); 2 on bad arguments
-(unknown or badly valued ``--set`` field, unknown preset, block or target), with one line
-``focus-rtl: error: ...`` on stderr.
+design, a file or directory cannot be read or written, or, with ``synth --strict``, any flow that
+did not end ``ok``); 2 on bad arguments (unknown or badly valued ``--set`` field, unknown preset,
+block or target), with one line ``focus-rtl: error: ...`` on stderr.
 """
 
 import argparse
@@ -14,8 +14,11 @@ from pathlib import Path
 from rtl.flow import synth, toolchain
 from rtl.flow.blocks import BLOCKS, REFERENCE_BLOCKS
 from rtl.flow.cli_args import BadArgs, add_param_arguments, params_from, split_list
+from rtl.flow.dist import resolve_executor
 from rtl.flow.emit import check_icg_cell, emit_files
-from rtl.flow.synth import DEVICES, TARGETS, ToolError
+from rtl.flow.pareto import plot_pareto
+from rtl.flow.synth import TARGETS, ToolError
+from rtl.flow.targets import FREQ_TARGETS
 from rtl.flow.toolchain import display_path
 
 from . import __version__
@@ -74,6 +77,22 @@ Targets (per block, each in its own work directory under build/synth-work/<tag>/
            standard-cell area of the logic alone, plus the list of memories (name, width x
            depth, read/write ports, bits) to add SRAM macro area from your own memory compiler.
            Same liberty file.
+  osu018-sta
+           osu018-logic with ABC's fanout buffering and gate sizing (buffer; upsize; dnsize:
+           the area includes the buffers), then static timing with OpenSTA (Debian's opensta,
+           `sta`; as root: apt-get install opensta; FOCUS_STA=/path/to/sta overrides) on its
+           netlist: one ideal
+           clock at --freq osu018-sta=MHZ (default 100), every port but clk a register boundary
+           (0 input/output delay), each memory cut out as an ideal synchronous SRAM (its read
+           data are inputs, its address, data and enables outputs). Reports the critical path
+           (start point, end point, arrival + setup, logic levels), the worst slack (WNS) and
+           Fmax = 1000 / (period - WNS), which does not depend on the clock target, and the
+           worst path of each class (reg->reg, in->reg, reg->out, in->out). Without `sta` the
+           flow is reported 'no_sta' with the install command.
+
+Critical paths: the report lists, per block, nextpnr's slowest register-to-register path (start
+and end cells and nets, delay, logic and routing parts) for ice40/ecp5 and OpenSTA's for
+osu018-sta. --check-timing exits 1 when a timed flow misses its clock target.
 
 The timing harness drives every input bit of the block from a shift chain fed by one pin and
 XOR-reduces every registered output bit into one pin, so every path is register to register.
@@ -96,7 +115,27 @@ part of the Focus unit: it is never in the default block list.
 
 Output: report.json, report.md and a summary on stdout; with --sweep FIELD=V1,V2,...
 sweep.json, sweep.md and sweep.png (LUTs, Fmax and area against FIELD), by default in
-build/synth/<preset>/sweep-<FIELD>.
+build/synth/<preset>/sweep-<FIELD>. Repeat --sweep for a grid of every combination
+(build/synth/<preset>/sweep-<F1>-<F2>); every sweep also gives pareto.png and a table of the
+area / Fmax / cycles Pareto front per block (area: osu018-sta um^2, else LUTs; Fmax: OpenSTA,
+else ECP5, else iCE40; cycles of a reference job from the golden.cycles models, see
+rtl/flow/cycles.py).
+
+QoR table: --qor [PRESETS] (default: default,paper,board; `make qor`) runs ice40, ecp5 and
+osu018-sta (or --target) for every block (or --block) at each preset, --set applied to each, and
+writes build/qor/qor.md and qor.json: one row per preset and block with LUT, FF, BRAM, DSP, Fmax
+on both FPGAs, logic um^2, memory kbit, OpenSTA Fmax and critical path. That is dozens of runs
+of minutes each: --quick takes the board preset and similarity_comparator, offset_encoder and
+offset_decoder.
+
+Running many flows: --qor and --sweep run the flows as tasks on Dask's distributed when it is
+installed (pip install 'focus-rtl[dist]'; in the dev extra): a LocalCluster of --jobs workers, or
+with --scheduler ADDRESS the cluster there (its workers need the project, the liberty and
+OpenSTA installed; each flow runs in the worker's own build/). --executor threads runs them here
+in threads. Their results are cached in build/synth-cache (--cache-dir) under a hash of the
+block, target, parameters, flow options, the generator's and flows' sources, the tool versions
+and the liberty, so a rerun only does what changed (--no-cache to redo all; --cache for a
+single report).
 
 examples:
   focus-rtl synth --preset board
@@ -104,7 +143,15 @@ examples:
   focus-rtl synth --preset board --sweep dim=2,4,8 --target ice40,ecp5
   make liberty && focus-rtl synth --target generic,osu018 --relative-to systolic_array
   focus-rtl synth --block focus_unit --target osu018-logic    # logic um^2 + list of memories
+  focus-rtl synth --preset board --block offset_decoder --target osu018-sta --freq osu018-sta=50
+  focus-rtl synth --preset board --sweep comparators=1,2,7 --sweep lanes=2,4 --target ecp5
+  focus-rtl synth --qor board                                  # build/qor/qor.md, qor.json
+  focus-rtl synth --qor --quick --scheduler tcp://10.0.0.5:8786
 """
+
+
+#: ``--qor`` without a value: every preset.
+_QOR_ALL = "default,paper,board"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -125,8 +172,8 @@ def _blocks(args, reference=()):
     return list(dict.fromkeys(blocks))
 
 
-def _common(parser, what):
-    add_param_arguments(parser)
+def _common(parser, what, preset_default="default"):
+    add_param_arguments(parser, preset_default=preset_default)
     parser.add_argument("--block", action="append", metavar="NAME",
                         help=f"only these blocks (repeatable or comma-separated; default all: "
                              f"{', '.join(BLOCKS)})")
@@ -154,20 +201,46 @@ def _parser():
                                        "and nextpnr Fmax.",
                            epilog=_SYNTH_EPILOG,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
-    _common(synth, "synth")
+    _common(synth, "synth", preset_default=None)
     synth.add_argument("--target", action="append", metavar="LIST",
                        help="targets, comma-separated: generic, ice40, ecp5, osu018, "
-                            "osu018-logic (default: all)")
+                            "osu018-logic, osu018-sta (default: all; with --qor: ice40, ecp5, "
+                            "osu018-sta)")
     synth.add_argument("--relative-to", metavar="BLOCK",
                        help="also synthesize BLOCK (e.g. systolic_array) and report every "
                             "block's area as a percentage of it")
-    synth.add_argument("--sweep", metavar="FIELD=V1,V2,...",
-                       help="run the flows once per value of FIELD and plot LUTs and Fmax")
+    synth.add_argument("--sweep", action="append", metavar="FIELD=V1,V2,...",
+                       help="run the flows once per value of FIELD and plot LUTs and Fmax; "
+                            "repeat for a grid (every combination) and its Pareto front")
+    synth.add_argument("--qor", nargs="?", const=_QOR_ALL,
+                       metavar="PRESETS",
+                       help="the QoR table of every block at these presets (comma-separated; "
+                            "default: default,paper,board): build/qor/qor.md and qor.json")
+    synth.add_argument("--quick", action="store_true",
+                       help="with --qor: the board preset and similarity_comparator, "
+                            "offset_encoder, offset_decoder only (unless --qor PRESETS or "
+                            "--block say otherwise)")
+    synth.add_argument("--executor", choices=("auto", "threads", "dask"),
+                       help="where the flows run: threads here, or tasks on Dask's distributed "
+                            "(a LocalCluster of --jobs workers, or --scheduler's); auto = dask "
+                            "when installed (default for --qor and --sweep; threads otherwise)")
+    synth.add_argument("--scheduler", metavar="ADDRESS",
+                       help="run the flows on the Dask cluster at ADDRESS (e.g. "
+                            "tcp://host:8786), whose workers have the project installed")
+    synth.add_argument("--cache", action=argparse.BooleanOptionalAction, default=None,
+                       help="take unchanged flows from the result cache and store new ones "
+                            "(default: on for --qor and --sweep, off otherwise)")
+    synth.add_argument("--cache-dir", metavar="DIR",
+                       help="the result cache (default: build/synth-cache)")
+    synth.add_argument("--check-timing", action="store_true",
+                       help="exit 1 when a timed flow misses its clock target (FPGA: Fmax "
+                            "below --freq; osu018-sta: negative worst slack)")
     synth.add_argument("--dsp", choices=("auto", "on", "off"), default="auto",
                        help="DSP inference on the FPGAs (default: auto, see below)")
     synth.add_argument("--freq", action="append", metavar="TARGET=MHZ",
-                       help="nextpnr timing target (default: ice40=48, ecp5=100); the achieved "
-                            "Fmax is reported either way")
+                       help="nextpnr timing target or OpenSTA clock (default: ice40=48, "
+                            "ecp5=100, osu018-sta=100); the achieved Fmax is reported either "
+                            "way")
     synth.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
                        help="flows run in parallel (default: the number of CPUs)")
     synth.add_argument("--timeout", type=float, default=3600.0, metavar="SECONDS",
@@ -182,9 +255,9 @@ def _parser():
     # Imported here, not at the top: sim and boards (and matplotlib behind them) would add about
     # 1 s to every command (focus-rtl --help: 0.56 s as it is), measured on the CI machine.
     from boards import cli as board_cli
-    from sim import run_npz
+    from sim import estimate, run_npz
     from sim.bench import suite as bench
-    for module in (bench, run_npz, board_cli):
+    for module in (bench, run_npz, board_cli, estimate):
         module.add_parser(sub).set_defaults(run=module.run)
     return parser
 
@@ -218,8 +291,9 @@ def _freq(args):
     freq = {}
     for item in split_list(args.freq):
         target, _, value = item.partition("=")
-        if target not in DEVICES:
-            raise BadArgs(f"--freq {item!r}: the target must be one of {', '.join(DEVICES)}")
+        if target not in FREQ_TARGETS:
+            raise BadArgs(f"--freq {item!r}: the target must be one of "
+                          f"{', '.join(FREQ_TARGETS)}")
         try:
             freq[target] = float(value)
         except ValueError:
@@ -230,21 +304,71 @@ def _freq(args):
 
 
 def _sweep(args, params):
-    field, _, text = args.sweep.partition("=")
-    values = [v.strip() for v in text.split(",") if v.strip()]
-    if not field or not values:
-        raise BadArgs(f"--sweep {args.sweep!r} is not of the form FIELD=V1,V2,...")
-    for value in values:
-        try:
-            params.with_overrides([f"{field}={value}"])
-        except (ValueError, TypeError) as exc:
-            raise BadArgs(f"--sweep: {exc}") from None
-    return field.strip(), values
+    """The --sweep axes: ``[(field, [values])]``."""
+    from rtl.flow.synth import grid_points
+
+    axes = []
+    for item in args.sweep:
+        field, _, text = item.partition("=")
+        values = [v.strip() for v in text.split(",") if v.strip()]
+        if not field.strip() or not values:
+            raise BadArgs(f"--sweep {item!r} is not of the form FIELD=V1,V2,...")
+        axes.append((field.strip(), values))
+    try:
+        grid_points(params, axes)
+    except (ValueError, TypeError) as exc:
+        raise BadArgs(f"--sweep: {exc}") from None
+    return axes
+
+
+def _qor_presets(args):
+    from rtl.flow.cli_args import PRESETS
+
+    presets = split_list([args.qor])
+    if args.quick and args.qor == _QOR_ALL:
+        from rtl.flow.qor import QUICK
+        presets = list(QUICK["presets"])
+    for preset in presets:
+        if preset not in PRESETS:
+            raise BadArgs(f"--qor {args.qor!r}: unknown preset {preset!r}: presets are "
+                          f"{', '.join(PRESETS)}")
+    if not presets:
+        raise BadArgs("--qor: no preset given")
+    return list(dict.fromkeys(presets))
+
+
+def _missed_timing(runs):
+    """The timed flows (FPGA, osu018-sta) that ended ok but missed their clock target."""
+    missed = []
+    for r in runs:
+        if r["status"] != "ok":
+            continue
+        if "timing_met" in r and not r["timing_met"]:
+            missed.append(r)
+        elif r.get("device_name") and r.get("fmax_mhz") is not None and \
+                r["fmax_mhz"] < r["freq_target_mhz"]:
+            missed.append(r)
+    return missed
 
 
 def _synth(args):
 
-    params, targets, freq = params_from(args.preset, args.set), _targets(args), _freq(args)
+    qor = args.qor is not None
+    if qor and args.sweep:
+        raise BadArgs("--qor and --sweep do not go together")
+    if qor and args.preset is not None:
+        raise BadArgs("--qor takes its presets itself: --qor PRESETS (e.g. --qor board)")
+    if args.quick and not qor:
+        raise BadArgs("--quick goes with --qor")
+    preset = args.preset or "default"
+    params, freq = params_from(preset, args.set), _freq(args)
+    if qor:
+        from rtl.flow.qor import QOR_TARGETS, QUICK
+        targets = _targets(args) if args.target else list(QOR_TARGETS)
+        if args.quick and not args.block:
+            args.block = list(QUICK["blocks"])
+    else:
+        targets = _targets(args)
     blocks = _blocks(args, REFERENCE_BLOCKS)
     if args.relative_to is not None and args.relative_to not in (*BLOCKS, *REFERENCE_BLOCKS):
         raise BadArgs(f"--relative-to {args.relative_to!r}: blocks are "
@@ -253,31 +377,58 @@ def _synth(args):
         raise BadArgs(f"--jobs {args.jobs}: must be at least 1")
     if args.work_dir and str(Path(args.work_dir).resolve()).startswith("/tmp/"):
         raise BadArgs(f"--work-dir {args.work_dir}: the YoWASP tools cannot see /tmp")
-    sweep = _sweep(args, params) if args.sweep else None
-    meta = {"preset": args.preset, "overrides": list(args.set or [])}
+    presets = _qor_presets(args) if qor else None
+    many = qor or bool(args.sweep)
+    try:
+        executor = resolve_executor(args.executor or ("auto" if many else "threads"),
+                                    args.scheduler)
+    except ValueError as exc:
+        raise BadArgs(str(exc)) from None
+    use_cache = many if args.cache is None else args.cache
+    cache = (args.cache_dir or True) if use_cache else None
+    axes = _sweep(args, params) if args.sweep else None
+    meta = {"preset": preset, "overrides": list(args.set or [])}
+    progress = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
     options = dict(jobs=args.jobs, work_root=args.work_dir, dsp=args.dsp, freq=freq,
-                   timeout=args.timeout, meta=meta, relative_to=args.relative_to,
-                   progress=lambda line: print(line, file=sys.stderr, flush=True))
-    base = toolchain.BUILD_ROOT / "synth" / args.preset
-    if sweep:
-        field, values = sweep
-        out = Path(args.output) if args.output else base / f"sweep-{field}"
-        report = synth.run_sweep(params, field, values, blocks, targets, **options)
+                   timeout=args.timeout, progress=progress, executor=executor,
+                   scheduler=args.scheduler, cache=cache)
+    if executor == "dask":
+        where = args.scheduler or f"a LocalCluster of {args.jobs} workers"
+        progress(f"running the flows on Dask ({where})")
+    base = toolchain.BUILD_ROOT / "synth" / preset
+    pictures = []
+    if qor:
+        from rtl.flow.qor import qor_markdown, run_qor
+
+        out = Path(args.output) if args.output else toolchain.BUILD_ROOT / "qor"
+        report = run_qor(presets, blocks, targets, overrides=list(args.set or []),
+                         **options)
+        runs = [r for per_block in report["results"].values() for per in per_block.values()
+                for r in per.values()]
+        markdown = qor_markdown(report)
+        names = ("qor.json", "qor.md")
+    elif axes:
+        fields = [field for field, _ in axes]
+        out = Path(args.output) if args.output else base / f"sweep-{'-'.join(fields)}"
+        report = synth.run_grid(params, axes, blocks, targets, meta=meta,
+                                relative_to=args.relative_to, **options)
         runs = [r for run in report["runs"] for per in run["results"].values()
                 for r in per.values()]
         markdown = synth.sweep_markdown(report)
         names = ("sweep.json", "sweep.md")
+        pictures = [("sweep.png", synth.plot_sweep), ("pareto.png", plot_pareto)]
     else:
         out = Path(args.output) if args.output else base
-        report = synth.run_synth(params, blocks, targets, **options)
+        report = synth.run_synth(params, blocks, targets, meta=meta,
+                                 relative_to=args.relative_to, **options)
         runs = [r for per in report["results"].values() for r in per.values()]
         markdown = synth.report_markdown(report)
         names = ("report.json", "report.md")
     out.mkdir(parents=True, exist_ok=True)
     written = [synth.write_json(report, out / names[0]), out / names[1]]
     (out / names[1]).write_text(markdown)
-    if sweep:
-        written.append(synth.plot_sweep(report, out / "sweep.png"))
+    for name, plot in pictures:
+        written.append(plot(report, out / name))
     print()
     print(markdown)
     for path in written:
@@ -288,6 +439,13 @@ def _synth(args):
         bad = hard or soft
         print(f"focus-rtl: error: {len(bad)} flow(s) failed: {bad[0]['status']}: "
               f"{bad[0]['error']}", file=sys.stderr)
+        return 1
+    missed = _missed_timing(runs) if args.check_timing else []
+    if missed:
+        r = missed[0]
+        print(f"focus-rtl: error: {len(missed)} flow(s) missed their clock target: "
+              f"{r['workdir']}: Fmax {r['fmax_mhz']} MHz < {r['freq_target_mhz']:g} MHz",
+              file=sys.stderr)
         return 1
     return 0
 
@@ -306,8 +464,19 @@ def main(argv=None):
     except ToolError as exc:
         print(f"focus-rtl: error: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:      # an output that cannot be created, a full disk, ...
+        print(f"focus-rtl: error: {_os_error_message(exc)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _os_error_message(exc):
+    """One line for an ``OSError``: ``PATH: reason`` (both paths for a rename), else its text."""
+    paths = [str(p) for p in (exc.filename, exc.filename2) if p is not None]
+    if exc.strerror and paths:
+        return f"{' -> '.join(paths)}: {exc.strerror}"
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 if __name__ == "__main__":

@@ -11,12 +11,14 @@ NumPy, ``sim`` runs the RTL, so any input can be run through both and compared w
 - :mod:`golden.cycles`: the analytic cycle model of every block.
 - :mod:`golden.reference`: the float64 model of the paper's algorithm.
 - :mod:`golden.photo`: real data: tokens and attention from a photograph panned into frames.
+- :mod:`golden.gemm`, :mod:`golden.gemm_cycles`: the Focus GEMM and its cycle model.
 """
 
-from . import cycles, photo, reference
+from . import cycles, gemm_cycles, photo, reference
 from .block_match import block_match, sic
 from .focus import focus
 from .formats import depth_thresholds, quantize, scores_from_fp16, theta_q
+from .gemm import focus_gemm, focus_layer
 from .offsets import decode_offsets, encode_offsets
 from .sec import importance, sec, topk_mask
 from .similarity import similar
@@ -28,4 +30,5 @@ __all__ = [
     "similar", "block_match", "sic",
     "focus",
     "cycles", "reference", "photo",
+    "focus_gemm", "focus_layer", "gemm_cycles",
 ]

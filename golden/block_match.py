@@ -26,15 +26,21 @@ Decisions where the spec is silent:
 
 import numpy as np
 
-from .similarity import better, check_theta_q, check_vectors, dot, similar, sqnorm
+from .similarity import (
+    ELEM_BITS_MAX,
+    better,
+    check_theta_bits,
+    check_theta_q,
+    check_vectors,
+    dot,
+    similar,
+    sqnorm,
+)
 
 __all__ = ["block_match", "sic", "candidate_offsets", "REPRESENTATIVES", "check_config",
            "check_positions", "check_columns"]
 
 REPRESENTATIVES = ("first", "mean")
-
-# Widest signed element the model accepts (FocusParams.elem_bits <= 16): dots stay exact in int64.
-_ELEM_BITS_MAX = 16
 
 
 def _check_int(value, name, low=None):
@@ -60,7 +66,7 @@ def check_config(frame_stride, row_stride, theta_q, theta_bits, tile, window, re
     for a bad job setting."""
     fs = _check_int(frame_stride, "frame_stride", 0)
     hs = _check_int(row_stride, "row_stride", 0)
-    tb = _check_int(theta_bits, "theta_bits", 1)
+    tb = check_theta_bits(theta_bits)
     tq = check_theta_q(theta_q, tb)
     tile = _check_int(tile, "tile", 1)
     window = _check_int(window, "window", 1)
@@ -101,7 +107,7 @@ def _check_matrix(vectors, name):
     orig = np.asarray(vectors)
     if orig.ndim != 2:
         raise ValueError(f"{name} must be a 2-D integer array [S, V], not shape {orig.shape}")
-    vec = check_vectors(orig, name, _ELEM_BITS_MAX)
+    vec = check_vectors(orig, name, ELEM_BITS_MAX)
     if vec.shape[1] < 1:
         raise ValueError(f"{name} must have at least one element per vector, not shape "
                          f"{vec.shape}")
@@ -207,7 +213,7 @@ def block_match(vectors, positions, *, frame_stride, row_stride, theta_q, theta_
     theta_q : int
         Threshold theta = theta_q / 2**theta_bits, 0 <= theta_q < 2**theta_bits.
     theta_bits : int
-        F, fraction bits of the threshold (>= 1).
+        F, fraction bits of the threshold, 1 to 16.
     tile : int
         Tokens per tile (>= 1); tiles are consecutive runs of the input, the last may be shorter.
     window : int

@@ -22,7 +22,7 @@ from numbers import Integral
 import numpy as np
 
 __all__ = [
-    "ORDER_BITS", "MAX_ORDER", "MAX_LEADING_ZEROS",
+    "ORDER_BITS", "MAX_ORDER", "MAX_LEADING_ZEROS", "MAX_TOKENS",
     "encode_offsets", "decode_offsets",
     "gaps_from_mask", "header_bits", "expgolomb_bits", "code_bits", "all_code_bits",
     "adaptive_order", "check_mask", "check_word_bits", "check_order",
@@ -31,6 +31,7 @@ __all__ = [
 ORDER_BITS = 3          # width of the order field in the header
 MAX_ORDER = 7           # orders 0 .. 7
 MAX_LEADING_ZEROS = 31  # the decoder rejects a code with more leading zeros
+MAX_TOKENS = 1 << 32    # a job's M: indices are 32-bit (the RTL's SIC positions, position_bits)
 
 
 # ---- validation ----------------------------------------------------------------------------------
@@ -77,10 +78,13 @@ def check_order(order, allow_none=True):
 
 
 def _check_tokens(tokens, name="tokens"):
+    """``tokens`` (a job's M) as an int in 1..2**32 (:data:`MAX_TOKENS`), checked before anything
+    of that size is allocated."""
     if isinstance(tokens, bool) or not isinstance(tokens, Integral):
         raise ValueError(f"{name} (the job's M) must be an integer >= 1, not {tokens!r}")
-    if tokens < 1:
-        raise ValueError(f"{name} (the job's M) = {tokens} is out of range: it must be >= 1")
+    if not 1 <= tokens <= MAX_TOKENS:
+        raise ValueError(f"{name} (the job's M) = {tokens} is out of range: it must be in "
+                         f"[1, 2**32]")
     return int(tokens)
 
 
@@ -295,7 +299,7 @@ def decode_offsets(words, nbits, tokens, word_bits=32):
     nbits : int
         The string's length.
     tokens : int
-        M, the job's token count, >= 1.
+        M, the job's token count, 1 to 2**32 (:data:`MAX_TOKENS`).
     word_bits : int
         8 to 64.
 

@@ -12,13 +12,34 @@ All arithmetic is on Python integers (``dtype=object``) where int64 could overfl
 exact for any ``elem_bits``, ``dim`` and ``theta_bits`` that :class:`rtl.params.FocusParams` allows.
 """
 
+from numbers import Integral
+
 import numpy as np
 
-__all__ = ["similar", "dot", "sqnorm", "better", "check_vectors", "check_theta_q"]
+__all__ = ["similar", "dot", "sqnorm", "better", "check_vectors", "check_pair", "check_theta_q",
+           "check_theta_bits", "signed_bits", "ELEM_BITS_MAX", "THETA_BITS_MAX"]
+
+#: The widest signed element (:class:`rtl.params.FocusParams` allows elem_bits 2..16): every dot
+#: product and squared norm of such elements is exact in int64.
+ELEM_BITS_MAX = 16
+#: The most fraction bits of the threshold (FocusParams.theta_bits is 1..16).
+THETA_BITS_MAX = 16
 
 
-def check_vectors(x, name="x", elem_bits=None):
-    """Return ``x`` as an int64 array; raise ``ValueError`` for non-integer or out-of-range data."""
+def signed_bits(a):
+    """Bits of the narrowest signed (two's complement) type that holds every element of ``a``, 0
+    for an empty array: ``bit_length(v) + 1`` for v >= 0 and ``bit_length(~v) + 1`` for v < 0,
+    so -2**(b-1) .. 2**(b-1) - 1 need b bits."""
+    a = np.asarray(a)
+    if not a.size:
+        return 0
+    return max((v if v >= 0 else ~v).bit_length() + 1 for v in (int(a.min()), int(a.max())))
+
+
+def check_vectors(x, name="x", elem_bits=ELEM_BITS_MAX):
+    """Return ``x`` as an int64 array; raise ``ValueError`` for non-integer data, a 0-d array,
+    or elements outside the signed ``elem_bits``-bit range (checked on the input's own dtype,
+    before the cast, so that no value wraps)."""
     a = np.asarray(x)
     if a.dtype == bool or not np.issubdtype(a.dtype, np.integer):
         raise ValueError(f"{name} must be an integer array (signed sub-vector elements), "
@@ -26,13 +47,39 @@ def check_vectors(x, name="x", elem_bits=None):
     if a.ndim < 1:
         raise ValueError(f"{name} must have at least one dimension (the V elements), "
                          f"not shape {a.shape}")
-    a = a.astype(np.int64)
-    if elem_bits is not None and a.size:
+    if a.size:
         low, high = -(1 << (elem_bits - 1)), (1 << (elem_bits - 1)) - 1
-        if a.min() < low or a.max() > high:
+        least, most = int(a.min()), int(a.max())
+        if least < low or most > high:
             raise ValueError(f"{name} has elements outside the signed {elem_bits}-bit range "
-                             f"[{low}, {high}]: min {a.min()}, max {a.max()}")
-    return a
+                             f"[{low}, {high}]: min {least}, max {most}")
+    return a.astype(np.int64)
+
+
+def check_pair(x, y):
+    """``(x, y, leading shape)`` for :func:`similar`: both checked by :func:`check_vectors`, the
+    same V, and leading shapes that broadcast; ``ValueError`` naming the problem otherwise."""
+    x = check_vectors(x, "x")
+    y = check_vectors(y, "y")
+    if x.shape[-1] != y.shape[-1]:
+        raise ValueError(f"x and y must have the same V (last axis): {x.shape[-1]} != "
+                         f"{y.shape[-1]}")
+    try:
+        shape = np.broadcast_shapes(x.shape[:-1], y.shape[:-1])
+    except ValueError:
+        raise ValueError(f"x and y do not broadcast: leading shapes {x.shape[:-1]} and "
+                         f"{y.shape[:-1]} (the dimensions before V must be equal or 1)") from None
+    return x, y, shape
+
+
+def check_theta_bits(theta_bits):
+    """Return ``theta_bits`` (F) as an int in 1..16; ``ValueError`` naming it otherwise."""
+    if isinstance(theta_bits, bool) or not isinstance(theta_bits, Integral):
+        raise ValueError(f"theta_bits must be an integer, not {theta_bits!r}")
+    if not 1 <= theta_bits <= THETA_BITS_MAX:
+        raise ValueError(f"theta_bits = {theta_bits} is out of range: it must be in "
+                         f"[1, {THETA_BITS_MAX}]")
+    return int(theta_bits)
 
 
 def check_theta_q(theta_q, theta_bits):
@@ -63,13 +110,12 @@ def similar(x, y, theta_q, theta_bits=8):
     dims.
 
     Returns a bool array of the broadcast leading shape (a 0-d array for single vectors). Raises
-    ``ValueError`` for non-integer vectors, mismatched V, or theta_q outside [0, 2**F).
+    ``ValueError`` for non-integer vectors, elements outside the signed 16-bit range
+    (:data:`ELEM_BITS_MAX`), mismatched V, leading shapes that do not broadcast, theta_bits not
+    an integer in 1..16, or theta_q outside [0, 2**F).
     """
-    x = check_vectors(x, "x")
-    y = check_vectors(y, "y")
-    if x.shape[-1] != y.shape[-1]:
-        raise ValueError(f"x and y must have the same V (last axis): {x.shape[-1]} != "
-                         f"{y.shape[-1]}")
+    x, y, _ = check_pair(x, y)
+    theta_bits = check_theta_bits(theta_bits)
     tq = check_theta_q(theta_q, theta_bits)
     d, nx, ny = dot(x, y), sqnorm(x), sqnorm(y)
     d, nx, ny = np.broadcast_arrays(d, nx, ny)

@@ -5,8 +5,9 @@ the tests. Every derived width is a property here and is computed nowhere else.
 """
 
 from dataclasses import asdict, dataclass, fields, replace
+from numbers import Integral
 
-__all__ = ["FocusParams", "ceil_log2"]
+__all__ = ["FocusParams", "ceil_log2", "check_limit"]
 
 
 def ceil_log2(n):
@@ -28,7 +29,23 @@ _INT_RANGES = {
     "window":      (4, 4096),
     "tile":        (1, 65536),
     "comparators": (1, 7),
+    "scatter_rows": (1, 64),
 }
+
+
+def check_limit(field, value, argument=None):
+    """``value`` as an int when it is within the range of the :class:`FocusParams` integer field
+    ``field``, else ``ValueError`` naming the user's ``argument`` (default: the field), the value
+    and the RTL's range: ``M = 70000 is out of the RTL's range [1, 65536] (FocusParams.tokens)``.
+
+    For the drivers that fit parameters to a job: a value golden accepts but the RTL cannot build
+    is reported as what the user passed, not as a FocusParams value made from it."""
+    low, high = _INT_RANGES[field]
+    if not low <= value <= high:
+        raise ValueError(f"{argument or field} = {value} is out of the RTL's range "
+                         f"[{low}, {high}] (FocusParams.{field})")
+    return int(value)
+
 
 _CHOICES = {
     "sorter": ("bubble", "radix"),
@@ -77,6 +94,10 @@ class FocusParams:
         adders and the mean divider. A job asking for ``mean`` is then rejected (the matcher's
         ``error`` flag, cause ``MatchError.MEAN``), and ``sim.block_match(...,
         representative="mean")`` raises ``ValueError``.
+    scatter_rows : int
+        Rows of ``dim`` partial sums the Focus GEMM's scatter stage adds per cycle (the paper's 64
+        accumulators are 2 rows of 32). 1 to 64. The GEMM's array is ``dim`` x ``dim`` and its
+        output tile ``tile`` rows (:class:`rtl.tile.focus_gemm.FocusGemm`).
 
     Provisioning (``comparators``, ``representatives``), the paper's argument: the matcher takes
     ``rounds = ceil(7 / comparators)`` cycles per sub-vector (the paper's one cosine unit: 8).
@@ -91,8 +112,9 @@ class FocusParams:
     memory (its representative update is an approximate running average), and the default
     keeps both representatives.
 
-    Bad values raise ``ValueError`` (``TypeError`` for a value of the wrong type); the message names
-    the field, the value and the allowed range.
+    Integer fields take any ``numbers.Integral`` but ``bool`` (NumPy integers too) and store it as
+    a plain ``int``. Bad values raise ``ValueError`` (``TypeError`` for a value of the wrong type);
+    the message names the field, the value and the allowed range.
     """
 
     tokens: int = 1024
@@ -109,12 +131,15 @@ class FocusParams:
     comparators: int = 1
     gating: str = "enable"
     representatives: str = "first+mean"
+    scatter_rows: int = 2
 
     def __post_init__(self):
         for name, (low, high) in _INT_RANGES.items():
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, bool) or not isinstance(value, Integral):
                 raise TypeError(f"FocusParams.{name} must be an integer, not {value!r}")
+            value = int(value)                  # a NumPy integer is stored as a plain int
+            object.__setattr__(self, name, value)
             if not low <= value <= high:
                 raise ValueError(
                     f"FocusParams.{name} = {value!r} is out of range: it must be in "
@@ -199,7 +224,7 @@ class FocusParams:
         return (f"M{self.tokens}_a{self.lanes}_s{self.score_bits}_{self.sorter}_w{self.word_bits}"
                 f"_V{self.dim}_e{self.elem_bits}_F{self.theta_bits}_L{self.layers}"
                 f"_W{self.window}_T{self.tile}_c{self.comparators}_{self.gating}"
-                f"_r{'fm' if self.mean_unit else 'f'}")
+                f"_{'fm' if self.mean_unit else 'f'}_r{self.scatter_rows}")
 
     @property
     def mean_unit(self):
@@ -291,3 +316,21 @@ class FocusParams:
         A kept token costs at most 8 bits (order 7, gap 0; a longer code covers more tokens), so
         the string is at most ``8*tokens + 3 + count_bits`` bits."""
         return -(-(8 * self.tokens + self.order_bits + self.count_bits) // self.word_bits)
+
+    # ---- the Focus GEMM (rtl/tile/focus_gemm.py) -------------------------------------------------
+
+    @property
+    def gemm_index_bits(self):
+        """Bits of a map entry: a unique vector's index 0 .. tile-1 within an output tile."""
+        return max(1, ceil_log2(self.tile))
+
+    @property
+    def gemm_words(self):
+        """Depth of the GEMM's accumulation buffer: ceil(tile / scatter_rows) words of
+        ``scatter_rows`` rows."""
+        return -(-self.tile // self.scatter_rows)
+
+    @property
+    def gemm_out_bits(self):
+        """Width of the GEMM's signed accumulation buffer and results: 32 (int32)."""
+        return 32

@@ -3,8 +3,9 @@
 :func:`block_match` and :func:`sic` run :class:`rtl.sic.block_matcher.BlockMatcher` in the Amaranth
 simulator, or its emitted Verilog under cocotb on Icarus or Verilator, and return what ``golden``
 returns for the same arguments. :func:`run_jobs` is the lower-level driver: several jobs (any
-settings, also bad ones) through one simulation, returning each job's output beats, counters and
-error flag. :func:`regression_jobs` makes the mixed jobs the tests and the cocotb testbench use.
+settings, also bad ones) through one simulation (in the Amaranth simulator, the shared
+:func:`sim.streams.run_jobs`), returning each job's output beats, counters and error flag.
+:func:`regression_jobs` makes the mixed jobs the tests and the cocotb testbench use.
 
 Protocol (the same in both simulators): the threshold table is written first through the write
 port; then the configuration beats and the tokens of all jobs are offered on ``cfg_stream`` and
@@ -14,8 +15,6 @@ monitor checks the stream rules on all three ports. A job's output beats are tho
 configuration beat and the next job's.
 """
 
-import itertools
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -23,16 +22,22 @@ import numpy as np
 
 from golden.block_match import _check_matrix, check_columns, check_config, check_positions
 from golden.block_match import block_match as golden_block_match
-from rtl.params import FocusParams
+from golden.similarity import signed_bits
+from rtl.codecs import decode_beats
+from rtl.params import FocusParams, check_limit
 from rtl.sic.block_matcher import BlockMatcher, matcher_rounds
 
-__all__ = ["SIMULATORS", "Job", "JobResult", "block_match", "sic", "run_jobs", "fit_params",
+from . import streams
+from .runner import check_simulator, run_job
+from .streams import rtl_failures
+
+__all__ = ["Job", "JobResult", "block_match", "sic", "run_jobs", "fit_params",
            "regression_jobs", "decode_beats"]
 
-SIMULATORS = ("amaranth", "icarus", "verilator")
-
 _BLOCK = "block_matcher"
-_job_numbers = itertools.count()
+#: The stream ports, in the order the runner drives them; the counters read at each job's end.
+_PORTS = ("cfg_stream", "i_stream", "o_stream")
+_COUNTERS = ("active", "gated", "uniques", "error")
 
 
 @dataclass
@@ -59,20 +64,16 @@ class JobResult:
     stats: dict = field(default_factory=dict)
 
 
-def _elem_bits_needed(a):
-    if not a.size:
-        return 0
-    low, high = int(a.min()), int(a.max())
-    return max((-low - 1).bit_length() + 1 if low < 0 else 1, high.bit_length() + 1)
-
-
 def fit_params(vectors, theta_bits=8, tile=1024, window=256):
     """The :class:`FocusParams` used when none is given: ``dim`` = V, ``theta_bits``, ``tile``,
     ``window``, one threshold layer, and ``elem_bits`` = 8 or wider (up to 16) when the data needs
-    it. Values FocusParams does not allow raise its ``ValueError``."""
-    elem_bits = max(8, _elem_bits_needed(np.asarray(vectors)))
-    return FocusParams(dim=vectors.shape[1], elem_bits=min(elem_bits, 16), theta_bits=theta_bits,
-                       tile=tile, window=window, layers=1)
+    it. V, ``tile`` or ``window`` beyond the RTL's range raise ``ValueError`` naming the argument
+    and the range (:func:`rtl.params.check_limit`)."""
+    elem_bits = max(8, signed_bits(vectors))
+    return FocusParams(dim=check_limit("dim", vectors.shape[1], "V (the vectors' length)"),
+                       elem_bits=min(elem_bits, 16), theta_bits=theta_bits,
+                       tile=check_limit("tile", tile), window=check_limit("window", window),
+                       layers=1)
 
 
 def _check_params(params, vec, theta_bits, tile, window):
@@ -89,12 +90,6 @@ def _check_params(params, vec, theta_bits, tile, window):
                          f"[{low}, {high}] of params.elem_bits: min {vec.min()}, max {vec.max()}")
 
 
-def _check_simulator(simulator):
-    if simulator not in SIMULATORS:
-        raise ValueError(f"Unknown simulator {simulator!r}: it must be one of "
-                         f"{', '.join(SIMULATORS)}")
-
-
 def _check_job_inputs(vectors, positions, frame_stride, row_stride, theta_q, theta_bits, tile,
                       window, representative, params, simulator):
     """golden's checks (same messages), then the RTL's own limits.
@@ -103,7 +98,7 @@ def _check_job_inputs(vectors, positions, frame_stride, row_stride, theta_q, the
     check_config(frame_stride, row_stride, theta_q, theta_bits, tile, window, representative)
     orig, vec = _check_matrix(vectors, "vectors")
     pos = check_positions(positions, vec.shape[0])
-    _check_simulator(simulator)
+    check_simulator(simulator)
     if params is None:
         params = fit_params(vec, theta_bits, tile, window)
     else:
@@ -159,13 +154,14 @@ def block_match(vectors, positions, *, frame_stride, row_stride, theta_q, theta_
         if stats is not None:
             stats.update(cycles=0, active=0, gated=0, uniques=0)
         return np.zeros(0, dtype=np.int64), orig[:0].copy()
-    job = Job(vec, pos, int(frame_stride), int(row_stride), 0, representative == "mean")
-    (result,) = run_jobs(params, [job], thetas=[int(theta_q)], simulator=simulator,
-                         stalls=stalls, seed=seed)
-    if result.error:
-        raise RuntimeError("the block matcher raised its error flag on a job the golden model "
-                           "accepts")
-    mp, uniques = decode_beats(result.beats, params.dim, job.mean)
+    with rtl_failures("sim.block_match"):
+        job = Job(vec, pos, int(frame_stride), int(row_stride), 0, representative == "mean")
+        (result,) = run_jobs(params, [job], thetas=[int(theta_q)], simulator=simulator,
+                             stalls=stalls, seed=seed)
+        if result.error:
+            raise RuntimeError("the block matcher raised its error flag on a job the golden "
+                               "model accepts")
+        mp, uniques = decode_beats(result.beats, params.dim, job.mean)
     if stats is not None:
         stats.update(cycles=result.cycles, active=result.active, gated=result.gated,
                      uniques=result.uniques)
@@ -188,6 +184,8 @@ def sic(tokens, positions, *, frame_stride, row_stride, theta_q, theta_bits=8, t
     """
     check_config(frame_stride, row_stride, theta_q, theta_bits, tile, window, representative)
     orig, dim, columns = check_columns(tokens, dim)
+    if params is None:
+        check_limit("dim", dim)
     checked = [_check_job_inputs(orig[:, j * dim:(j + 1) * dim], positions, frame_stride,
                                  row_stride, theta_q, theta_bits, tile, window, representative,
                                  params, simulator) for j in range(columns)]
@@ -203,15 +201,16 @@ def sic(tokens, positions, *, frame_stride, row_stride, theta_q, theta_bits=8, t
         return maps, [orig[:0, :dim].copy() for _ in range(columns)]
     mean = representative == "mean"
     jobs = [Job(c[1], pos, int(frame_stride), int(row_stride), 0, mean) for c in checked]
-    results = run_jobs(params, jobs, thetas=[int(theta_q)], simulator=simulator, stalls=stalls,
-                       seed=seed)
-    uniques = []
-    for j, result in enumerate(results):
-        if result.error:
-            raise RuntimeError(f"the block matcher raised its error flag on column {j}, which "
-                               f"the golden model accepts")
-        maps[:, j], u = decode_beats(result.beats, params.dim, mean)
-        uniques.append(u.astype(orig.dtype))
+    with rtl_failures("sim.block_match"):
+        results = run_jobs(params, jobs, thetas=[int(theta_q)], simulator=simulator, stalls=stalls,
+                           seed=seed)
+        uniques = []
+        for j, result in enumerate(results):
+            if result.error:
+                raise RuntimeError(f"the block matcher raised its error flag on column {j}, which "
+                                   f"the golden model accepts")
+            maps[:, j], u = decode_beats(result.beats, params.dim, mean)
+            uniques.append(u.astype(orig.dtype))
     if stats is not None:
         stats.update(cycles=_span(results),
                      column_cycles=[r.cycles for r in results],
@@ -224,30 +223,6 @@ def _span(results):
     first = results[0].stats["first_input"]
     last = results[-1].stats["last_output"]
     return last - first + 1
-
-
-def decode_beats(beats, dim, mean):
-    """(map int64 [S], uniques int64 [U, dim]) from one job's output beats.
-
-    Raises ``RuntimeError`` when the beats break the output format: unique indices out of order,
-    a ``first`` unique beat whose index is not its own map entry, or a ``mean`` unique beat marked
-    as a token.
-    """
-    mp, uniques = [], []
-    for n, beat in enumerate(beats):
-        if beat["token"]:
-            mp.append(beat["map"])
-        if beat["unique"]:
-            if beat["map"] != len(uniques):
-                raise RuntimeError(f"beat {n}: unique vector index {beat['map']}, expected "
-                                   f"{len(uniques)} (indices must come in order)")
-            if mean == bool(beat["token"]):
-                raise RuntimeError(f"beat {n}: a unique vector {'with' if mean else 'without'} a "
-                                   f"map entry is not allowed with representative "
-                                   f"{'mean' if mean else 'first'}")
-            uniques.append(beat["vector"])
-    return (np.array(mp, dtype=np.int64),
-            np.array(uniques, dtype=np.int64).reshape(len(uniques), dim))
 
 
 # ---- the job runner -----------------------------------------------------------------------------
@@ -267,19 +242,10 @@ def _payloads(jobs):
     return cfgs, tokens
 
 
-def _stall_sources(stalls, seed):
-    """{port: Stalls} from a probability or a {port: probability or Stalls} mapping."""
-    from .streams import stall_sources
-
-    return stall_sources(stalls, ("cfg_stream", "i_stream", "o_stream"), seed)
-
-
 def _cycle_budget(params, jobs, stalls):
     tokens = sum(len(j.positions) for j in jobs)
     per = matcher_rounds(params) + params.elem_bits + 4      # a mean drain may follow each token
-    sources = _stall_sources(stalls, 0).values()
-    p = max(s.p for s in sources)
-    forced = sum(n for s in sources for _, n in s.windows)
+    p, forced = streams.stall_bounds(stalls, _PORTS)
     return 2000 + forced + int((tokens * per + 40 * len(jobs)) * 4 / (1.0 - p) ** 2)
 
 
@@ -337,7 +303,7 @@ def run_jobs(params, jobs, *, thetas=(), simulator="amaranth", stalls=0.0, seed=
     -------
     list of :class:`JobResult`, one per job.
     """
-    _check_simulator(simulator)
+    check_simulator(simulator)
     if simulator != "amaranth" and isinstance(stalls, Mapping):
         raise ValueError("per-port stalls are supported by the Amaranth simulator only")
     if max_cycles is None:
@@ -352,120 +318,68 @@ def run_jobs(params, jobs, *, thetas=(), simulator="amaranth", stalls=0.0, seed=
 
 
 def _run_amaranth(params, thetas, cfgs, tokens, stalls, seed, max_cycles, vcd, gate):
-    from amaranth.sim import Simulator
-
-    from .streams import CLOCK_PERIOD, stream_monitor, stream_put, unpack
-
     dut = BlockMatcher(params, icg_cell=None, gate=gate)
-    sim = Simulator(dut)
-    sim.add_clock(CLOCK_PERIOD)
-    ports = ("cfg_stream", "i_stream", "o_stream")
-    transfers = {port: [] for port in ports}
-    for port in ports:
-        sim.add_testbench(stream_monitor(getattr(dut, port), port, transfers[port]),
-                          background=True)
-    beats, out_cycles, snapshots = [], [], []
-    pending = {"host", "feeder"}
-    sources = _stall_sources(stalls, seed)
 
-    def snapshot(ctx):
-        return {name: ctx.get(getattr(dut, name)) for name in ("active", "gated", "uniques",
-                                                                "error")}
-
-    async def host(ctx):
+    async def write_thetas(ctx):
         for layer, value in enumerate(thetas):
             ctx.set(dut.theta_we, 1)
             ctx.set(dut.theta_addr, layer)
             ctx.set(dut.theta_data, value)
             await ctx.tick()
         ctx.set(dut.theta_we, 0)
-        await stream_put(ctx, dut.cfg_stream, cfgs, sources["cfg_stream"])
-        pending.discard("host")
 
-    async def feeder(ctx):
-        await stream_put(ctx, dut.i_stream, tokens, sources["i_stream"])
-        pending.discard("feeder")
+    idle = 0
 
-    async def sink(ctx):
-        source = sources["o_stream"]
-        cycle = 0
-        while True:
-            ctx.set(dut.o_stream.ready, not source())
-            _, _, valid, ready, payload = await ctx.tick().sample(
-                dut.o_stream.valid, dut.o_stream.ready, dut.o_stream.payload)
-            if valid and ready:
-                beats.append(unpack(payload))
-                out_cycles.append(cycle)
-            cycle += 1
+    def until(run):
+        """Every beat offered and taken, and the block idle for two cycles."""
+        nonlocal idle
+        idle = idle + 1 if run.sent and not run.get(dut.busy) else 0
+        return run.sent and idle >= 2
 
-    async def observer(ctx):
-        while True:
-            values = snapshot(ctx)
-            _, _, valid, ready = await ctx.tick().sample(dut.cfg_stream.valid,
-                                                         dut.cfg_stream.ready)
-            if valid and ready:
-                snapshots.append(values)
-
-    async def finish(ctx):
-        idle = 0
-        while pending or idle < 2:
-            await ctx.tick()
-            idle = idle + 1 if not pending and not ctx.get(dut.busy) else 0
-        snapshots.append(snapshot(ctx))
-
-    async def watchdog(ctx):
-        for _ in range(max_cycles):
-            await ctx.tick()
-        raise AssertionError(
-            f"BlockMatcher timed out after {max_cycles} cycles: {len(transfers['cfg_stream'])}/"
-            f"{len(cfgs)} configuration beats, {len(transfers['i_stream'])}/{len(tokens)} tokens "
-            f"taken, {len(beats)} beats out")
-
-    sim.add_testbench(host)
-    sim.add_testbench(feeder)
-    sim.add_testbench(sink, background=True)
-    sim.add_testbench(observer, background=True)
-    sim.add_testbench(finish)
-    sim.add_testbench(watchdog, background=True)
-    if vcd is not None:
-        with sim.write_vcd(str(vcd)):
-            sim.run()
-    else:
-        sim.run()
+    # Configuration beats and tokens are offered at once: the block takes a job's configuration
+    # beat only when idle, and its tokens only after it.
+    run = streams.run_jobs(dut, [{"cfg_stream": cfgs, "i_stream": tokens}], inputs=_PORTS[:2],
+                           outputs=_PORTS[2:], feed="parallel", end=None, stalls=stalls,
+                           seed=seed, max_cycles=max_cycles, trace=_COUNTERS,
+                           probes=_COUNTERS, before=write_thetas, until=until, vcd=vcd)
     # Snapshots: one at each configuration transfer (the values before that edge: the previous
     # job's), and one at the end; job j's counters are snapshots[j + 1].
-    return {"cfg_cycles": transfers["cfg_stream"], "in_cycles": transfers["i_stream"],
-            "out_cycles": out_cycles, "beats": beats, "snapshots": snapshots}
+    cfg_cycles = run.transfers["cfg_stream"]
+    snapshots = [{name: run.trace[name][c] for name in _COUNTERS} for c in cfg_cycles]
+    return {"cfg_cycles": cfg_cycles, "in_cycles": run.transfers["i_stream"],
+            "out_cycles": run.transfers["o_stream"], "beats": run.beats["o_stream"],
+            "snapshots": snapshots + [{name: int(v) for name, v in run.final.items()}]}
 
 
 def _run_cocotb(params, thetas, jobs, simulator, stalls, seed, max_cycles):
-    from .runner import case_dir, run_cocotb
+    out = run_job(_BLOCK, params, _job_arrays(jobs, thetas, stalls, seed, max_cycles),
+                  test_module="sim.tb.block_matcher", simulator=simulator, case="jobs")
+    return _raw_from_arrays(out)
 
-    directory = case_dir(_BLOCK, params, simulator, "jobs")
-    directory.mkdir(parents=True, exist_ok=True)
-    stem = directory / f"job-{os.getpid()}-{next(_job_numbers)}"
-    job_in, job_out = stem.with_suffix(".in.npz"), stem.with_suffix(".out.npz")
-    save_jobs(job_in, jobs, thetas, stalls, seed, max_cycles)
-    job_out.unlink(missing_ok=True)
-    run_cocotb(_BLOCK, params, test_module="sim.tb.block_matcher", simulator=simulator,
-               case="jobs", testcase="job",
-               extra_env={"FOCUS_JOB": str(job_in), "FOCUS_JOB_OUT": str(job_out)})
-    raw = load_raw(job_out)
-    job_in.unlink()
-    job_out.unlink()
-    return raw
+
+def _job_arrays(jobs, thetas, stalls, seed, max_cycles):
+    return dict(
+        vectors=np.concatenate([np.asarray(j.vectors, np.int64) for j in jobs]),
+        positions=np.concatenate([np.asarray(j.positions, np.int64) for j in jobs]),
+        counts=np.array([len(j.positions) for j in jobs], np.int64),
+        cfg=np.array([[j.frame_stride, j.row_stride, j.layer, int(bool(j.mean))] for j in jobs],
+                     np.int64),
+        thetas=np.array(thetas, np.int64), stalls=float(stalls), seed=int(seed),
+        max_cycles=int(max_cycles))
+
+
+def _raw_from_arrays(f):
+    beats = [{"map": int(mp), "vector": vec.tolist(), "token": int(fl[0]), "unique": int(fl[1]),
+              "last": int(fl[2])}
+             for mp, vec, fl in zip(f["map"], f["vector"], f["flags"], strict=True)]
+    snaps = [dict(zip(_COUNTERS, (int(v) for v in s), strict=True)) for s in f["snapshots"]]
+    return {"cfg_cycles": f["cfg_cycles"].tolist(), "in_cycles": f["in_cycles"].tolist(),
+            "out_cycles": f["out_cycles"].tolist(), "beats": beats, "snapshots": snaps}
 
 
 def save_jobs(path, jobs, thetas, stalls, seed, max_cycles):
     """Write jobs for the cocotb testbench (``sim.tb.block_matcher``'s ``job`` test)."""
-    np.savez(path,
-             vectors=np.concatenate([np.asarray(j.vectors, np.int64) for j in jobs]),
-             positions=np.concatenate([np.asarray(j.positions, np.int64) for j in jobs]),
-             counts=np.array([len(j.positions) for j in jobs], np.int64),
-             cfg=np.array([[j.frame_stride, j.row_stride, j.layer, int(bool(j.mean))]
-                           for j in jobs], np.int64),
-             thetas=np.array(thetas, np.int64), stalls=float(stalls), seed=int(seed),
-             max_cycles=int(max_cycles))
+    np.savez(path, **_job_arrays(jobs, thetas, stalls, seed, max_cycles))
 
 
 def load_jobs(path):
@@ -494,14 +408,7 @@ def save_raw(path, raw, dim):
 
 def load_raw(path):
     with np.load(path) as f:
-        beats = [{"map": int(mp), "vector": vec.tolist(), "token": int(fl[0]),
-                  "unique": int(fl[1]), "last": int(fl[2])}
-                 for mp, vec, fl in zip(f["map"], f["vector"], f["flags"], strict=True)]
-        snaps = [dict(zip(("active", "gated", "uniques", "error"), (int(v) for v in s),
-                          strict=True))
-                 for s in f["snapshots"]]
-        return {"cfg_cycles": f["cfg_cycles"].tolist(), "in_cycles": f["in_cycles"].tolist(),
-                "out_cycles": f["out_cycles"].tolist(), "beats": beats, "snapshots": snaps}
+        return _raw_from_arrays(f)
 
 
 # ---- test jobs ----------------------------------------------------------------------------------

@@ -2,9 +2,9 @@
 
 Amaranth flattens a stream port ``<port>`` into the Verilog ports ``<port>__valid``,
 ``<port>__ready`` and ``<port>__payload`` (the payload as one packed vector). Payloads are packed
-with ``layout.const({...}).as_bits()`` and unpacked with ``data.Const(layout, bits)``, the same
-layouts the RTL uses; received payloads are plain Python values (``dict``/``list``/``int``, as
-:func:`sim.streams.unpack` gives).
+with ``layout.const({...}).as_bits()`` and unpacked with ``data.Const(layout, bits)``
+(:func:`rtl.codecs.to_bits`, :func:`rtl.codecs.from_bits`), the same layouts the RTL uses;
+received payloads are plain Python values (``dict``/``list``/``int``).
 
 Timing discipline, the same on Icarus and Verilator: every driver writes just after a rising
 edge, and every sampler reads at the falling edge, when everything driven in that cycle has
@@ -19,12 +19,13 @@ VPI access to the ``__`` port names (checked; verilator#6140 concerns only signa
 """
 
 import cocotb
-from amaranth.lib import data
 from cocotb.clock import Clock
 from cocotb.simtime import get_sim_time
 from cocotb.triggers import FallingEdge, RisingEdge
 
-from .streams import Stalls, pack, unpack
+from rtl.codecs import from_bits, to_bits
+
+from .streams import Stalls
 
 __all__ = ["PERIOD_NS", "start_clock", "reset", "StreamSource", "StreamSink", "StreamMonitor",
            "transfer_cycles"]
@@ -86,8 +87,7 @@ class StreamSource:
 
     def bits(self, payload):
         """``payload`` (dict, list, int or ``data.Const``) as the raw bits of the port."""
-        value = pack(self.layout, payload)
-        return value.as_bits() if isinstance(value, data.Const) else int(value)
+        return to_bits(self.layout, payload)
 
     async def send(self, payloads):
         """Send ``payloads`` in order; call just after a rising edge (as :func:`reset` returns).
@@ -122,7 +122,7 @@ class StreamSink:
         self.ready.value = 0
 
     def value(self, bits):
-        return unpack(data.Const(self.layout, bits))
+        return from_bits(self.layout, bits)
 
     async def recv(self, count):
         """Receive ``count`` payloads (a list); call just after a rising edge."""

@@ -19,7 +19,6 @@ programs (register accesses, bad jobs) against the same interface.
 import itertools
 import json
 import os
-from collections import deque
 
 import numpy as np
 
@@ -27,18 +26,23 @@ from golden.block_match import REPRESENTATIVES
 from golden.focus import check_focus_inputs
 from golden.offsets import check_order, check_word_bits
 from golden.sec import MODES, check_keep
-from rtl.params import FocusParams
+from golden.similarity import signed_bits
+from rtl.codecs import token_beats
+from rtl.params import FocusParams, check_limit
 from rtl.sec.importance_analyzer import ROWS_BITS
-from rtl.top.focus_unit import Ctrl, FocusUnit, Reg, Status
+from rtl.top.focus_unit import FocusUnit
+from rtl.top.registers import REGISTER, Ctrl, Reg, Status
 
+from . import streams
 from .block_match import decode_beats
+from .runner import SIMULATORS, case_dir, check_simulator, run_cocotb
 from .sec import mask_from_beats, score_beats
+from .streams import rtl_failures
 
 __all__ = ["SIMULATORS", "INPUTS", "OUTPUTS", "COUNTERS", "focus", "fit_params",
            "focus_program", "wait_idle", "read_counters", "AmaranthIO", "run_program",
-           "token_beats", "job_record"]
+           "token_beats", "job_record", "sec_mode_word", "sec_order_word"]
 
-SIMULATORS = ("amaranth", "icarus", "verilator")
 #: The FocusUnit's stream ports.
 INPUTS = ("scores", "tokens")
 OUTPUTS = ("mask", "code", "sic")
@@ -52,10 +56,7 @@ _job_numbers = itertools.count()
 # ---- parameters and checks ---------------------------------------------------------------------
 
 def _signed_bits(a):
-    if not a.size:
-        return 2
-    low, high = int(a.min()), int(a.max())
-    return max(2, (-low - 1).bit_length() + 1 if low < 0 else 1, high.bit_length() + 1)
+    return max(2, signed_bits(a))
 
 
 def fit_params(M, score_bits_needed, elem_bits_needed, *, word_bits=32, theta_bits=8, tile=1024,
@@ -88,6 +89,18 @@ def _check_params(params, M, a, tok, settings):
 
 # ---- the host program ----------------------------------------------------------------------------
 
+def sec_mode_word(mode):
+    """The ``SEC_MODE`` word of ``mode`` (``"spatial"`` or ``"temporal"``)."""
+    return REGISTER["SEC_MODE"].pack(temporal=int(mode == "temporal"))
+
+
+def sec_order_word(order):
+    """The ``SEC_ORDER`` word of ``order``: a fixed order 0..7, or None for the adaptive one."""
+    if order is None:
+        return REGISTER["SEC_ORDER"].pack(adaptive=1)
+    return REGISTER["SEC_ORDER"].pack(order=order)
+
+
 async def wait_idle(io, limit=1_000_000):
     """Poll ``STATUS`` until neither stage is busy; returns the last ``STATUS`` value."""
     for _ in range(limit):
@@ -100,13 +113,6 @@ async def wait_idle(io, limit=1_000_000):
 async def read_counters(io):
     """``{name: value}`` of the :data:`COUNTERS` registers, read over the bus."""
     return {name: await io.read(Reg[name]) for name in COUNTERS}
-
-
-def token_beats(vectors, column, dim):
-    """The ``tokens`` beats of one SIC job: column ``column`` of each row, ``last`` on the final."""
-    rows = np.asarray(vectors, dtype=np.int64)[:, column * dim:(column + 1) * dim]
-    return [{"vector": row.tolist(), "last": int(i == len(rows) - 1)}
-            for i, row in enumerate(rows)]
 
 
 def job_record(params, scores, tokens, keep, *, mode, order, frame_stride, row_stride, theta_q,
@@ -130,12 +136,12 @@ async def focus_program(io, params, job):
     p = params
     await io.write(Reg.THETA_ADDR, 0)
     await io.write(Reg.THETA_DATA, job["theta_q"])
-    order = 8 if job["order"] is None else job["order"]      # bit 3: adaptive
     settings = [(Reg.SEC_M, job["M"]), (Reg.SEC_R, job["R"]), (Reg.SEC_KEEP, job["keep"]),
-                (Reg.SEC_MODE, int(job["mode"] == "temporal")), (Reg.SEC_ORDER, order),
+                (Reg.SEC_MODE, sec_mode_word(job["mode"])),
+                (Reg.SEC_ORDER, sec_order_word(job["order"])),
                 (Reg.SIC_FRAME_STRIDE, job["frame_stride"]),
                 (Reg.SIC_ROW_STRIDE, job["row_stride"]), (Reg.SIC_LAYER, 0),
-                (Reg.SIC_REPR, job["mean"])]
+                (Reg.SIC_REPR, REGISTER["SIC_REPR"].pack(mean=job["mean"]))]
     for reg, value in settings:
         await io.write(reg, value)
     starts = {port: len(io.beats(port)) for port in ("mask", "code")}
@@ -173,15 +179,15 @@ class AmaranthIO:
     the number of the current cycle (a bus access made now happens in that cycle).
     """
 
-    def __init__(self, dut):
-        self.dut = dut
-        self.ctx = None
-        self.queues = {port: deque() for port in INPUTS}
-        self.received = {port: [] for port in OUTPUTS}
-        self.transfers = {port: [] for port in (*INPUTS, *OUTPUTS)}
-        self.pending = {port: 0 for port in INPUTS}
-        #: The current cycle's number (the numbering of ``transfers``).
-        self.cycle = 0
+    def __init__(self, dut, ctx, run):
+        self.dut, self.ctx, self.run = dut, ctx, run
+        #: Every payload received so far, per output port, and every transfer's cycle number.
+        self.received, self.transfers = run.beats, run.transfers
+
+    @property
+    def cycle(self):
+        """The current cycle's number (the numbering of ``transfers``)."""
+        return self.run.cycle
 
     async def write(self, addr, value):
         bus, ctx = self.dut.bus, self.ctx
@@ -212,11 +218,10 @@ class AmaranthIO:
         return ctx.get(bus.r_data) if read else None
 
     def send(self, port, payloads):
-        self.queues[port].extend(payloads)
-        self.pending[port] += len(payloads)
+        self.run.send(port, payloads)
 
     async def wait_sent(self, port):
-        while self.pending[port]:
+        while self.run.unsent[port]:
             await self.ctx.tick()
 
     def beats(self, port):
@@ -233,86 +238,22 @@ class AmaranthIO:
 def run_program(params, program, *, stalls=0.0, seed=0, max_cycles=200_000, vcd=None,
                 dut=None):
     """Run ``await program(io)`` (``io`` an :class:`AmaranthIO`) against a :class:`FocusUnit` in
-    the Amaranth simulator, with feeders and sinks on its stream ports (seeded idles and
-    back-pressure with probability ``stalls``, or a ``{port: probability or Stalls}`` dict) and a
-    stream-rule monitor on every stream port. A run longer than ``max_cycles`` fails.
+    the Amaranth simulator, on the shared job runner (:func:`sim.streams.run_jobs`,
+    ``feed="queue"``): feeders and sinks on its stream ports (seeded idles and back-pressure with
+    probability ``stalls``, or a ``{port: probability or Stalls}`` dict) and a stream-rule monitor
+    on every stream port. A run longer than ``max_cycles`` fails.
 
     Returns (the program's return value, io).
     """
-    from amaranth.sim import Simulator
-
-    from .streams import CLOCK_PERIOD, pack, stall_sources, stream_monitor, unpack
-
     dut = dut if dut is not None else FocusUnit(params, icg_cell=None)
-    io = AmaranthIO(dut)
-    sources = stall_sources(stalls, (*INPUTS, *OUTPUTS), seed)
-    sim = Simulator(dut)
-    sim.add_clock(CLOCK_PERIOD)
-    for port in (*INPUTS, *OUTPUTS):
-        sim.add_testbench(stream_monitor(getattr(dut, port), port, io.transfers[port]),
-                          background=True)
 
-    def feeder(port):
-        async def testbench(ctx):
-            stream, source = getattr(dut, port), sources[port]
-            shape = stream.payload.shape()
-            queue = io.queues[port]
-            while True:
-                if not queue or source():
-                    await ctx.tick()
-                    continue
-                ctx.set(stream.payload, pack(shape, queue.popleft()))
-                ctx.set(stream.valid, 1)
-                while True:
-                    _, _, ready = await ctx.tick().sample(stream.ready)
-                    if ready:
-                        break
-                ctx.set(stream.valid, 0)
-                io.pending[port] -= 1
-        return testbench
+    async def host(ctx, run):
+        io = AmaranthIO(dut, ctx, run)
+        return await program(io), io
 
-    def sink(port):
-        async def testbench(ctx):
-            stream, source = getattr(dut, port), sources[port]
-            while True:
-                ctx.set(stream.ready, not source())
-                _, _, valid, ready, payload = await ctx.tick().sample(
-                    stream.valid, stream.ready, stream.payload)
-                if valid and ready:
-                    io.received[port].append(unpack(payload))
-        return testbench
-
-    async def count(ctx):
-        while True:
-            await ctx.tick()
-            io.cycle += 1
-
-    sim.add_testbench(count, background=True)
-    for port in INPUTS:
-        sim.add_testbench(feeder(port), background=True)
-    for port in OUTPUTS:
-        sim.add_testbench(sink(port), background=True)
-
-    result = {}
-
-    async def host(ctx):
-        io.ctx = ctx
-        result["value"] = await program(io)
-
-    async def watchdog(ctx):
-        for _ in range(max_cycles):
-            await ctx.tick()
-        raise AssertionError(f"FocusUnit timed out after {max_cycles} cycles (transfers: "
-                             f"{ {k: len(v) for k, v in io.transfers.items()} })")
-
-    sim.add_testbench(host)
-    sim.add_testbench(watchdog, background=True)
-    if vcd is not None:
-        with sim.write_vcd(str(vcd)):
-            sim.run()
-    else:
-        sim.run()
-    return result["value"], io
+    return streams.run_jobs(dut, [], inputs=INPUTS, outputs=OUTPUTS, feed="queue", end=None,
+                            stalls=stalls, seed=seed, max_cycles=max_cycles, program=host,
+                            vcd=vcd, name="FocusUnit").result
 
 
 # ---- the API -------------------------------------------------------------------------------------
@@ -324,14 +265,16 @@ def _results(params, job, record, beats, transfers):
     words = np.array([b["word"] for b in code], dtype=np.uint64)
     nbits = code[-1]["nbits"] if code else 0
     mean = bool(job["mean"])
-    maps, uniques, columns = [], [], record["columns"]
-    for column in columns:
+    columns = record["columns"]
+    n = int(mask.sum())
+    maps, uniques = np.zeros((n, len(columns)), np.int64), []
+    for j, column in enumerate(columns):
         a, b = column["beats"]
         mp, u = decode_beats(beats["sic"][a:b], params.dim, mean)
-        maps.append(mp)
+        if len(mp) != n:
+            raise AssertionError(f"column {j}: {len(mp)} map entries for {n} kept tokens")
+        maps[:, j] = mp
         uniques.append(u)
-    n = int(mask.sum())
-    maps = (np.stack(maps, axis=1) if maps else np.zeros((n, 0), np.int64)).reshape(n, -1)
     first = transfers["scores"][0] if transfers["scores"] else None
     last = max((t[-1] for port, t in transfers.items() if port in OUTPUTS and t), default=None)
     stats = {
@@ -349,8 +292,6 @@ def _results(params, job, record, beats, transfers):
 
 
 def _cocotb_run(params, job, simulator, stalls, seed):
-    from .runner import case_dir, run_cocotb
-
     directory = case_dir("focus_unit", params, simulator, "focus")
     directory.mkdir(parents=True, exist_ok=True)
     stem = directory / f"job-{os.getpid()}-{next(_job_numbers)}"
@@ -394,7 +335,16 @@ def focus(scores, tokens, keep, *, mode="spatial", order=None, word_bits=32, fra
 
     Returns
     -------
-    (mask, words, nbits, maps, uniques), as :func:`golden.focus`.
+    (mask, words, nbits, maps, uniques), as :func:`golden.focus` (also for keep = 0: maps
+    [0, D/V] and D/V empty unique arrays).
+
+    Raises
+    ------
+    ValueError
+        Bad input, before anything runs: golden's errors, and the RTL's limits.
+    sim.streams.RTLFailure
+        (a ``RuntimeError``) when the run fails on a job the checks accepted; the harness's
+        ``AssertionError`` when the RTL breaks a stream rule or hangs.
     """
     a, tok, _ = check_focus_inputs(scores, tokens, frame_stride=frame_stride,
                                    row_stride=row_stride, theta_q=theta_q, theta_bits=theta_bits,
@@ -407,9 +357,7 @@ def focus(scores, tokens, keep, *, mode="spatial", order=None, word_bits=32, fra
     word_bits = check_word_bits(word_bits)
     if representative not in REPRESENTATIVES:
         raise ValueError(f"representative must be 'first' or 'mean', not {representative!r}")
-    if simulator not in SIMULATORS:
-        raise ValueError(f"Unknown simulator {simulator!r}: it must be one of "
-                         f"{', '.join(SIMULATORS)}")
+    check_simulator(simulator)
     R, M = a.shape
     dtype = tok.dtype
     tok = np.asarray(tok, dtype=np.int64)
@@ -417,8 +365,9 @@ def focus(scores, tokens, keep, *, mode="spatial", order=None, word_bits=32, fra
     settings = {"word_bits": word_bits, "theta_bits": theta_bits, "tile": tile,
                 "window": window, "dim": dim}
     if params is None:
-        if M > 65536:
-            raise ValueError(f"M = {M} is out of range: the largest buffer holds 65536 tokens")
+        check_limit("tokens", M, "M")
+        for name in ("tile", "window", "dim"):
+            check_limit(name, settings[name])
         if needed > 32:
             raise ValueError(f"scores need {needed} bits; at most 32 are supported")
         params = fit_params(M, needed, min(16, _signed_bits(tok)), **settings)
@@ -430,16 +379,18 @@ def focus(scores, tokens, keep, *, mode="spatial", order=None, word_bits=32, fra
     if R >= 1 << ROWS_BITS:
         raise ValueError(f"R = {R} is out of range: the analyzer counts at most "
                          f"{(1 << ROWS_BITS) - 1} rows")
-    job = job_record(params, a, tok, keep, mode=mode, order=order, frame_stride=frame_stride,
-                     row_stride=row_stride, theta_q=theta_q, representative=representative)
-    if simulator == "amaranth":
-        record, io = run_program(params, lambda io: focus_program(io, params, job),
-                                 stalls=stalls, seed=seed,
-                                 max_cycles=_budget(params, job, stalls))
-        beats, transfers = io.received, io.transfers
-    else:
-        record, beats, transfers = _cocotb_run(params, job, simulator, stalls, seed)
-    mask, words, nbits, maps, uniques, run = _results(params, job, record, beats, transfers)
+    with rtl_failures("sim.focus"):
+        job = job_record(params, a, tok, keep, mode=mode, order=order,
+                         frame_stride=frame_stride, row_stride=row_stride, theta_q=theta_q,
+                         representative=representative)
+        if simulator == "amaranth":
+            record, io = run_program(params, lambda io: focus_program(io, params, job),
+                                     stalls=stalls, seed=seed,
+                                     max_cycles=_budget(params, job, stalls))
+            beats, transfers = io.received, io.transfers
+        else:
+            record, beats, transfers = _cocotb_run(params, job, simulator, stalls, seed)
+        mask, words, nbits, maps, uniques, run = _results(params, job, record, beats, transfers)
     if stats is not None:
         stats.update(run)
     return mask, words, nbits, maps, [u.astype(dtype) for u in uniques]

@@ -10,8 +10,8 @@ The lower level, used by the tests, the cocotb testbench and the benchmark:
 
 - :func:`encoder_job` / :func:`decoder_job` turn one job into stream payloads;
 - :func:`run_jobs` runs many jobs back to back through one Amaranth simulation (each job starts
-  when the previous one is idle), with seeded input idles and output back-pressure on every port
-  and a stream-rule monitor on every port;
+  when the previous one is idle), on the shared :func:`sim.streams.run_jobs`: seeded input idles
+  and output back-pressure on every port and a stream-rule monitor on every port;
 - :func:`encoder_result` / :func:`decoder_result` read a job's outputs back.
 
 Cycle counts (``stats["cycles"]``, spec 6): from the job's first input transfer (its config beat)
@@ -19,33 +19,30 @@ to its last output transfer, inclusive. ``stats["end"]`` is the cycle, counted t
 which ``busy`` was first seen low after the job's inputs were all sent.
 """
 
-import itertools
-import json
-import os
 from numbers import Integral
 
 import numpy as np
 
 from golden.offsets import _check_tokens, _check_words, check_mask, check_order, check_word_bits
-from rtl.params import FocusParams
+from golden.offsets import encode_offsets as golden_encode
+from rtl.codecs import beats_to_mask, code_from_words, mask_beats
+from rtl.params import FocusParams, check_limit
 from rtl.sec.offset_decoder import DecodeError, OffsetDecoder
 from rtl.sec.offset_encoder import EncodeError, OffsetEncoder
 
-from .streams import pack, stall_sources, stream_monitor, unpack
+from . import streams
+from .runner import check_simulator, run_job
+from .streams import RTLFailure, rtl_failures
 
-__all__ = ["SIMULATORS", "encode_offsets", "decode_offsets", "fit_params", "mask_beats",
+__all__ = ["encode_offsets", "decode_offsets", "fit_params", "mask_beats",
            "beats_to_mask", "encoder_job", "decoder_job", "encoder_result", "decoder_result",
            "run_jobs", "run_encoder_jobs", "run_decoder_jobs", "decode_error_message",
            "ENCODER_PORTS", "DECODER_PORTS", "random_mask", "regression_masks", "fuzz_codes",
            "job_budget"]
 
-SIMULATORS = ("amaranth", "icarus", "verilator")
-
 #: (input ports, output ports) of each block, in the order :func:`run_jobs` drives them.
 ENCODER_PORTS = (("cfg_stream", "i_stream"), ("o_stream",))
 DECODER_PORTS = (("cfg_stream", "i_stream"), ("o_stream", "idx_stream"))
-
-_job_numbers = itertools.count()
 
 _DECODE_MESSAGES = {
     DecodeError.CONFIG: "the job's M is 0 or larger than the decoder's tokens",
@@ -66,16 +63,12 @@ def decode_error_message(cause):
     return f"malformed offset code: {_DECODE_MESSAGES[cause]} (RTL decoder cause {cause.name})"
 
 
-def _check_simulator(simulator):
-    if simulator not in SIMULATORS:
-        raise ValueError(f"Unknown simulator {simulator!r}: it must be one of "
-                         f"{', '.join(SIMULATORS)}")
-
-
-def fit_params(M, word_bits=32):
+def fit_params(M, word_bits=32, argument="M"):
     """The parameters used when none are given: ``tokens`` the next power of two >= max(M, 8)
-    (so nearby sizes share a netlist), ``word_bits``, and the default ``lanes``."""
-    return FocusParams(tokens=1 << max(3, (int(M) - 1).bit_length()), word_bits=word_bits)
+    (so nearby sizes share a netlist), ``word_bits``, and the default ``lanes``. M beyond the
+    RTL's 65536 tokens raises ``ValueError`` naming ``argument`` (the user's name for M)."""
+    M = check_limit("tokens", M, argument)
+    return FocusParams(tokens=1 << max(3, (M - 1).bit_length()), word_bits=word_bits)
 
 
 def _check_params(params, M, word_bits):
@@ -90,23 +83,6 @@ def _check_params(params, M, word_bits):
 
 
 # ---- payloads --------------------------------------------------------------------------------
-
-def mask_beats(mask, lanes):
-    """A bool mask as ``mask_beat_layout`` payloads: bit i of beat b is token b*lanes + i."""
-    mask = np.asarray(mask, bool)
-    count = -(-mask.size // lanes)
-    padded = np.zeros(count * lanes, bool)
-    padded[:mask.size] = mask
-    weights = 1 << np.arange(lanes, dtype=object)
-    return [{"keep": int((padded[b * lanes:(b + 1) * lanes] * weights).sum()),
-             "last": int(b == count - 1)} for b in range(count)]
-
-
-def beats_to_mask(beats, lanes):
-    """The bool array of the ``keep`` bits of ``beats`` (``lanes`` per beat), padding included."""
-    bits = [(beat["keep"] >> k) & 1 for beat in beats for k in range(lanes)]
-    return np.array(bits, bool)
-
 
 def encoder_job(mask, order, lanes):
     """``{port: payloads}`` of one encoder job (``order`` None is adaptive)."""
@@ -127,16 +103,10 @@ def decoder_job(words, nbits, tokens):
 def encoder_result(result):
     """``(words uint64 array, nbits)`` from an encoder job's :func:`run_jobs` result, checking the
     framing (``last`` on the final word only, the same ``nbits`` on every word)."""
-    out = result["o_stream"]
     if result["error"]:
         raise AssertionError(f"the encoder flagged {EncodeError(result['cause']).name} on a "
                              f"well-formed job")
-    if not out or not out[-1]["last"] or any(w["last"] for w in out[:-1]):
-        raise AssertionError(f"bad word framing: last flags {[w['last'] for w in out]}")
-    nbits = {w["nbits"] for w in out}
-    if len(nbits) != 1:
-        raise AssertionError(f"nbits differs between the words of one job: {sorted(nbits)}")
-    return np.array([w["word"] for w in out], np.uint64), nbits.pop()
+    return code_from_words(result["o_stream"])
 
 
 def decoder_result(result, M, lanes):
@@ -223,7 +193,6 @@ def regression_masks(params, count, seed=0):
 
 
 def _encode(mask, order, word_bits):
-    from golden.offsets import encode_offsets as golden_encode
     words, nbits = golden_encode(mask, order, word_bits)
     return [int(w) for w in words], nbits
 
@@ -303,7 +272,8 @@ def run_jobs(component, ports, jobs, *, stalls=0.0, seed=0, max_cycles=None):
         Port names, e.g. :data:`ENCODER_PORTS`.
     jobs : list of dict
         ``{input port: [payload, ...]}`` per job; the input ports are fed in order (the config
-        beat first), each with its own stalls.
+        beat first), each with its own stalls. A job starts in the second cycle after the
+        previous one ended (the first cycle after its inputs in which ``busy`` was low).
     stalls : float, or dict of port name -> float
         Probability of an input idle / output back-pressure cycle, seeded per port from ``seed``.
     max_cycles : int or None
@@ -316,90 +286,18 @@ def run_jobs(component, ports, jobs, *, stalls=0.0, seed=0, max_cycles=None):
         (``start`` is the absolute cycle of the config beat; ``cycles`` and ``end`` as in the
         module doc).
     """
-    from amaranth.sim import Simulator
-
     inputs, outputs = ports
-    sources = stall_sources(stalls, (*inputs, *outputs), seed)
     if max_cycles is None:
-        max_cycles = job_budget(jobs, inputs, max(s.p for s in sources.values()))
-
-    results = [{port: [] for port in outputs} for _ in jobs]
-    state = {"job": 0, "sent": False, "sent_at": None, "start": None, "last": None}
-
-    sim = Simulator(component)
-    sim.add_clock(1e-8)
-    for port in (*inputs, *outputs):
-        sim.add_testbench(stream_monitor(getattr(component, port), port), background=True)
-
-    async def source(ctx):
-        cycle = 0                       # the cycle that the next ``await ctx.tick()`` ends
-        for k, job in enumerate(jobs):
-            while state["job"] != k:
-                await ctx.tick()
-                cycle += 1
-            for port in inputs:
-                stream = getattr(component, port)
-                shape = stream.payload.shape()
-                for payload in job[port]:
-                    while sources[port]():
-                        await ctx.tick()
-                        cycle += 1
-                    ctx.set(stream.payload, pack(shape, payload))
-                    ctx.set(stream.valid, 1)
-                    ready = False
-                    while not ready:
-                        _, _, ready = await ctx.tick().sample(stream.ready)
-                        cycle += 1
-                    if state["start"] is None:
-                        state["start"] = cycle - 1
-                    state["sent_at"] = cycle - 1
-                    ctx.set(stream.valid, 0)
-            state["sent"] = True
-
-    def sink(port):
-        async def testbench(ctx):
-            stream = getattr(component, port)
-            cycle = 0
-            while True:
-                ctx.set(stream.ready, not sources[port]())
-                _, _, valid, ready, payload = await ctx.tick().sample(
-                    stream.valid, stream.ready, stream.payload)
-                if valid and ready and state["job"] < len(jobs):
-                    results[state["job"]][port].append(unpack(payload))
-                    state["last"] = cycle
-                cycle += 1
-        return testbench
-
-    async def control(ctx):
-        cycle = 0
-        for k in range(len(jobs)):
-            while True:
-                _, _, busy, error, cause = await ctx.tick().sample(
-                    component.busy, component.error, component.cause)
-                if state["sent"] and cycle > state["sent_at"] and not busy:
-                    break
-                cycle += 1
-            start, last = state["start"], state["last"]
-            results[k].update(
-                error=int(error), cause=int(cause.value if hasattr(cause, "value") else cause),
-                start=start, end=cycle - start + 1,
-                cycles=0 if last is None else last - start + 1)
-            state.update(job=k + 1, sent=False, start=None, last=None)
-            cycle += 1
-
-    async def watchdog(ctx):
-        for _ in range(max_cycles):
-            await ctx.tick()
-        done = sum(1 for r in results if "end" in r)
-        raise AssertionError(f"{type(component).__name__} timed out after {max_cycles} cycles "
-                             f"({done} of {len(jobs)} jobs done)")
-
-    sim.add_testbench(source)
-    for port in outputs:
-        sim.add_testbench(sink(port), background=True)
-    sim.add_testbench(control)
-    sim.add_testbench(watchdog, background=True)
-    sim.run()
+        max_cycles = job_budget(jobs, inputs, streams.stall_bounds(stalls, (*inputs, *outputs))[0])
+    run = streams.run_jobs(component, jobs, inputs=inputs, outputs=outputs, end="idle",
+                           stalls=stalls, seed=seed, max_cycles=max_cycles,
+                           trace=("error", "cause"))
+    results = []
+    for job in run.jobs:
+        start, end = job["first_input"], job["end"]
+        results.append({**job["outputs"], "error": run.trace["error"][end],
+                        "cause": run.trace["cause"][end], "start": start,
+                        "end": end - start + 1, "cycles": job["cycles"]})
     return results
 
 
@@ -421,20 +319,8 @@ def run_decoder_jobs(params, jobs, *, simulator="amaranth", stalls=0.0, seed=0):
 
 
 def _run_cocotb(block, params, payloads, simulator, stalls, seed):
-    from .runner import case_dir, run_cocotb
-
-    directory = case_dir(block, params, simulator, "main")
-    directory.mkdir(parents=True, exist_ok=True)
-    stem = directory / f"job-{os.getpid()}-{next(_job_numbers)}"
-    job_in, job_out = stem.with_suffix(".in.json"), stem.with_suffix(".out.json")
-    job_in.write_text(json.dumps({"jobs": payloads, "stalls": stalls, "seed": seed}))
-    job_out.unlink(missing_ok=True)
-    run_cocotb(block, params, test_module="sim.tb.offsets", simulator=simulator, case="main",
-               testcase="job", extra_env={"FOCUS_JOB": str(job_in), "FOCUS_JOB_OUT": str(job_out)})
-    results = json.loads(job_out.read_text())
-    job_in.unlink()
-    job_out.unlink()
-    return results
+    return run_job(block, params, {"jobs": payloads, "stalls": stalls, "seed": seed},
+                   test_module="sim.tb.offsets", simulator=simulator, case="main")
 
 
 # ---- the spec 6 API --------------------------------------------------------------------------
@@ -468,13 +354,14 @@ def encode_offsets(mask, order=None, word_bits=32, *, params=None, simulator="am
     mask = check_mask(mask)
     order = check_order(order)
     word_bits = check_word_bits(word_bits)
-    _check_simulator(simulator)
+    check_simulator(simulator)
     if params is None:
         params = fit_params(mask.size, word_bits)
     _check_params(params, mask.size, word_bits)
-    (result,) = run_encoder_jobs(params, [(mask, order)], simulator=simulator, stalls=stalls,
-                                 seed=seed)
-    words, nbits = encoder_result(result)
+    with rtl_failures("sim.encode_offsets"):
+        (result,) = run_encoder_jobs(params, [(mask, order)], simulator=simulator, stalls=stalls,
+                                     seed=seed)
+        words, nbits = encoder_result(result)
     if stats is not None:
         stats.update(cycles=result["cycles"], order=int(words[0]) >> (word_bits - 3),
                      kept=int(np.count_nonzero(mask)))
@@ -487,12 +374,13 @@ def decode_offsets(words, nbits, tokens, word_bits=32, *, params=None, simulator
     :func:`golden.offsets.decode_offsets`, or ``ValueError`` where golden raises one.
 
     Argument errors (types, ranges, words that do not fit ``word_bits``) raise golden's own
-    messages. A malformed code is decoded by the RTL, which flags it; the message then names the
-    RTL's cause (:func:`decode_error_message`), which can differ from golden's message when a
-    string has several faults (golden checks ``nbits`` against the words first; the RTL reports
-    whichever fault it meets first while streaming). Two inputs the RTL interface cannot carry
-    raise ``ValueError`` here: no words at all, and ``nbits`` wider than ``nbits_bits`` (longer
-    than any valid code for ``params.tokens``, so golden rejects it too).
+    messages. A malformed code is decoded by the RTL, which flags it; the ``ValueError`` raised
+    then is golden's, message and all, and its ``__cause__`` names the RTL's cause
+    (:func:`decode_error_message`; when a string has several faults, the RTL reports whichever
+    it meets first while streaming). Two inputs the RTL interface cannot carry, no words at all
+    and ``nbits`` wider than ``nbits_bits`` (longer than any valid code for ``params.tokens``),
+    are not run: golden rejects both, and its error is raised. A code golden decodes but the RTL
+    flags raises :class:`sim.streams.RTLFailure`.
 
     Parameters
     ----------
@@ -510,19 +398,41 @@ def decode_offsets(words, nbits, tokens, word_bits=32, *, params=None, simulator
     if isinstance(nbits, bool) or not isinstance(nbits, Integral) or nbits < 0:
         raise ValueError(f"nbits must be an integer >= 0, not {nbits!r}")
     nbits = int(nbits)
-    _check_simulator(simulator)
+    check_simulator(simulator)
     if params is None:
-        params = fit_params(M, word_bits)
+        params = fit_params(M, word_bits, "tokens")
     _check_params(params, M, word_bits)
-    if not values:
-        raise ValueError(f"no words: an offset code has at least one word (its header alone "
-                         f"needs {3 + M.bit_length()} bits)")
-    if nbits >= 1 << params.nbits_bits:
-        raise ValueError(f"nbits = {nbits} is longer than any valid offset code for up to "
-                         f"{params.tokens} tokens (at most {(1 << params.nbits_bits) - 1} bits)")
-    (result,) = run_decoder_jobs(params, [(values, nbits, M)], simulator=simulator,
-                                 stalls=stalls, seed=seed)
-    mask, _ = decoder_result(result, M, params.lanes)
+    if not values or nbits >= 1 << params.nbits_bits:
+        # The RTL interface cannot carry these (no words; an nbits wider than its field, so
+        # longer than any valid code for up to params.tokens tokens): golden rejects both.
+        error = _golden_error(values, nbits, M, word_bits)
+        if error is not None:
+            raise error
+        raise ValueError(f"nbits = {nbits} is longer than the RTL decoder's nbits field "
+                         f"({params.nbits_bits} bits at FocusParams.tokens = {params.tokens})")
+    with rtl_failures("sim.decode_offsets"):
+        (result,) = run_decoder_jobs(params, [(values, nbits, M)], simulator=simulator,
+                                     stalls=stalls, seed=seed)
+    try:
+        mask, _ = decoder_result(result, M, params.lanes)
+    except ValueError as flagged:       # the RTL flagged a malformed code: golden's message
+        error = _golden_error(values, nbits, M, word_bits)
+        if error is None:
+            raise RTLFailure(f"sim.decode_offsets: the RTL decoder rejected a code golden "
+                             f"decodes: {flagged}") from flagged
+        raise error from flagged
     if stats is not None:
         stats.update(cycles=result["cycles"], kept=int(np.count_nonzero(mask)))
     return mask
+
+
+def _golden_error(values, nbits, M, word_bits):
+    """The ``ValueError`` of :func:`golden.offsets.decode_offsets` for this code (a fresh one,
+    with the same message), or None when golden decodes it."""
+    from golden.offsets import decode_offsets as golden_decode
+
+    try:
+        golden_decode(values, nbits, M, word_bits)
+    except ValueError as exc:
+        return ValueError(str(exc))
+    return None

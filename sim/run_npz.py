@@ -16,10 +16,11 @@ from pathlib import Path
 
 from rtl.flow.cli_args import BadArgs, add_param_arguments, params_from
 
+from .runner import SIMULATORS
+
 __all__ = ["add_parser", "run", "JOBS", "load_npz"]
 
 JOBS = ("sec", "sic", "focus")
-SIMULATORS = ("amaranth", "icarus", "verilator")
 
 _EPILOG = """\
 Input keys (numpy.savez / savez_compressed):
@@ -119,6 +120,13 @@ def load_npz(path):
         raise BadInput(f"input {path} is a directory, not an .npz file")
     try:
         with open(path, "rb") as fh:
+            magic = fh.read(6)
+            fh.seek(0)
+            if not magic.startswith(b"PK") and magic != b"\x93NUMPY":
+                # Not a zip archive (nor a .npy): say so, rather than pass on NumPy's guess
+                # that it is a pickle.
+                raise BadInput(f"{path} is not an .npz archive (not a zip file); write one with "
+                               f"numpy.savez(path, scores=..., tokens=...)")
             data = np.load(fh, allow_pickle=False)
             if not isinstance(data, np.lib.npyio.NpzFile):
                 raise BadInput(f"{path} is a single .npy array, not an .npz archive (write one "

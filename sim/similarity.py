@@ -8,41 +8,35 @@ threshold per comparison; also returns the dot products), and :func:`comparison_
 regression mix used by the tests and the cocotb testbench.
 """
 
-import itertools
-import os
-
 import numpy as np
 
-from golden.similarity import check_theta_q, check_vectors, dot, sqnorm
-from rtl.params import FocusParams
+from golden.similarity import (
+    check_pair,
+    check_theta_bits,
+    check_theta_q,
+    check_vectors,
+    dot,
+    signed_bits,
+    sqnorm,
+)
+from rtl.params import FocusParams, check_limit
 from rtl.sic.similarity_comparator import SimilarityComparator
 
-from .streams import run_streams
+from .runner import check_simulator, run_job
+from .streams import rtl_failures, run_streams
 
-__all__ = ["SIMULATORS", "similar", "compare", "fit_params", "comparison_vectors"]
-
-SIMULATORS = ("amaranth", "icarus", "verilator")
-
-_BLOCK = "similarity_comparator"
-_job_numbers = itertools.count()
-
-
-def _elem_bits_needed(a):
-    """Bits of the narrowest signed type holding every element of ``a`` (0 for an empty array)."""
-    if not a.size:
-        return 0
-    low, high = int(a.min()), int(a.max())
-    return max((-low - 1).bit_length() + 1 if low < 0 else 1, high.bit_length() + 1)
+__all__ = ["similar", "compare", "fit_params", "comparison_vectors"]
 
 
 def fit_params(x, y, theta_bits=8):
     """The :class:`FocusParams` :func:`similar` uses when given none: ``dim`` = V, ``theta_bits``,
     and ``elem_bits`` = 8, or wider (up to 16) when the data needs it."""
-    elem_bits = max(8, _elem_bits_needed(x), _elem_bits_needed(y))
+    elem_bits = max(8, signed_bits(x), signed_bits(y))
     if elem_bits > 16:
-        name = "x" if _elem_bits_needed(x) > 16 else "y"
+        name = "x" if signed_bits(x) > 16 else "y"
         check_vectors(x if name == "x" else y, name, 16)
-    return FocusParams(dim=x.shape[-1], theta_bits=theta_bits, elem_bits=elem_bits)
+    return FocusParams(dim=check_limit("dim", x.shape[-1], "V (the vectors' length)"),
+                       theta_bits=theta_bits, elem_bits=elem_bits)
 
 
 def _check_params(params, x, y, theta_bits):
@@ -55,12 +49,6 @@ def _check_params(params, x, y, theta_bits):
                          f"{theta_bits}")
     check_vectors(x, "x", params.elem_bits)
     check_vectors(y, "y", params.elem_bits)
-
-
-def _check_simulator(simulator):
-    if simulator not in SIMULATORS:
-        raise ValueError(f"Unknown simulator {simulator!r}: it must be one of "
-                         f"{', '.join(SIMULATORS)}")
 
 
 def similar(x, y, theta_q, theta_bits=8, *, params=None, simulator="amaranth", stalls=0.0,
@@ -99,23 +87,26 @@ def similar(x, y, theta_q, theta_bits=8, *, params=None, simulator="amaranth", s
     -------
     numpy.ndarray of bool, the broadcast leading shape (0-d for single vectors).
     """
-    x = check_vectors(x, "x")
-    y = check_vectors(y, "y")
-    if x.shape[-1] != y.shape[-1]:
-        raise ValueError(f"x and y must have the same V (last axis): {x.shape[-1]} != "
-                         f"{y.shape[-1]}")
+    x, y, shape = check_pair(x, y)
+    theta_bits = check_theta_bits(theta_bits)
     tq = check_theta_q(theta_q, theta_bits)
-    _check_simulator(simulator)
+    check_simulator(simulator)
+    v = x.shape[-1]
+    if params is None and v == 0:
+        # V = 0: every vector is zero, so never similar (golden's answer); no comparator has 0
+        # elements, so nothing runs.
+        if stats is not None:
+            stats.update(cycles=0, active=0, gated=0)
+        return np.zeros(shape, bool)
     if params is None:
         params = fit_params(x, y, theta_bits)
     else:
         _check_params(params, x, y, theta_bits)
-    shape = np.broadcast_shapes(x.shape[:-1], y.shape[:-1])
-    v = x.shape[-1]
     xs = np.broadcast_to(x, shape + (v,)).reshape(-1, v)
     ys = np.broadcast_to(y, shape + (v,)).reshape(-1, v)
-    result, _, run_stats = compare(xs, ys, np.full(len(xs), tq), params, simulator=simulator,
-                                   stalls=stalls, seed=seed)
+    with rtl_failures("sim.similar"):
+        result, _, run_stats = compare(xs, ys, np.full(len(xs), tq), params, simulator=simulator,
+                                       stalls=stalls, seed=seed)
     if stats is not None:
         stats.update(run_stats)
     return result.reshape(shape)
@@ -129,7 +120,7 @@ def compare(x, y, theta_q, params, *, simulator="amaranth", stalls=0.0, seed=0):
     bool [N], int64 [N] (the comparator's dot output: 0 for a skipped comparison) and
     ``{"cycles", "active", "gated"}``.
     """
-    _check_simulator(simulator)
+    check_simulator(simulator)
     x = np.asarray(x, np.int64)
     y = np.asarray(y, np.int64)
     theta_q = np.asarray(theta_q, np.int64)
@@ -156,26 +147,13 @@ def _compare_amaranth(x, y, nx, ny, theta_q, params, stalls, seed):
 
 
 def _compare_cocotb(x, y, nx, ny, theta_q, params, simulator, stalls, seed):
-    from .runner import case_dir, run_cocotb
-
-    # Job files are unique per call; the runner's lock serialises runs of the same case.
-    directory = case_dir(_BLOCK, params, simulator, "similar")
-    directory.mkdir(parents=True, exist_ok=True)
-    stem = directory / f"job-{os.getpid()}-{next(_job_numbers)}"
-    job_in, job_out = stem.with_suffix(".in.npz"), stem.with_suffix(".out.npz")
-    np.savez(job_in, x=x, y=y, nx=nx, ny=ny, theta_q=theta_q, stalls=float(stalls),
-             seed=int(seed))
-    job_out.unlink(missing_ok=True)
-    run_cocotb(_BLOCK, params, test_module="sim.tb.similarity_comparator", simulator=simulator,
-               case="similar", testcase="job",
-               extra_env={"FOCUS_JOB": str(job_in), "FOCUS_JOB_OUT": str(job_out)})
-    with np.load(job_out) as out:
-        result = out["similar"].astype(bool)
-        dots = out["dot"].astype(np.int64)
-        run = {key: int(out[key]) for key in ("cycles", "active", "gated")}
-    job_in.unlink()
-    job_out.unlink()
-    return result, dots, run
+    out = run_job("similarity_comparator", params,
+                  {"x": x, "y": y, "nx": nx, "ny": ny, "theta_q": theta_q,
+                   "stalls": float(stalls), "seed": int(seed)},
+                  test_module="sim.tb.similarity_comparator", simulator=simulator,
+                  case="similar")
+    return (out["similar"].astype(bool), out["dot"].astype(np.int64),
+            {key: int(out[key]) for key in ("cycles", "active", "gated")})
 
 
 # ---- test vectors ---------------------------------------------------------------------------

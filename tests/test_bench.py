@@ -138,8 +138,10 @@ def test_a_failing_job_is_reported_and_the_rest_still_runs(home, monkeypatch):
         status = cli.main(["bench", "--quick", *TINY, "--only", "sic,sec", "-o",
                            str(home / "out")])
     assert status == 1
-    assert err.getvalue() == ("focus-rtl: error: 1 of 4 job(s) failed (not in the tables): sic "
-                              "block match c=2 S=32: AssertionError: the RTL differs\n")
+    assert err.getvalue().splitlines()[-1] == (
+        "focus-rtl: error: 1 of 4 job(s) failed (not in the tables): sic block match c=2 S=32: "
+        "AssertionError: the RTL differs")
+    assert "[4/4] sic block match c=2 S=32 ... FAILED" in err.getvalue()     # progress, stderr
     rows = _table((home / "out" / "summary.md").read_text())
     assert {row["block"] for row in rows} == {"importance_analyzer", "topk_selector (bubble)",
                                               "topk_selector (radix)"}

@@ -349,10 +349,12 @@ BAD_INPUTS = [
     (dict(theta_q=256), "theta_q"),
     (dict(representative="median"), "representative"),
     (dict(tile=0), "tile"),
+    (dict(theta_bits=17), "theta_bits = 17 is out of range"),
+    (dict(theta_bits=0), "theta_bits = 0 is out of range"),
 ]
 
 
-@pytest.mark.parametrize("bad, what", BAD_INPUTS, ids=[w for _, w in BAD_INPUTS])
+@pytest.mark.parametrize("bad, what", BAD_INPUTS, ids=[w.split(" is")[0] for _, w in BAD_INPUTS])
 def test_block_match_api_raises_like_golden(bad, what):
     args = dict(vectors=np.ones((3, 4), np.int8), positions=np.array([0, 1, 2]), frame_stride=4,
                 row_stride=2, theta_q=200, tile=8, window=16)
@@ -376,8 +378,41 @@ def test_block_match_api_rtl_limits():
         sim.block_match(x, pos + (1 << 32), **args)
     with pytest.raises(ValueError, match=r"Unknown simulator"):
         sim.block_match(x, pos, simulator="xsim", **args)
-    with pytest.raises(ValueError, match=r"FocusParams.window = 2 is out of range"):
-        sim.block_match(x, pos, **{**args, "frame_stride": 0, "row_stride": 0, "window": 2})
+    # golden takes these; the RTL's range is named with the user's argument
+    for change, message in (({"frame_stride": 0, "row_stride": 0, "window": 2},
+                             (r"^window = 2 is out of the RTL's range \[4, 4096\] "
+                             r"\(FocusParams\.window\)$")),
+                            ({"window": 5000}, r"^window = 5000 is out of the RTL's range"),
+                            ({"tile": 70_000}, (r"^tile = 70000 is out of the RTL's range "
+                                               r"\[1, 65536\] \(FocusParams\.tile\)$"))):
+        golden.block_match(x, pos, **{**args, **change})
+        with pytest.raises(ValueError, match=message):
+            sim.block_match(x, pos, **{**args, **change})
+    wide = np.ones((3, 300), np.int64)
+    golden.block_match(wide, pos, **args)
+    with pytest.raises(ValueError, match=r"^V \(the vectors' length\) = 300 is out of the RTL's "
+                                         r"range \[1, 256\] \(FocusParams\.dim\)$"):
+        sim.block_match(wide, pos, **args)
+    golden.sic(wide, pos, dim=300, **args)
+    with pytest.raises(ValueError, match=r"^dim = 300 is out of the RTL's range \[1, 256\]"):
+        sim.sic(wide, pos, dim=300, **args)
+
+
+def test_numpy_integer_settings():
+    """tile, window, theta_bits, dim, the strides and theta_q as NumPy integers: sim.sic and
+    sim.block_match accept them as golden does, with the same result."""
+    rng = np.random.default_rng(12)
+    tokens = np.repeat(rng.integers(-9, 9, (5, 8)), 3, axis=0)
+    pos = np.arange(15)
+    args = dict(frame_stride=np.int64(6), row_stride=np.int32(2), theta_q=np.int64(200),
+                theta_bits=np.int64(8), tile=np.int64(12), window=np.uint16(16))
+    for got, want in ((sim.sic(tokens, pos, dim=np.int64(4), **args),
+                       golden.sic(tokens, pos, dim=np.int64(4), **args)),
+                      (sim.block_match(tokens[:, :4], pos, **args),
+                       golden.block_match(tokens[:, :4], pos, **args))):
+        np.testing.assert_array_equal(got[0], want[0])
+        for g, w in zip(got[1], want[1], strict=True):
+            np.testing.assert_array_equal(g, w)
 
 
 def test_sic_columns_equal_golden():

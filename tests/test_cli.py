@@ -111,6 +111,7 @@ def test_synth_sweep(home):
     assert (out / "sweep.png").read_bytes()[:4] == b"\x89PNG"
     assert "dim=2 similarity_comparator" in (out / "sweep.md").read_text()
     assert "[1/2] similarity_comparator ice40 (dim=1) ..." in proc.stderr
+    assert (out / "pareto.png").read_bytes()[:4] == b"\x89PNG"
 
 
 @pytest.mark.synth
@@ -163,6 +164,30 @@ def test_bad_arguments(home, args, message):
     assert lines[0].startswith("focus-rtl: error: ")
     assert message in lines[0]
     assert not (home / "build").exists()
+
+
+UNWRITABLE = [
+    (["emit", "--block", "similarity_comparator", "-o", "a-file/out"], "a-file/out"),
+    (["emit", "--block", "similarity_comparator", "-o", "/proc/focus-rtl-test/out"],
+     "/proc/focus-rtl-test"),
+    (["run", "sec", "-i", "in.npz", "-o", "a-file/out.npz", "--keep", "1"], "a-file/out.npz"),
+]
+
+
+@pytest.mark.parametrize("args, path", UNWRITABLE, ids=[" ".join(a[:1] + a[-2:])
+                                                        for a, _ in UNWRITABLE])
+def test_unwritable_output_is_one_error_line(home, args, path):
+    """An output that cannot be created (under a file, under /proc) is an I/O error: one line
+    ``focus-rtl: error: ...`` naming the path, exit 1, no traceback."""
+    import numpy as np
+
+    (home / "a-file").write_text("a file, not a directory\n")
+    np.savez(home / "in.npz", scores=np.ones((2, 4), np.uint16))
+    proc = focus_rtl(*args, cwd=home, build=home / "build")
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("focus-rtl: error: "), proc.stderr
+    assert path in lines[0]
 
 
 def test_cli_args():

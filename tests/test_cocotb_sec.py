@@ -80,8 +80,7 @@ def test_sec_end_to_end(simulator, sorter, require_simulator):
     fixed order and the adaptive one, M from 1 to tokens, ties, keep at its edges) equal to
     golden.sec, with the status outputs right and the same cycle counts as the Amaranth
     simulation, without stalls and with 30 % idles and back-pressure; then sim.sec itself."""
-    from sim.sec import mask_from_beats
-    from sim.sec_unit import code_from_words, run_sec_jobs, sec_cases, sec_job
+    from sim.sec import code_from_words, mask_from_beats, run_sec_jobs, sec_cases, sec_job
 
     require_simulator(simulator)
     p = FocusParams(sorter=sorter, **SEC_SHAPE)

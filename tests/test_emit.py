@@ -23,6 +23,7 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.flow import toolchain
 from rtl.flow.blocks import BLOCKS
+from rtl.flow.datasheet import DATASHEET_FILES
 from rtl.flow.emit import (
     LINT_OFF,
     check_icg_cell,
@@ -131,8 +132,9 @@ def test_emit_files_deterministic(emitted, outdir):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]
     first, again = _all_bytes(directory), _all_bytes(outdir)
-    first = {k: v for k, v in first.items() if k.endswith((".v", ".json"))}
-    assert sorted(first) == sorted([f"{b}.v" for b in BLOCKS] + ["params.json"])
+    first = {k: v for k, v in first.items() if k.endswith((".v", ".json", ".h", ".sv", ".core"))}
+    assert sorted(first) == sorted([f"{b}.v" for b in BLOCKS] + ["params.json",
+                                                                  *DATASHEET_FILES])
     assert sorted(again) == sorted(first)
     for name, data in first.items():
         assert again[name] == data, name

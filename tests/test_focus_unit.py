@@ -19,8 +19,9 @@ from golden.cycles import (
 from rtl.params import FocusParams
 from rtl.sec.offset_decoder import DecodeError
 from rtl.sec.semantic_concentrator import SecError
-from rtl.sic.block_matcher import matcher_rounds
-from rtl.top.focus_unit import (
+from rtl.sic.block_matcher import matcher_latency, matcher_rounds
+from rtl.top.focus_unit import FocusUnit
+from rtl.top.registers import (
     ERROR_SHIFT,
     FOCUS_ID,
     READABLE,
@@ -28,12 +29,20 @@ from rtl.top.focus_unit import (
     WRITABLE,
     Ctrl,
     ErrorFlag,
-    FocusUnit,
     Reg,
     Status,
 )
 from sim.block_match import decode_beats
-from sim.focus import focus_program, job_record, read_counters, run_program, token_beats, wait_idle
+from sim.focus import (
+    focus_program,
+    job_record,
+    read_counters,
+    run_program,
+    sec_mode_word,
+    sec_order_word,
+    token_beats,
+    wait_idle,
+)
 from sim.sec import mask_from_beats
 from sim.streams import Stalls
 
@@ -243,6 +252,51 @@ def test_photo_two_columns_under_stalls():
     assert any(len(u) < 30 for u in want[4])            # the photo does have similar neighbours
 
 
+def assert_same_result(got, want):
+    """Every array of a ``(mask, words, nbits, maps, uniques)`` result equal, with its shape and
+    dtype."""
+    assert len(got) == len(want) == 5
+    for g, w in zip([*got[:4], *got[4]], [*want[:4], *want[4]], strict=True):
+        g, w = np.asarray(g), np.asarray(w)
+        assert (g.shape, g.dtype) == (w.shape, w.dtype)
+        np.testing.assert_array_equal(g, w)
+    assert len(got[4]) == len(want[4])
+
+
+@pytest.mark.parametrize("M, D", [(10, 8), (1, 4)], ids=["M10-D8", "M1-D4"])
+def test_sim_focus_keeps_nothing(M, D):
+    """keep = 0 is a valid job: SEC keeps no token, each SIC column sees none, and sim.focus
+    returns golden's empty result (maps [0, D/V], D/V empty unique arrays of the tokens' dtype)
+    instead of failing on the empty kept set."""
+    rng = np.random.default_rng(M)
+    job = random_job(rng, P7, M=M, D=D, keep=0)
+    job["tokens"] = job["tokens"].astype(np.int16)
+    args = dict(mode=job["mode"], order=job["order"], frame_stride=2, row_stride=1,
+                theta_q=job["theta_q"], tile=P7.tile, window=P7.window,
+                representative=job["representative"], dim=P7.dim)
+    want = golden.focus(job["scores"], job["tokens"], 0, **args)
+    assert want[3].shape == (0, D // P7.dim) and not want[0].any()
+    stats = {}
+    got = sim.focus(job["scores"], job["tokens"], 0, params=P7, stats=stats, **args)
+    assert_same_result(got, want)
+    assert stats["kept"] == 0 and stats["uniques"] == [0] * (D // P7.dim)
+    assert_same_result(sim.focus(job["scores"], job["tokens"], 0, **args), want)
+
+
+def test_sim_focus_takes_the_most_negative_elements():
+    """Tokens all at -128, the most negative 8-bit value (also their largest element), fit params
+    with elem_bits = 8; sim.sic fits 8 bits to them too."""
+    from sim.block_match import fit_params
+
+    scores = np.random.default_rng(31).integers(0, 100, (2, 12))
+    tokens = np.full((12, 8), -128, np.int8)
+    args = dict(frame_stride=4, row_stride=1, theta_q=230, tile=P7.tile, window=P7.window,
+                dim=P7.dim)
+    assert_same_result(sim.focus(scores, tokens, 7, params=P7, **args),
+                       golden.focus(scores, tokens, 7, **args))
+    assert fit_params(tokens[:, :4]).elem_bits == 8
+
+
 def test_sim_focus_rejects_like_golden():
     args = dict(frame_stride=2, row_stride=1, theta_q=200, window=16, tile=32, dim=4)
     with pytest.raises(ValueError, match=r"^tokens has 5 rows but scores has M = 6"):
@@ -253,6 +307,23 @@ def test_sim_focus_rejects_like_golden():
         sim.focus(np.ones((2, 6), int), np.ones((6, 8), int), 3, **{**args, "frame_stride": 14})
     with pytest.raises(ValueError, match=r"^M = 60 > tokens = 48"):
         sim.focus(np.ones((2, 60), int), np.ones((60, 8), int), 3, params=P7, **args)
+
+
+def test_sim_focus_names_the_rtl_limits():
+    """Jobs golden runs but the RTL cannot build: the error names the argument and the RTL's
+    range."""
+    scores, tokens = np.ones((2, 6), int), np.ones((6, 8), int)
+    args = dict(frame_stride=0, row_stride=0, theta_q=200, window=16, tile=32, dim=4)
+    for change, message in (({"window": 3}, r"^window = 3 is out of the RTL's range \[4, 4096\]"),
+                            ({"tile": 70_000}, r"^tile = 70000 is out of the RTL's range"),
+                            ({"dim": 300}, r"^dim = 300 is out of the RTL's range \[1, 256\]")):
+        job = {**args, **change}
+        wide = np.ones((6, 300), int) if "dim" in change else tokens
+        golden.focus(scores, wide, 3, **job)
+        with pytest.raises(ValueError, match=message):
+            sim.focus(scores, wide, 3, **job)
+    with pytest.raises(ValueError, match=r"^scores need 33 bits; at most 32 are supported"):
+        sim.focus(scores << 32, tokens, 3, **args)
 
 
 # ---- registers -----------------------------------------------------------------------------------
@@ -454,8 +525,8 @@ def test_unit_without_sic():
         for job in jobs:
             rec = record_of(p, job)
             settings = [(Reg.SEC_M, rec["M"]), (Reg.SEC_R, rec["R"]), (Reg.SEC_KEEP, rec["keep"]),
-                        (Reg.SEC_MODE, int(rec["mode"] == "temporal")),
-                        (Reg.SEC_ORDER, 8 if rec["order"] is None else rec["order"])]
+                        (Reg.SEC_MODE, sec_mode_word(rec["mode"])),
+                        (Reg.SEC_ORDER, sec_order_word(rec["order"]))]
             for reg, value in settings:
                 await io.write(reg, value)
             starts = len(io.beats("mask")), len(io.beats("code"))
@@ -631,9 +702,6 @@ def test_start_latencies(p):
     """Data offered before the start waits for it: the first score transfers 2 cycles after the
     cycle of the START_SEC write, the first token 5 cycles after START_SIC's, and its map beat
     ``matcher_latency + rounds - 1`` cycles after the token (no stalls)."""
-    from rtl.sic.block_matcher import matcher_latency
-    from sim.focus import token_beats
-
     rng = np.random.default_rng(6)
     job = random_job(rng, p, M=24, keep=6)
     job["representative"] = "first"
@@ -641,7 +709,7 @@ def test_start_latencies(p):
     async def program(io):
         rec = record_of(p, job)
         for reg, value in [(Reg.SEC_M, 24), (Reg.SEC_R, rec["R"]), (Reg.SEC_KEEP, 6),
-                           (Reg.SEC_MODE, int(job["mode"] == "temporal")),
+                           (Reg.SEC_MODE, sec_mode_word(job["mode"])),
                            (Reg.SIC_FRAME_STRIDE, job["frame_stride"]),
                            (Reg.SIC_ROW_STRIDE, job["row_stride"])]:
             await io.write(reg, value)
@@ -668,5 +736,4 @@ def test_start_latencies(p):
 
 
 def mask_of(io, M):
-    from sim.sec import mask_from_beats
     return mask_from_beats(io.beats("mask"), M, io.dut.params.lanes)

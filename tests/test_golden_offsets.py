@@ -392,7 +392,20 @@ def test_decode_argument_errors():
     with pytest.raises(ValueError, match=r"nbits must be an integer >= 0, not -1"):
         decode_offsets([0], -1, 10)
     with pytest.raises(ValueError, match=r"tokens \(the job's M\) = 0 is out of range: it must be "
-                                         r">= 1"):
+                                         r"in \[1, 2\*\*32\]"):
         decode_offsets([0], 8, 0)
     with pytest.raises(ValueError, match=r"word_bits = 4 is out of range"):
         decode_offsets([0], 8, 10, word_bits=4)
+
+
+@pytest.mark.parametrize("M", [2**32 + 1, 2**40])
+def test_decode_bounds_M_before_allocating(M):
+    """A job's M is at most 2**32 (indices are 32-bit: the RTL's SIC positions): beyond it,
+    decode raises ValueError before allocating the mask (2**40 tokens was a MemoryError)."""
+    nbits = 3 + M.bit_length()          # a well-formed header, count 0
+    with pytest.raises(ValueError, match=rf"^tokens \(the job's M\) = {M} is out of range: it "
+                                         rf"must be in \[1, 2\*\*32\]$"):
+        decode_offsets([0], nbits, M, 64)
+    assert header_bits(2**32) == 3 + 33
+    with pytest.raises(ValueError, match=rf"^M \(the job's M\) = {M} is out of range"):
+        header_bits(M)

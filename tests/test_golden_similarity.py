@@ -185,3 +185,66 @@ def test_errors():
         similar(x.astype(np.float32), x, 0)
     with pytest.raises(ValueError, match=r"y must be an integer array"):
         similar(x, x.astype(bool), 0)
+
+
+@pytest.mark.parametrize("big", [np.array([2**31, 1], np.int64), np.array([2**63, 1], np.uint64),
+                                 np.array([-32769, 0]), np.array([32768, 0], np.uint16)],
+                         ids=["int64-2**31", "uint64-2**63", "-32769", "uint16-32768"])
+def test_elements_outside_16_bits_are_rejected(big):
+    """Elements must fit the widest elem_bits (16): beyond it the products are not the ones the
+    hardware computes, and int64 could overflow; the message gives the range and the data's own
+    min and max (a uint64 value above 2**63 is not wrapped to a negative one first)."""
+    ok = np.ones(2, np.int64)
+    low, high = int(big.min()), int(big.max())
+    message = (rf"^x has elements outside the signed 16-bit range \[-32768, 32767\]: "
+               rf"min {low}, max {high}$")
+    with pytest.raises(ValueError, match=message):
+        similar(big, ok, 1)
+    with pytest.raises(ValueError, match=message.replace("^x", "^y")):
+        similar(ok, big, 1)
+
+
+def test_the_16_bit_extremes_are_accepted():
+    x = np.array([-32768, 32767, -32768], np.int16)
+    assert similar(x, x, 255)                                    # cos = 1
+    assert not similar(x, np.array([32767, -32767, 32767]), 0)   # opposite: dot < 0
+
+
+@pytest.mark.parametrize("values, bits", [([-32768], 16), ([32767], 16), ([-32768, 32767], 16),
+                                          ([32768], 17), ([-32769], 17), ([-128, -128], 8),
+                                          ([-129], 9), ([0], 1), ([-1], 1), ([1], 2), ([], 0)])
+def test_signed_bits(values, bits):
+    from golden.similarity import signed_bits
+
+    assert signed_bits(np.array(values, np.int64)) == bits
+
+
+THETA_BITS_BAD = [(True, r"must be an integer, not True"), (None, r"must be an integer, not None"),
+                  (1.5, r"must be an integer, not 1\.5"),
+                  (0, r"= 0 is out of range: it must be in \[1, 16\]"),
+                  (-1, r"= -1 is out of range: it must be in \[1, 16\]"),
+                  (17, r"= 17 is out of range: it must be in \[1, 16\]"),
+                  (40, r"= 40 is out of range: it must be in \[1, 16\]")]
+
+
+@pytest.mark.parametrize("theta_bits, message", THETA_BITS_BAD,
+                         ids=[repr(t) for t, _ in THETA_BITS_BAD])
+def test_theta_bits_is_validated(theta_bits, message):
+    """theta_bits (F) is an integer in 1..16, as FocusParams allows; anything else is a ValueError
+    naming theta_bits, not a shift error or a silently wrong threshold."""
+    x = np.ones(4, np.int8)
+    with pytest.raises(ValueError, match=rf"^theta_bits {message}$"):
+        similar(x, x, 0, theta_bits)
+
+
+def test_theta_bits_takes_numpy_integers():
+    x, y = np.array([3, 1, 0, 0]), np.array([3, 0, 1, 0])    # cos = 9/10
+    assert similar(x, y, np.int64(57), np.int64(6))           # 57/64 < 0.9 < 58/64
+    assert not similar(x, y, np.int64(58), np.int64(6))
+
+
+def test_leading_shapes_that_do_not_broadcast():
+    with pytest.raises(ValueError, match=r"^x and y do not broadcast: leading shapes \(2, 4\) and "
+                                         r"\(3, 1\) \(the dimensions before V must be equal or "
+                                         r"1\)$"):
+        similar(np.ones((2, 4, 3), int), np.ones((3, 1, 3), int), 1)

@@ -16,10 +16,11 @@ from test_bridge import _watch_rules, stream_rule_checker
 
 import golden
 from boards.bridge import FocusBoardCore
-from boards.host import FocusBoard, SerialTransport, SimTransport, token_rates
+from boards.host import FocusBoard, SerialTransport, token_rates
 from boards.protocol import Cmd, Status, encode_request, reply_bytes, request_bytes, stream_bytes
+from boards.sim_transport import SimTransport
 from rtl.params import FocusParams
-from rtl.top.focus_unit import FOCUS_ID, Ctrl, Reg
+from rtl.top.focus_unit import ERROR_SHIFT, FOCUS_ID, Ctrl, Reg
 from rtl.top.focus_unit import Status as UnitStatus
 
 P = FocusParams(tokens=16, lanes=4, dim=4, layers=2, window=16, tile=16, comparators=2,
@@ -111,6 +112,40 @@ def test_focus_equals_golden(board):
     scores, tokens = _scores(5), _tokens(6)
     result = board.focus(scores, tokens, 6, **SIC, dim=4)
     _same(result, golden.focus(scores, tokens, 6, **SIC, dim=4))
+
+
+def test_focus_keeping_nothing_equals_golden(board):
+    """keep = 0 is a valid job: no token is kept and every SIC column is empty; the board returns
+    golden's empty maps [0, D/V] and empty unique arrays, and the next job still works."""
+    scores, tokens = _scores(10), _tokens(11)
+    want = golden.focus(scores, tokens, 0, **SIC, dim=4)
+    got = board.focus(scores, tokens, 0, **SIC, dim=4)
+    assert got[3].shape == want[3].shape == (0, 2)
+    assert [u.shape for u in got[4]] == [u.shape for u in want[4]] == [(0, 4)] * 2
+    _same(got, want)
+    _same(board.focus(scores, tokens, 6, **SIC, dim=4), golden.focus(scores, tokens, 6, **SIC,
+                                                                      dim=4))
+
+
+def test_sic_of_no_tokens():
+    """golden.sic of zero tokens returns maps [0, D/V] and D/V empty unique arrays: so does the
+    board, fresh (no offset code yet) or after a job, without flagging an error; then a real job
+    equals golden."""
+    board, _ = _board()
+    tokens = np.zeros((0, 8), np.int8)
+    want = golden.sic(tokens, np.zeros(0, int), **SIC, dim=4)
+    for _ in range(2):
+        got = board.sic(tokens, np.zeros(0, int), **SIC, dim=4)
+        assert got[0].shape == want[0].shape == (0, 2)
+        assert [(u.shape, u.dtype) for u in got[1]] == [(u.shape, u.dtype) for u in want[1]]
+        _same(got, want)
+        assert not board.status() >> ERROR_SHIFT        # no error flag
+        board.sec(_scores(13), 4)
+    positions = np.array([1, 4, 5, 9])
+    tokens = _tokens(14, M=4).astype(np.int8)
+    got, want = (api.sic(tokens, positions, **SIC, dim=4) for api in (board, golden))
+    _same(got, want)
+    assert [u.dtype for u in got[1]] == [u.dtype for u in want[1]] == [np.int8] * 2
 
 
 def test_a_board_without_sic():

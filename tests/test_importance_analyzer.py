@@ -152,6 +152,15 @@ def test_sim_importance_default_params_fit_the_data():
     assert stats["cycles"] == importance_cycles(2, 1100, 4, "temporal")
 
 
+@pytest.mark.parametrize("dtype", [">u2", ">i4", "<u4", ">u8", "u1"])
+def test_sim_importance_dtype_of_any_byte_order(dtype):
+    """Big-endian scores: the vector has golden's dtype (native byte order), not the input's."""
+    scores = np.random.default_rng(2).integers(0, 250, (3, 9)).astype(dtype)
+    got, want = sim.importance(scores), golden.importance(scores)
+    assert got.dtype == want.dtype and got.dtype.isnative
+    assert (got == want).all()
+
+
 @pytest.mark.parametrize("scores, mode, message", [
     (np.zeros(4, np.uint16), "spatial", r"^scores must be 2-D \[R rows, M tokens\], not shape"),
     (np.zeros((0, 3), np.uint16), "spatial", r"^scores has no rows \(shape \(0, 3\)\)"),

@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """The payload descriptions for integrators (:mod:`rtl.flow.layouts_doc`): the fields cover every
 bit once, and the SystemVerilog package lints clean (``verilator --lint-only -Wall``) and is
 bit-compatible with the flat payload, signs included, checked by a Verilator run on random words

@@ -4,6 +4,8 @@ including the fuzzing: thousands of random and mutated streams, each of which mu
 golden's mask or, exactly where golden raises ValueError, in the error flag, within the stated
 cycle bound."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -189,25 +191,40 @@ def test_sim_raises_golden_errors(args, match):
         sim.decode_offsets(*args)
 
 
-def test_sim_malformed_code_raises():
-    words, nbits = _code("000110")
-    with pytest.raises(ValueError, match=r"^count n = 6 > M = 5"):
-        golden.decode_offsets(words, nbits, 5, 8)
-    with pytest.raises(ValueError, match=r"^malformed offset code: the header's count n is "
-                                         r"larger than M \(RTL decoder cause COUNT\)$"):
-        sim.decode_offsets(words, nbits, 5, 8)
+@pytest.mark.parametrize("case", sorted(c for c in CAUSES if not c.startswith("CONFIG")))
+def test_sim_malformed_code_raises_golden_error(case):
+    """A code the RTL decoder flags raises golden's own ValueError, message and all; the RTL's
+    cause is the exception's ``__cause__``."""
+    words, nbits, M = CAUSES[case]
+    with pytest.raises(ValueError) as want:
+        golden.decode_offsets(words, nbits, M, 8)
+    with pytest.raises(ValueError) as got:
+        sim.decode_offsets(words, nbits, M, 8)
+    assert str(got.value) == str(want.value)
+    assert re.search(rf"\(RTL decoder cause {case}\)$", str(got.value.__cause__))
+
+
+def test_sim_names_the_tokens_beyond_the_rtl_limit():
+    words, nbits = golden.encode_offsets(np.zeros(70_000, bool), 0, 32)
+    assert not golden.decode_offsets(words, nbits, 70_000).any()
+    with pytest.raises(ValueError, match=r"^tokens = 70000 is out of the RTL's range "
+                                         r"\[1, 65536\] \(FocusParams\.tokens\)$"):
+        sim.decode_offsets(words, nbits, 70_000)
 
 
 def test_sim_rejects_what_the_interface_cannot_carry():
+    """No words, or an nbits wider than the decoder's field: the RTL cannot take the job, and
+    golden rejects both, so sim raises golden's error without running it."""
     p = FocusParams(tokens=16, word_bits=8)
     with pytest.raises(ValueError, match=r"^M = 17 > tokens = 16"):
         sim.decode_offsets([0], 8, 17, 8, params=p)
-    with pytest.raises(ValueError, match=r"^no words"):
-        sim.decode_offsets([], 0, 5, 8)
-    with pytest.raises(ValueError, match=r"^nbits = 1024 is longer than any valid offset code"):
-        sim.decode_offsets([0] * 128, 1024, 16, 8, params=p)
-    with pytest.raises(ValueError):
-        golden.decode_offsets([0] * 128, 1024, 16, 8)
+    for words, nbits, M, params in (([], 0, 5, None), ([], 7, 5, None),
+                                    ([0] * 128, 1024, 16, p)):
+        with pytest.raises(ValueError) as want:
+            golden.decode_offsets(words, nbits, M, 8)
+        with pytest.raises(ValueError) as got:
+            sim.decode_offsets(words, nbits, M, 8, params=params)
+        assert str(got.value) == str(want.value)
 
 
 def test_sim_round_trip_with_stats():

@@ -175,6 +175,17 @@ def test_sim_raises_golden_errors(args, match):
         sim.encode_offsets(*args)
 
 
+def test_sim_names_the_masks_M_beyond_the_rtl_limit():
+    """golden encodes a mask of 70 000 tokens; the RTL holds at most 65 536: the error names the
+    job's M and that limit (not a FocusParams value fitted from it)."""
+    mask = np.zeros(70_000, bool)
+    mask[[5, 69_999]] = True
+    golden.encode_offsets(mask)
+    with pytest.raises(ValueError, match=r"^M = 70000 is out of the RTL's range \[1, 65536\] "
+                                         r"\(FocusParams\.tokens\)$"):
+        sim.encode_offsets(mask)
+
+
 def test_sim_rejects_jobs_the_params_cannot_hold():
     p = FocusParams(tokens=16, word_bits=8)
     with pytest.raises(ValueError, match=r"^M = 17 > tokens = 16"):

@@ -12,6 +12,7 @@ INT_FIELDS = {
     "tokens": (1, 65536), "lanes": (1, 64), "score_bits": (1, 32), "word_bits": (8, 64),
     "dim": (1, 256), "elem_bits": (2, 16), "theta_bits": (1, 16), "layers": (1, 256),
     "window": (4, 4096), "tile": (1, 65536), "comparators": (1, 7),
+    "scatter_rows": (1, 64),
 }
 CHOICE_FIELDS = {"sorter": ("bubble", "radix"), "gating": ("enable", "icg"),
                  "representatives": ("first+mean", "first")}
@@ -23,6 +24,7 @@ def test_defaults_match_spec_table():
     assert (p.dim, p.elem_bits, p.theta_bits, p.layers) == (32, 8, 8, 32)
     assert (p.window, p.tile, p.comparators, p.gating) == (256, 1024, 1, "enable")
     assert p.representatives == "first+mean" and p.mean_unit
+    assert p.scatter_rows == 2
 
 
 def test_every_field_is_validated():
@@ -47,6 +49,26 @@ def test_int_field_type(name, bad):
     with pytest.raises(TypeError, match=rf"^FocusParams\.{name} must be an integer, not "
                                         rf"{re.escape(repr(bad))}$"):
         FocusParams(**{name: bad})
+
+
+@pytest.mark.parametrize("name", sorted(INT_FIELDS))
+def test_int_fields_take_any_integral(name):
+    """NumPy integers (any numbers.Integral but bool) are accepted and stored as plain int, so a
+    FocusParams equals, tags and serializes like the one built from ints."""
+    import json
+
+    import numpy as np
+
+    low, _ = INT_FIELDS[name]
+    for value in (np.int64(low), np.uint16(low), np.int8(min(low, 127))):
+        p = FocusParams(**{name: value})
+        assert type(getattr(p, name)) is int
+        assert p == FocusParams(**{name: int(value)}) and p.tag == FocusParams(**{name: low}).tag
+        assert json.loads(json.dumps(p.to_dict()))[name] == low
+    assert type(FocusParams().replace(**{name: np.int32(low)}).to_dict()[name]) is int
+    with pytest.raises(TypeError, match=rf"^FocusParams\.{name} must be an integer, not "
+                                        rf"np\.True_$"):
+        FocusParams(**{name: np.True_})
 
 
 @pytest.mark.parametrize("name", sorted(CHOICE_FIELDS))
@@ -103,7 +125,7 @@ def test_representatives():
     assert not first.mean_unit and FocusParams(representatives="first+mean").mean_unit
     assert FocusParams().with_overrides(["representatives=first"]) == first
     assert FocusParams.from_dict(first.to_dict()) == first
-    assert first.tag != FocusParams().tag and first.tag.endswith("_rf")
+    assert first.tag != FocusParams().tag and "_f_r" in first.tag
     with pytest.raises(ValueError, match=r"^FocusParams\.representatives = 'mean' is not "
                                          r"allowed: it must be 'first\+mean' or 'first'$"):
         FocusParams(representatives="mean")
@@ -174,3 +196,15 @@ def test_code_words_is_the_longest_code(tokens, word_bits):
     for e in range(8):
         mask = rng.random(tokens) < rng.random()
         assert len(encode_offsets(mask, order=e, word_bits=word_bits)[0]) <= p.code_words
+
+
+@pytest.mark.parametrize("tile,rows,index_bits,words", [(1, 1, 1, 1), (16, 2, 4, 8), (17, 2, 5, 9),
+                                                         (1024, 2, 10, 512), (1024, 5, 10, 205),
+                                                         (3, 64, 2, 1)])
+def test_gemm_widths(tile, rows, index_bits, words):
+    """A map entry holds every index 0 .. tile-1; the accumulation buffer holds tile rows in words
+    of scatter_rows rows."""
+    p = FocusParams(tile=tile, scatter_rows=rows)
+    assert (p.gemm_index_bits, p.gemm_words, p.gemm_out_bits) == (index_bits, words, 32)
+    assert tile - 1 < (1 << p.gemm_index_bits)
+    assert p.gemm_words * rows >= tile > (p.gemm_words - 1) * rows

@@ -154,6 +154,46 @@ def test_rtl_equals_golden(home):
             assert np.array_equal(got[key], want[key]), (job, key)
 
 
+def test_rtl_keeping_nothing_equals_golden(home):
+    """``run focus --keep 0 --rtl amaranth`` is a valid job: exit 0 and the same arrays as the
+    golden run (empty maps and uniques)."""
+    rng = np.random.default_rng(8)
+    np.savez(home / "in.npz", scores=_scores(rng, 2, 12), tokens=_tokens(rng, 12))
+    outs = {}
+    for name, rtl in (("golden", []), ("rtl", ["--rtl", "amaranth"])):
+        outs[name] = home / f"{name}.npz"
+        status, _, err = focus_rtl("run", "focus", "-i", home / "in.npz", "-o", outs[name],
+                                   *BOARD, "--keep", 0, *SIC, "--theta", 0.8, *rtl)
+        assert status == 0, err
+    want, got = _load(outs["golden"]), _load(outs["rtl"])
+    assert want["maps"].shape == (0, 2) and not want["mask"].any()
+    for key in want:
+        assert got[key].shape == want[key].shape and np.array_equal(got[key], want[key]), key
+
+
+@pytest.mark.parametrize("job, module, name, extra", [
+    ("sec", "sim.sec", "mask_from_beats", ["--keep", 5]),
+    ("sic", "sim.block_match", "decode_beats", [*SIC, "--theta", 0.8]),
+    ("focus", "sim.focus", "decode_beats", ["--keep", 5, *SIC, "--theta", 0.8]),
+])
+def test_an_internal_value_error_is_an_rtl_failure(home, monkeypatch, job, module, name, extra):
+    """A ValueError raised inside the simulation of a job the checks accepted is the RTL's (or
+    the driver's) failure, exit 1, never bad input (exit 2)."""
+    import importlib
+
+    def broken(*args, **kwargs):
+        raise ValueError("cannot reshape array of size 0 into shape (0,newaxis)")
+
+    monkeypatch.setattr(importlib.import_module(module), name, broken)
+    rng = np.random.default_rng(9)
+    np.savez(home / "in.npz", scores=_scores(rng, 2, 12), tokens=_tokens(rng, 12))
+    status, _, err = focus_rtl("run", job, "-i", home / "in.npz", "-o", home / "out.npz",
+                               *BOARD, *extra, "--rtl", "amaranth")
+    assert status == 1, err
+    assert err.count("\n") == 1 and err.startswith("focus-rtl: error: the RTL run failed: "), err
+    assert not (home / "out.npz").exists()
+
+
 def test_help_documents_the_keys():
     status, out, _ = focus_rtl("run", "--help")
     assert status == 0
@@ -167,6 +207,8 @@ def _bad(home, name):
     path = home / name
     if name == "text.npz":
         path.write_text("not numpy\n")
+    elif name == "empty.npz":
+        path.write_bytes(b"")
     elif name == "array.npy":
         np.save(path, np.zeros(3))
     elif name == "truncated.npz":
@@ -189,7 +231,9 @@ def _bad(home, name):
 
 @pytest.mark.parametrize("job, name, args, message", [
     ("sec", "missing.npz", ["--keep", 1], r"input file .*missing\.npz does not exist"),
-    ("sec", "text.npz", ["--keep", 1], r"text\.npz is not an \.npz file"),
+    ("sec", "text.npz", ["--keep", 1],
+     r"text\.npz is not an \.npz archive \(not a zip file\); write one with numpy\.savez"),
+    ("sec", "empty.npz", ["--keep", 1], r"empty\.npz is not an \.npz archive \(not a zip file\)"),
     ("sec", "array.npy", ["--keep", 1], r"array\.npy is a single \.npy array, not an \.npz"),
     ("sec", "truncated.npz", ["--keep", 1], r"truncated\.npz is not (an|a readable) \.npz"),
     ("sec", "tokens-only.npz", ["--keep", 1],
@@ -221,6 +265,7 @@ def test_bad_input(home, job, name, args, message):
     assert status == 2, err
     assert err.count("\n") == 1 and err.startswith("focus-rtl: error: "), err
     assert re.search(message, err), err
+    assert "allow_pickle" not in err
     assert not (home / "out.npz").exists()
 
 

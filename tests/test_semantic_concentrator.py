@@ -13,8 +13,7 @@ from golden.cycles import importance_cycles, topk_cycles
 from rtl.lib.stream_fork import StreamFork
 from rtl.params import FocusParams
 from rtl.sec.semantic_concentrator import SecError, SemanticConcentrator, sec_config_layout
-from sim.sec import mask_from_beats
-from sim.sec_unit import code_from_words, run_sec_jobs, sec_cases, sec_config, sec_job
+from sim.sec import code_from_words, mask_from_beats, run_sec_jobs, sec_cases, sec_config, sec_job
 from sim.streams import Stalls, stream_get, stream_monitor, stream_put
 
 SORTERS = ["bubble", "radix"]

@@ -160,6 +160,24 @@ def test_elem_bits_fitted_from_data():
     assert sim.similarity.fit_params(x // 300, y // 300).elem_bits == 8
 
 
+@pytest.mark.parametrize("low, dtype", [(-32768, np.int16), (-128, np.int8), (-2, np.int64)])
+def test_most_negative_values_fit_their_width(low, dtype):
+    """A vector whose largest element is negative, e.g. int16 all -32768: the most negative value
+    of b bits needs b bits (not b + 1), so sim fits the data's own width and equals golden."""
+    x = np.full((2, 6), low, dtype)
+    y = np.stack([x[0], np.arange(6, dtype=dtype) + low])
+    both(x, y, 200)
+    bits = {np.int16: 16, np.int8: 8, np.int64: 8}[dtype]     # fit_params never goes below 8
+    assert sim.similarity.fit_params(x, y).elem_bits == bits
+
+
+def test_numpy_integer_threshold():
+    rng = np.random.default_rng(8)
+    x, y = rng.integers(-100, 100, (2, 5, 4))
+    both(x, y, np.int64(10), np.int64(4))
+    both(x, y, np.uint8(200), np.int16(8))
+
+
 @pytest.mark.parametrize("xs, ys", [((4, 3), ()), ((2, 1), (1, 5)), ((), ()), ((0,), ())],
                          ids=["4x3-1", "2x1-1x5", "scalar", "empty"])
 def test_leading_dims_broadcast(xs, ys):
@@ -216,17 +234,37 @@ BAD_INPUTS = [
     (np.ones(4, int), np.ones(4, int), -1, r"^theta_q = -1 is out of range"),
     (np.ones(4, int), np.ones(4, int), 0.5, r"^theta_q must be an integer"),
     (np.ones(4, int), np.ones(4, int), True, r"^theta_q must be an integer"),
+    (np.array([2**31, 1]), np.ones(2, int), 1,
+     (r"^x has elements outside the signed 16-bit range \[-32768, 32767\]: min 1, "
+     r"max 2147483648$")),
+    (np.ones(2, int), np.array([2**63, 1], np.uint64), 1,
+     (r"^y has elements outside the signed 16-bit range \[-32768, 32767\]: min 1, "
+     r"max 9223372036854775808$")),
+    (np.ones((2, 3), int), np.ones((3, 3), int), 1,
+     (r"^x and y do not broadcast: leading shapes \(2,\) and \(3,\) \(the dimensions before "
+     r"V must be equal or 1\)$")),
 ]
 
 
 @pytest.mark.parametrize("x, y, theta_q, match", BAD_INPUTS,
                          ids=["float", "bool", "0-d", "V", "theta-high", "theta-negative",
-                              "theta-float", "theta-bool"])
+                              "theta-float", "theta-bool", "int64-2**31", "uint64-2**63",
+                              "broadcast"])
 def test_same_errors_as_golden(x, y, theta_q, match):
     with pytest.raises(ValueError, match=match):
         golden.similar(x, y, theta_q)
     with pytest.raises(ValueError, match=match):
         sim.similar(x, y, theta_q)
+
+
+@pytest.mark.parametrize("theta_bits", [True, None, 1.5, 0, -1, 17, 40])
+def test_same_theta_bits_errors_as_golden(theta_bits):
+    x = np.ones(4, int)
+    with pytest.raises(ValueError, match=r"^theta_bits ") as want:
+        golden.similar(x, x, 0, theta_bits)
+    with pytest.raises(ValueError) as got:
+        sim.similar(x, x, 0, theta_bits)
+    assert str(got.value) == str(want.value)
 
 
 def test_errors_of_the_rtl_driver():
@@ -241,6 +279,18 @@ def test_errors_of_the_rtl_driver():
         sim.similar(x * 200, x, 1, params=FocusParams(dim=4))
     with pytest.raises(ValueError, match=r"^y has elements outside the signed 16-bit range"):
         sim.similar(x, x * 40000, 1)
+    wide = np.ones((2, 300), int)
+    golden.similar(wide, wide, 1)
+    with pytest.raises(ValueError, match=r"^V \(the vectors' length\) = 300 is out of the RTL's "
+                                         r"range \[1, 256\] \(FocusParams\.dim\)$"):
+        sim.similar(wide, wide, 1)
+
+
+def test_no_elements_are_never_similar():
+    """V = 0: golden's vectors are all zero, so never similar; sim gives the same answer."""
+    for xs, ys in (((3, 0), (3, 0)), ((2, 1, 0), (4, 0)), ((0,), (0,))):
+        x, y = np.zeros(xs, np.int8), np.zeros(ys, np.int8)
+        both(x, y, 0)
 
 
 # ---- the harness itself -----------------------------------------------------------------------

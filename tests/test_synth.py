@@ -99,6 +99,12 @@ def test_fpga_flow(work, target):
     assert result["harness"]["ff"] == harness_verilog(BLOCK, TINY)[1].overhead_ffs
     logic = result["device"]["ICESTORM_LC" if target == "ice40" else "TRELLIS_COMB"]["used"]
     assert logic >= result["block"]["lut"] + result["harness"]["lut"]
+    # The critical path that sets the Fmax, from nextpnr's report: named ends, its delay.
+    path = result["critical_path"]
+    assert path["from_clock"] == path["to_clock"] and path["start"]["cell"] and path["end"]["cell"]
+    assert path["start_net"] and path["logic_levels"] >= 1
+    assert path["delay_ns"] == pytest.approx(path["logic_ns"] + path["routing_ns"], abs=2e-3)
+    assert 1000 / path["delay_ns"] == pytest.approx(result["fmax_mhz"], rel=1e-3)
 
 
 @pytest.mark.synth
@@ -186,6 +192,9 @@ def test_report_and_sweep(work):
     text = report_markdown(report)
     assert f"| {BLOCK} | ok |" in text
     assert "### ecp5" in text and "### generic" in text
+    ecp5_path = report["results"][BLOCK]["ecp5"]["critical_path"]
+    assert "Critical paths (nextpnr, with the harness):" in text
+    assert f"- {BLOCK}: {ecp5_path['delay_ns']:.2f} ns (" in text
 
     # The plot of a real FPGA sweep is checked by test_cli; here only the generic target runs.
     sweep = run_sweep(TINY, "gating", ["enable", "icg"], [BLOCK], ["generic"], jobs=2,

@@ -215,6 +215,14 @@ def test_sim_topk_mask_rejects_what_golden_rejects(s, keep, message):
         sim.topk_mask(s, keep)
 
 
+def test_sim_topk_mask_names_M_beyond_the_rtl_limit():
+    s = np.arange(70_000) % 1000
+    assert golden.topk_mask(s, 3).sum() == 3
+    with pytest.raises(ValueError, match=r"^M = 70000 is out of the RTL's range \[1, 65536\] "
+                                         r"\(FocusParams\.tokens\)$"):
+        sim.topk_mask(s, 3)
+
+
 def test_sim_topk_mask_rejects_what_the_params_cannot_hold():
     p = FocusParams(tokens=8, lanes=4, score_bits=4)
     with pytest.raises(ValueError, match=r"^M = 9 > tokens = 8: the importance buffer holds"):

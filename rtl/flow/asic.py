@@ -1,18 +1,26 @@
-"""The cell-level flows of ``focus-rtl synth``: ``generic`` (Yosys cells and a transistor estimate)
-and ``osu018``/``osu018-logic`` (the OSU 0.18 um standard cells, um^2, memories listed)."""
+"""The cell-level flows of ``focus-rtl synth``: ``generic`` (Yosys cells and a transistor estimate),
+``osu018``/``osu018-logic`` (the OSU 0.18 um standard cells, um^2, memories listed) and
+``osu018-sta`` (``osu018-logic`` with ABC's fanout buffering and gate sizing, and OpenSTA on its
+netlist: critical path and Fmax)."""
 
 import json
 import re
 import shutil
 
+from . import sta as opensta
 from . import toolchain
 from .emit import emit_block
-from .tools import count_cells, relative_path, yosys
+from .tools import count_cells, relative_path, run_tool, yosys
 
 # ABC's default gate-mapping script less its SAT sweeping (``&fraig -x; scorr``): on the wide
 # multipliers that sweeping takes minutes in the WebAssembly ABC (436 s against 2 s for the board
 # comparator) and changes the transistor estimate by about 1 %.
 _ABC_SCRIPT = "+strash;dc2;dretime;strash;&get,-n;&dch,-f;&nf;&put"
+
+# The osu018-sta flow's: the same mapping, then ABC's buffering of high-fanout nets and gate
+# sizing on the liberty's delay tables, as a placer's timing repair would do. Without it a net
+# driving hundreds of gates through an X1 cell sets the critical path (tens of ns).
+_ABC_TIMING_SCRIPT = _ABC_SCRIPT + ";buffer,-p;upsize;dnsize"
 
 
 def generic_flow(block, params, workdir, timeout):
@@ -103,13 +111,20 @@ def _memories(path):
     return sorted(memories, key=lambda m: m["name"])
 
 
-def osu018_flow(block, params, workdir, timeout, logic=False):
+def osu018_flow(block, params, workdir, timeout, logic=False, sta=None):
     """The ``osu018`` flow, or with ``logic`` the ``osu018-logic`` one (memories left as
-    macros)."""
+    macros). ``sta`` (a dict of :func:`sta_flow`'s keyword arguments) adds static timing: the
+    ``osu018-sta`` flow (``logic`` must be set)."""
     path = toolchain.liberty_path()
     if path is None or not path.is_file():
         return {"status": "no_liberty", "error": _no_liberty_message(path),
                 "seconds": {"yosys": 0.0}}
+    sta_command = None
+    if sta is not None:
+        sta_command = opensta.sta_command()
+        if sta_command is None:
+            return {"status": "no_sta", "error": opensta.no_sta_message(),
+                    "seconds": {"yosys": 0.0}, "liberty": liberty_info()}
     # The YoWASP Yosys cannot see /tmp: the flow reads a copy in its work directory.
     shutil.copyfile(path, workdir / "cells.lib")
     name = f"{block}.v"
@@ -140,12 +155,13 @@ def osu018_flow(block, params, workdir, timeout, logic=False):
         f"read_verilog {name}",
         *synth,
         "dfflibmap -liberty cells.lib",
-        f"abc -liberty cells.lib -script {_ABC_SCRIPT}",
+        f"abc -liberty cells.lib -script {_ABC_SCRIPT if sta is None else _ABC_TIMING_SCRIPT}",
         "opt_clean",
         "delete t:$scopeinfo",
         *(["select t:$mem_v2", "write_json -selected memories.json", "select -clear"]
           if logic else []),
         "tee -q -o stat.json stat -json -liberty cells.lib",
+        *(["write_json netlist.json"] if sta is not None else []),
     ]
     status, error, seconds = yosys(workdir, script, timeout)
     result = {"status": status, "error": error, "seconds": {"yosys": seconds},
@@ -176,4 +192,54 @@ def osu018_flow(block, params, workdir, timeout, logic=False):
             "memories_dropped": sorted(m["name"] for m in _memories(
                 workdir / "memories_coarse.json") if m["name"] not in final),
         })
+    if sta is not None:
+        timing = sta_flow(block, workdir, timeout, sta_command, **sta)
+        result["seconds"].update(timing.pop("seconds", {}))
+        result.update(timing)
     return result
+
+
+def sta_flow(block, workdir, timeout, command, *, period_ns, mem_read_ns=0.0, mem_setup_ns=0.0):
+    """OpenSTA on ``netlist.json`` of the ``osu018-logic`` script in ``workdir`` (see
+    :mod:`rtl.flow.sta`). Returns the keys to add to the result: ``status`` and ``error`` (an
+    STA or netlist failure is ``"sta_failed"``), ``clock_period_ns``, ``critical_path``,
+    ``fmax_mhz``, ``wns_ns``, ``timing_met``, ``paths``, ``worst_endpoints``, ``sta``
+    (version and memory boundaries) and the seconds of the two steps."""
+    info = opensta.cut_netlist_file(workdir / "netlist.json", workdir / "netlist_cut.json", block)
+    out = {"clock_period_ns": period_ns, "freq_target_mhz": round(1000.0 / period_ns, 3),
+           "sta": {"version": opensta.sta_version(command), "memory_read_delay_ns": mem_read_ns,
+                   "memory_setup_ns": mem_setup_ns, "memory_boundaries": info["memories"]}}
+    if not info["has_clock"]:
+        out.update(status="sta_failed", error=f"{block} has no clk port")
+        return out
+    status, error, seconds = yosys(workdir, ["read_json netlist_cut.json",
+                                             "write_verilog -noattr -noexpr netlist_sta.v"],
+                                   timeout, name="netlist_sta")
+    out["seconds"] = {"yosys_netlist": seconds}
+    if status != "ok":
+        out.update(status=status, error=error)
+        return out
+    script = opensta.sta_script(block, period_ns, info, mem_read_ns=mem_read_ns,
+                                mem_setup_ns=mem_setup_ns)
+    (workdir / "sta.tcl").write_text("\n".join(script) + "\n")
+    (workdir / "sta.log").unlink(missing_ok=True)
+    rc, seconds, text = run_tool(command + ["-no_splash", "-exit", "sta.tcl"], workdir, timeout)
+    (workdir / "sta.log").write_text(text)
+    out["seconds"]["sta"] = seconds
+    if rc is None:
+        out.update(status="timeout", error=f"sta timed out after {timeout} s")
+        return out
+    figures = opensta.parse_report(text, period_ns)
+    complete = figures.pop("complete")
+    errors = [line for line in text.splitlines() if line.startswith("Error")]
+    critical = figures["critical_path"]
+    if rc != 0 or errors or not complete or critical is None:
+        line = errors[0] if errors else (text.strip().splitlines() or ["(no output)"])[-1]
+        if critical is None and not errors:
+            line = f"no timed path in the report: {line}"
+        out.update(status="sta_failed", error=line, **figures)
+        return out
+    out.update(status="ok", error=None, **figures)
+    out.update(fmax_mhz=critical["fmax_mhz"], wns_ns=critical["slack_ns"],
+               timing_met=critical["slack_ns"] >= 0)
+    return out

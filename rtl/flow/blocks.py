@@ -9,6 +9,8 @@ from ..sec.semantic_concentrator import SemanticConcentrator
 from ..sec.topk_selector import TopKSelector
 from ..sic.block_matcher import BlockMatcher
 from ..sic.similarity_comparator import SimilarityComparator
+from ..tile.focus_gemm import FocusGemm
+from ..tile.scatter_stage import ScatterStage
 from ..tile.systolic_array import SystolicArray
 from ..top.focus_unit import FocusUnit
 
@@ -24,6 +26,7 @@ BLOCKS = {
     "topk_selector": lambda p, icg_cell: TopKSelector(p),
     "sec": lambda p, icg_cell: SemanticConcentrator(p),
     "focus_unit": lambda p, icg_cell: FocusUnit(p, icg_cell=icg_cell),
+    "focus_gemm": lambda p, icg_cell: FocusGemm(p),
 }
 
 #: Reference designs, not part of the Focus unit, so not in BLOCKS (nor walked by default): only
@@ -31,6 +34,8 @@ BLOCKS = {
 #: The systolic array has the unit's shape: dim x dim PEs of elem_bits (32 x 32 int8 by default).
 REFERENCE_BLOCKS = {
     "systolic_array": lambda p, icg_cell: SystolicArray(p.dim, p.dim, p.elem_bits),
+    # FocusGemm's scatter stage alone (accumulation buffer and adders): its area beside the array.
+    "scatter_stage": lambda p, icg_cell: ScatterStage(p),
 }
 
 

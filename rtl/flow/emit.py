@@ -58,6 +58,7 @@ from amaranth.back import verilog
 from ..lib.clock_gate import ICG_CELL, icg_verilog
 from ..params import FocusParams
 from .blocks import BLOCKS, build_block
+from .datasheet import datasheet_texts
 
 __all__ = ["emit_verilog", "emit_block", "emit_files", "params_record", "check_icg_cell",
            "instantiates", "postprocess", "icg_model_guard", "LINT_OFF"]
@@ -185,7 +186,8 @@ def params_record(params, *, preset=None, overrides=(), blocks=(), icg_cell=ICG_
 
 def emit_files(params, out_dir, blocks=None, *, preset=None, overrides=(), icg_cell=None):
     """Write ``<block>.v`` for each of ``blocks`` (default: every registry block) and
-    ``params.json`` into ``out_dir``; returns the paths written, in order.
+    ``params.json`` into ``out_dir``, and with ``focus_unit`` the datasheet files of
+    :mod:`rtl.flow.datasheet`; returns the paths written, in order.
 
     ``icg_cell=None`` uses the behavioural ``focus_icg`` (included); a name instantiates that
     library cell and leaves the model out.
@@ -207,4 +209,10 @@ def emit_files(params, out_dir, blocks=None, *, preset=None, overrides=(), icg_c
     path = out_dir / "params.json"
     path.write_text(json.dumps(record, indent=2) + "\n")
     written.append(path)
+    if "focus_unit" in blocks:
+        # The top's datasheet files (register map, C header, payload fields, SV package).
+        for name, text in datasheet_texts(params).items():
+            path = out_dir / name
+            path.write_text(text)
+            written.append(path)
     return written

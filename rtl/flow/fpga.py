@@ -29,6 +29,51 @@ def _fpga_counts(target, cells):
         "dsp": count_cells(cells, "MULT18X18D", "ALU54B"),
     }
 
+def critical_path(report):
+    """The critical path of a nextpnr ``--report`` JSON (dict): of its ``critical_paths`` (one
+    per pair of clock domains, or to and from the ``<async>`` pins), the slowest from a clock to
+    the same clock (register to register, the one that sets the Fmax), else the slowest of all.
+
+    Returns None when there is none, else ``{"from_clock", "to_clock", "start": {"cell", "port"},
+    "end": {"cell", "port"}, "start_net", "end_net", "delay_ns", "logic_ns", "routing_ns",
+    "logic_levels", "nets"}``: ``delay_ns`` is the sum of the path's steps (clock-to-Q, logic,
+    routing and the end's setup), ``logic_levels`` the number of logic steps (LUTs, carry cells,
+    DSP and RAM ports), ``nets`` the routed nets in order.
+    """
+    paths = [p for p in report.get("critical_paths", []) if p.get("path")]
+    if not paths:
+        return None
+
+    def total(path):
+        return sum(step.get("delay", 0.0) for step in path["path"])
+
+    same = [p for p in paths if p.get("from") == p.get("to") and "<async>" not in p.get("from", "")]
+    path = max(same or paths, key=total)
+    steps = path["path"]
+    nets = [step["net"] for step in steps if step.get("type") == "routing" and step.get("net")]
+
+    def end(step, side):
+        point = step.get(side, {})
+        return {"cell": point.get("cell"), "port": point.get("port")}
+
+    def by_type(*kinds):
+        return round(sum(s.get("delay", 0.0) for s in steps if s.get("type") in kinds), 3)
+
+    return {
+        "from_clock": path.get("from"),
+        "to_clock": path.get("to"),
+        "start": end(steps[0], "from"),
+        "end": end(steps[-1], "to"),
+        "start_net": nets[0] if nets else None,
+        "end_net": nets[-1] if nets else None,
+        "delay_ns": round(total(path), 3),
+        "logic_ns": by_type("logic", "clk-to-q", "setup", "source"),
+        "routing_ns": by_type("routing"),
+        "logic_levels": sum(1 for s in steps if s.get("type") == "logic"),
+        "nets": nets,
+    }
+
+
 # Device resources always listed in a report, used or not.
 _MAIN_RESOURCES = ("ICESTORM_LC", "ICESTORM_RAM", "ICESTORM_DSP", "TRELLIS_COMB", "TRELLIS_FF",
                    "DP16KD", "MULT18X18D")
@@ -82,6 +127,7 @@ def _fpga_attempt(target, block, params, workdir, dsp, freq, timeout):
         return result
     achieved = [clock["achieved"] for clock in report.get("fmax", {}).values()]
     result["fmax_mhz"] = round(min(achieved), 2) if achieved else None
+    result["critical_path"] = critical_path(report)
     return result
 
 

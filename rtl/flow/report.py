@@ -3,6 +3,7 @@
 import json
 from pathlib import Path
 
+from .pareto import pareto_markdown, run_label
 from .targets import DEVICES, LIBERTY_TARGETS, SHARE_METRICS
 
 # ---- reports ------------------------------------------------------------------------------------
@@ -71,6 +72,62 @@ def _memory_lines(rows):
     return lines
 
 
+def short(name, width=48):
+    """``name`` cut to ``width`` characters with "..." in the middle (nextpnr's cell names run to
+    hundreds of characters)."""
+    if name is None:
+        return "-"
+    name = str(name)
+    if len(name) <= width:
+        return name
+    keep = (width - 3) // 2
+    return f"{name[:keep]}...{name[-(width - 3 - keep):]}"
+
+
+def fpga_path_line(label, result):
+    """One line about an FPGA flow's critical path (nextpnr), or None."""
+    path = result.get("critical_path") if result["status"] == "ok" else None
+    if not path:
+        return None
+    start, end = path["start"], path["end"]
+    mhz = 1000.0 / path["delay_ns"] if path["delay_ns"] else None
+    return (f"- {label}: {path['delay_ns']:.2f} ns"
+            + (f" ({mhz:.1f} MHz)" if mhz else "")
+            + f", {path['logic_levels']} logic levels ({path['logic_ns']:.2f} ns logic, "
+            f"{path['routing_ns']:.2f} ns routing): from `{short(start['cell'])}`.{start['port']} "
+            f"(net `{short(path['start_net'])}`) to `{short(end['cell'])}`.{end['port']} "
+            f"(net `{short(path['end_net'])}`)")
+
+
+def sta_path_line(label, result):
+    """One line about an ``osu018-sta`` flow's critical path (OpenSTA), or None."""
+    path = result.get("critical_path") if result["status"] == "ok" else None
+    if not path:
+        return None
+    kinds = {"rising edge-triggered flip-flop clocked by clk": "flip-flop",
+             "input port clocked by clk": "input", "output port clocked by clk": "output"}
+    start = kinds.get(path["startpoint_kind"], path["startpoint_kind"])
+    end = kinds.get(path["endpoint_kind"], path["endpoint_kind"])
+    line = (f"- {label}: `{short(path['startpoint'])}` ({start}) to `{short(path['endpoint'])}` "
+            f"({end}): {path['arrival_ns']:.3f} ns arrival + {path['setup_ns']:.3f} ns setup = "
+            f"{path['min_period_ns']:.3f} ns, {path['logic_levels']} logic levels")
+    classes = [f"{name.replace('_to_', '->')} {c['fmax_mhz']:.0f}" for name, c in
+               result.get("paths", {}).items() if c and c.get("fmax_mhz")]
+    if classes:
+        line += f"; Fmax MHz by class: {', '.join(classes)}"
+    return line
+
+
+def _sta_row(prefix, result):
+    def values(r):
+        path = r["critical_path"]
+        return [r["cells"], r["ff"], _area(r), len(r["memories"]),
+                f"{r['memory_bits'] / 1024:.1f}", f"{r['clock_period_ns']:g}",
+                f"{r['wns_ns']:.3f}" + ("" if r["timing_met"] else " (violated)"),
+                f"{path['min_period_ns']:.3f}", _cell(r["fmax_mhz"], "{:.1f}")]
+    return _row(prefix, result, 9, values)
+
+
 def _fpga_row(prefix, result):
     b, h = result.get("block", {}), result.get("harness", {})
     status = result["status"]
@@ -89,6 +146,9 @@ _OSU018_HEAD = ["| {} | status | cells | FF | area um^2 | of which FF um^2 | s |
                 "|---|---|---:|---:|---:|---:|---:|"]
 _OSU018_LOGIC_HEAD = ["| {} | status | cells | FF | logic area um^2 | memories | memory kbit | s |",
                       "|---|---|---:|---:|---:|---:|---:|---:|"]
+_STA_HEAD = [("| {} | status | cells | FF | logic area um^2 | memories | memory kbit | clock ns | "
+              "WNS ns | critical path ns | Fmax MHz | s |"),
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
 _FPGA_HEAD = [
     ("| {} | status | LUT | FF | carry | BRAM | DSP | Fmax MHz (with harness) | "
     "logic cells used (with harness) | harness LUT / FF | s |"),
@@ -110,6 +170,8 @@ _CELL_SECTIONS = {
                _osu018_row),
     "osu018-logic": (("osu018-logic (standard cells{of}, memories left as macros: logic area "
                      "without them, block only)"), _OSU018_LOGIC_HEAD, _osu018_logic_row),
+    "osu018-sta": (("osu018-sta (OpenSTA on the osu018-logic netlist{of}: ports and memory "
+                   "ports as ideal register boundaries, ideal clock)"), _STA_HEAD, _sta_row),
 }
 
 
@@ -126,20 +188,31 @@ def _tables(rows_by_target, first_column):
             lines += [f"### {title.format(of=f' of {library}' if library else '')}", ""]
             lines += [head[0].format(first_column), head[1]]
             lines += [row(label, r) for label, r in rows]
-            memories = _memory_lines(rows) if target == "osu018-logic" else []
+            memories = (_memory_lines(rows) if target in ("osu018-logic", "osu018-sta")
+                        else [])
             if memories:
                 lines += ["", "Memories (SRAM macro area not included; width x depth):", ""]
                 lines += memories
+            paths = [sta_path_line(label, r) for label, r in rows] if target == "osu018-sta" \
+                else []
+            if any(paths):
+                lines += ["", "Critical paths (OpenSTA, setup):", ""]
+                lines += [p for p in paths if p]
         else:
             device = rows[0][1].get("device_name", target)
             freq = rows[0][1].get("freq_target_mhz")
             lines += [f"### {target} ({device}, nextpnr target {freq:g} MHz)", ""]
             lines += [_FPGA_HEAD[0].format(first_column), _FPGA_HEAD[1]]
             lines += [_fpga_row(label, r) for label, r in rows]
+            paths = [fpga_path_line(label, r) for label, r in rows]
+            if any(paths):
+                lines += ["", "Critical paths (nextpnr, with the harness):", ""]
+                lines += [p for p in paths if p]
         notes = [f"- {label}: {r['status']}: `{r['error']}`" for label, r in rows
                  if r["status"] != "ok"]
         if target in LIBERTY_TARGETS and len(notes) == len(rows) > 1 and all(
-                r["status"] == "no_liberty" for _, r in rows):
+                r["status"] == rows[0][1]["status"] in ("no_liberty", "no_sta")
+                for _, r in rows):
             notes = [f"- {rows[0][1]['error']}"]
         notes += [f"- {label}: {_dsp_note(r)}; redone with LUT multipliers." for label, r in rows
                   if r.get("dsp_fallback")]
@@ -209,19 +282,26 @@ def report_markdown(report):
 
 
 def sweep_markdown(sweep):
-    """The sweep as markdown: per target, one row per (value, block)."""
+    """The sweep as markdown: per target, one row per (point, block); then the Pareto front
+    when the sweep has one."""
     field = sweep["field"]
-    lines = [f"# Synthesis sweep over `{field}`: {sweep.get('preset', 'custom')}", "",
+    title = "grid" if len(sweep.get("fields", [field])) > 1 else "sweep"
+    lines = [f"# Synthesis {title} over `{field}`: {sweep.get('preset', 'custom')}", "",
              f"Base parameters: `{sweep['tag']}`", ""]
-    rows = {t: [(f"{field}={run['value']} {block}", per_target[t])
+    if title == "grid":
+        lines += ["Grid: " + " x ".join(f"`{f}` = {', '.join(map(str, v))}"
+                                        for f, v in sweep["axes"].items()), ""]
+    rows = {t: [(f"{run_label(sweep, run)} {block}", per_target[t])
                 for run in sweep["runs"] for block, per_target in run["results"].items()]
             for t in sweep["targets"]}
     lines += _tables(rows, f"{field}, block")
     if sweep.get("relative_to"):
         lines += _share_intro(sweep["relative_to"])
-        lines += _share_tables([(f"{field}={run['value']} {block}", per)
+        lines += _share_tables([(f"{run_label(sweep, run)} {block}", per)
                                 for run in sweep["runs"]
                                 for block, per in run["relative"].items()], f"{field}, block")
+    if sweep.get("pareto"):
+        lines += pareto_markdown(sweep["pareto"])
     return "\n".join(lines + _footer(sweep))
 
 

@@ -1,6 +1,6 @@
 """Area and timing reports of the registry blocks (``focus-rtl synth``, spec section 7).
 
-Five targets, one work directory per (params, block, target) under ``build/synth-work``:
+Six targets, one work directory per (params, block, target) under ``build/synth-work``:
 
 ``generic``
     The block alone: Yosys ``synth -flatten``, flip-flops legalized to plain ``$_DFF_P_`` (so
@@ -20,7 +20,7 @@ Five targets, one work directory per (params, block, target) under ``build/synth
     no placement density, wiring or clock tree) and the part in flip-flops. The library has
     plain D flip-flops only, so enables and synchronous resets become gates, as in ``generic``.
     Its ``LATCH`` cell has area 0, so the area is a lower bound (``area_lower_bound``) when latches
-    remain (the behavioural ICG, ``gating="icg"``). No timing: OpenSTA is not in the toolchain.
+    remain (the behavioural ICG, ``gating="icg"``). No timing here: see ``osu018-sta``.
     Without the liberty file the result is ``"no_liberty"``, with the command that fetches it.
     Every memory becomes flip-flops and read multiplexers (the library has no SRAM macros), which
     dominates the area of the blocks with large buffers.
@@ -38,6 +38,26 @@ Five targets, one work directory per (params, block, target) under ``build/synth
     bits; ``memory_bits`` is their total. An engineer adds the SRAM macro area of their own memory
     compiler. ``memories_dropped`` lists memories that were in the coarse netlist but not in the
     final one (none expected). Same liberty and ``"no_liberty"`` handling as ``osu018``.
+
+``osu018-sta``
+    The ``osu018-logic`` flow with ABC's fanout buffering and gate sizing added (``buffer -p;
+    upsize; dnsize``, so its area is a little above ``osu018-logic``'s), then static timing with
+    OpenSTA (Debian's ``opensta``: ``sta``; ``FOCUS_STA`` overrides) on its netlist, memories
+    cut out as ideal synchronous SRAMs whose ports are timing boundaries, the block's own ports
+    register boundaries (0 input and output delay), one ideal clock at the target period
+    (``freq``, default 100 MHz). Adds to the
+    ``osu018-logic`` result ``clock_period_ns``, ``critical_path`` (start and end points and
+    their kinds, arrival, setup, slack, minimum period, Fmax, logic levels and the path's pins,
+    cells, nets and fanouts), ``fmax_mhz`` (1000 / (period - worst slack)), ``wns_ns``,
+    ``timing_met``, ``paths`` (the worst path of each class: ``reg_to_reg``, ``in_to_reg``,
+    ``reg_to_out``, ``in_to_out``), ``worst_endpoints`` and ``sta`` (version, memory boundary
+    delays and ports). Details in :mod:`rtl.flow.sta`. Without OpenSTA the result is
+    ``"no_sta"`` with the install command; an OpenSTA error is ``"sta_failed"``.
+
+FPGA critical path. ``critical_path`` of an FPGA result is nextpnr's slowest register-to-register
+path (``--report`` JSON): its start and end cells and ports, its first and last nets, its delay
+(1000 / delay is the Fmax), the logic and routing parts and the number of logic steps
+(:func:`rtl.flow.fpga.critical_path`).
 
 FPGA numbers. The harness keeps the block's module boundary through synthesis
 (``keep_hierarchy``), so the Yosys per-module statistics split the LUT/FF/BRAM/DSP counts into
@@ -57,7 +77,8 @@ Each result has a ``status``: ``"ok"``; ``"does_not_fit"`` (the placer ran out o
 ``"pnr_failed"`` (any other place-and-route error); ``"timeout"``; ``"tool_crashed"`` (the
 WebAssembly Yosys died without an error message, as it does when a very large design exhausts its
 memory); ``"synth_failed"`` (Yosys rejected the design with an ``ERROR:``: a real error); or
-``"no_liberty"`` (``osu018`` without its liberty file: nothing ran). ``error`` holds the tool's
+``"no_liberty"`` (``osu018`` without its liberty file: nothing ran), ``"no_sta"``
+(``osu018-sta`` without OpenSTA) or ``"sta_failed"``. ``error`` holds the tool's
 error line. A failing run never stops the others.
 
 Share of a reference design. With ``relative_to`` (``focus-rtl synth --relative-to
@@ -74,30 +95,36 @@ the other, since neither includes SRAM macro area. The reference
 exist even when the design then does not fit the device.
 """
 
-import threading
+import itertools
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import toolchain
 from .asic import generic_flow, liberty_info, osu018_flow
 from .blocks import BLOCKS, REFERENCE_BLOCKS
+from .cycles import job_cycles
+from .dist import ResultCache, execute
 from .fpga import fpga_flow
 from .harness import TimingHarness, harness_verilog
+from .pareto import pareto_front
 from .report import plot_sweep, report_markdown, sweep_markdown, write_json
 from .targets import (
     DEFAULT_FREQ_MHZ,
+    DEFAULT_STA_FREQ_MHZ,
     DEVICES,
+    FREQ_TARGETS,
     HARD_FAILURES,
     LIBERTY_TARGETS,
     SHARE_METRICS,
     SKIPPED,
+    STA_TARGETS,
     TARGETS,
 )
 from .tools import ToolError, check_tools, relative_path, tool_versions
 
 __all__ = ["TARGETS", "DEVICES", "DEFAULT_FREQ_MHZ", "ToolError", "TimingHarness",
-           "harness_verilog", "synth_block", "run_synth", "run_sweep", "report_markdown",
+           "harness_verilog", "synth_block", "run_synth", "run_sweep", "run_grid", "grid_points",
+           "point_label", "report_markdown",
            "sweep_markdown", "plot_sweep", "write_json", "HARD_FAILURES", "SKIPPED",
            "SHARE_METRICS", "relative_shares", "liberty_info", "LIBERTY_TARGETS"]
 
@@ -106,7 +133,8 @@ def work_root_default():
     return toolchain.BUILD_ROOT / "synth-work"
 
 
-def synth_block(block, target, params, *, work_root=None, dsp="auto", freq=None, timeout=None):
+def synth_block(block, target, params, *, work_root=None, dsp="auto", freq=None, timeout=None,
+                sta=None):
     """Run one flow and return its result dict (see the module docstring).
 
     Parameters
@@ -123,7 +151,11 @@ def synth_block(block, target, params, *, work_root=None, dsp="auto", freq=None,
     dsp : str
         ``"auto"``, ``"on"`` or ``"off"`` (FPGA targets).
     freq : float, optional
-        nextpnr's timing target in MHz (default :data:`DEFAULT_FREQ_MHZ`).
+        nextpnr's timing target in MHz (default :data:`DEFAULT_FREQ_MHZ`), or the clock of the
+        OpenSTA target (default :data:`DEFAULT_STA_FREQ_MHZ`: 100 MHz).
+    sta : dict, optional
+        More options of the ``osu018-sta`` flow: ``mem_read_ns`` and ``mem_setup_ns``, the
+        memory macros' read (clock-to-data) and setup times (default 0: ideal SRAMs).
     timeout : float, optional
         Seconds allowed per tool run; the result is ``"timeout"`` when exceeded.
     """
@@ -143,6 +175,12 @@ def synth_block(block, target, params, *, work_root=None, dsp="auto", freq=None,
     start = time.monotonic()
     if target == "generic":
         result = generic_flow(block, params, workdir, timeout)
+    elif target in STA_TARGETS:
+        freq = freq if freq is not None else DEFAULT_STA_FREQ_MHZ[target]
+        if not freq > 0:
+            raise ValueError(f"freq = {freq!r}: the clock target must be positive")
+        result = osu018_flow(block, params, workdir, timeout, logic=True,
+                             sta={"period_ns": round(1000.0 / freq, 6), **(sta or {})})
     elif target in LIBERTY_TARGETS:
         result = osu018_flow(block, params, workdir, timeout, logic=target == "osu018-logic")
     else:
@@ -169,6 +207,11 @@ def _summary(result):
             n = len(result["memories"])
             line += (f" of logic + {n} {'memory' if n == 1 else 'memories'} "
                      f"({result['memory_bits'] / 1024:.1f} kbit)")
+        path = result.get("critical_path")
+        if path:
+            line += (f", Fmax {result['fmax_mhz']:.1f} MHz (WNS {result['wns_ns']:.3f} ns at "
+                     f"{result['clock_period_ns']:g} ns; {path['startpoint']} -> "
+                     f"{path['endpoint']})")
         return line
     fmax = result.get("fmax_mhz")
     b = result["block"]
@@ -176,36 +219,33 @@ def _summary(result):
             + (f", {fmax:.1f} MHz" if fmax else ", no Fmax"))
 
 
-def _run_tasks(tasks, jobs, progress, options):
-    """Run ``(key, note, block, target, params)`` tasks ``jobs`` at a time; returns
-    {key: result}."""
-    lock = threading.Lock()
-    total = len(tasks)
-    results = {}
-
-    def say(text):
-        if progress is not None:
-            with lock:
-                progress(text)
-
-    def one(numbered):
-        n, (key, note, block, target, params) = numbered
-        label = f"[{n}/{total}] {block} {target}" + (f" ({note})" if note else "")
-        say(f"{label} ...")
-        result = synth_block(block, target, params, work_root=options["work_root"],
-                             dsp=options["dsp"], freq=options["freq"].get(target),
-                             timeout=options["timeout"])
-        say(f"{label}: {_summary(result)} ({result['seconds']['total']:.1f} s)")
-        return key, result
-
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        for key, result in pool.map(one, enumerate(tasks, 1)):
-            results[key] = result
-    return results
+def _run_tasks(tasks, jobs, progress, options, executor="threads", scheduler=None, cache=None):
+    """Run ``(key, note, block, target, params)`` tasks ``jobs`` at a time
+    (:func:`rtl.flow.dist.execute`); returns {key: result}."""
+    return execute(tasks, options, jobs=jobs, progress=progress, executor=executor,
+                   scheduler=scheduler, cache=cache, summary=_summary)
 
 
-def _options(work_root, dsp, freq, timeout):
-    return {"work_root": work_root, "dsp": dsp, "freq": dict(freq or {}), "timeout": timeout}
+def _options(work_root, dsp, freq, timeout, sta=None):
+    return {"work_root": work_root, "dsp": dsp, "freq": dict(freq or {}), "timeout": timeout,
+            "sta": dict(sta or {})}
+
+
+def _cache(cache):
+    """A :class:`ResultCache` for ``cache``: None or False (no cache), True (the default
+    directory, ``build/synth-cache``), a directory, or a ResultCache."""
+    if cache is None or cache is False:
+        return None
+    if isinstance(cache, ResultCache):
+        return cache
+    return ResultCache(None if cache is True else cache)
+
+
+def _cache_meta(cache):
+    if cache is None:
+        return {}
+    return {"cache": {"dir": relative_path(cache.directory), "hits": cache.hits,
+                      "misses": cache.misses}}
 
 
 def _reference(blocks, relative_to):
@@ -255,23 +295,29 @@ def relative_shares(results, reference):
 
 
 def run_synth(params, blocks=None, targets=TARGETS, *, jobs=1, progress=print, work_root=None,
-              dsp="auto", freq=None, timeout=None, meta=None, relative_to=None):
+              dsp="auto", freq=None, timeout=None, meta=None, relative_to=None, sta=None,
+              executor="threads", scheduler=None, cache=None):
     """Run every (block, target) flow for ``params``; returns the report dict.
 
-    ``freq`` maps an FPGA target to its nextpnr timing target in MHz. ``meta`` (e.g. the preset
-    and the overrides) is copied into the report. ``relative_to`` names a reference block (added to
-    ``blocks`` when missing; by default ``"systolic_array"`` when ``blocks`` holds it): the report
-    then has ``relative_to`` and ``relative`` (:func:`relative_shares`). Raises
-    :class:`ToolError` when a tool is missing.
+    ``freq`` maps an FPGA target to its nextpnr timing target in MHz (and ``osu018-sta`` to its
+    clock). ``meta`` (e.g. the preset and the overrides) is copied into the report.
+    ``relative_to`` names a reference block (added to ``blocks`` when missing; by default
+    ``"systolic_array"`` when ``blocks`` holds it): the report then has ``relative_to`` and
+    ``relative`` (:func:`relative_shares`). ``sta``: the ``osu018-sta`` options of
+    :func:`synth_block`. ``executor``, ``scheduler`` and ``cache`` choose where the flows run
+    and whether unchanged ones are taken from the cache (:mod:`rtl.flow.dist`; ``cache=True`` is
+    ``build/synth-cache``). Raises :class:`ToolError` when a tool is missing.
     """
     blocks, relative_to = _reference(blocks, relative_to)
     targets = list(targets)
     check_tools(targets)
-    options = _options(work_root, dsp, freq, timeout)
+    options = _options(work_root, dsp, freq, timeout, sta)
+    cache = _cache(cache)
     tasks = [((None, block, target), None, block, target, params)
              for block in blocks for target in targets]
-    results = _run_tasks(tasks, jobs, progress, options)
+    results = _run_tasks(tasks, jobs, progress, options, executor, scheduler, cache)
     report = _report_header(params, targets, dsp, freq, meta)
+    report.update(_cache_meta(cache))
     report["results"] = {block: {target: results[(None, block, target)] for target in targets}
                          for block in blocks}
     if relative_to is not None:
@@ -288,8 +334,8 @@ def _report_header(params, targets, dsp, freq, meta):
         "targets": list(targets),
         "devices": {t: DEVICES[t][0] for t in targets if t in DEVICES},
         "dsp": dsp,
-        "freq_target_mhz": {t: (freq or {}).get(t, DEFAULT_FREQ_MHZ[t])
-                            for t in targets if t in DEVICES},
+        "freq_target_mhz": {t: (freq or {}).get(t, FREQ_TARGETS[t])
+                            for t in targets if t in FREQ_TARGETS},
         "tools": tool_versions(targets),
         **({"liberty": liberty_info()} if set(LIBERTY_TARGETS) & set(targets) else {}),
         "notes": _notes(targets),
@@ -318,8 +364,8 @@ def _notes(targets):
         notes.append("osu018: the block alone, Yosys synth + dfflibmap + abc -liberty, stat "
                      "-liberty on the OSU 0.18 um cells: cell area only (no placement density, "
                      "wires or clock tree; memories as flip-flops and multiplexers); no timing "
-                     "(OpenSTA is not in the toolchain). '+': latches remain, which the library "
-                     "costs at 0 um^2.")
+                     "(osu018-sta times the osu018-logic netlist). '+': latches remain, which "
+                     "the library costs at 0 um^2.")
     if "osu018-logic" in targets:
         notes.append("osu018-logic: as osu018, but the memories are left as macros (synth "
                      "without memory_map): logic area um^2 is the standard cells of everything "
@@ -330,38 +376,106 @@ def _notes(targets):
                      "counts as part of it (a synchronous-read SRAM). Compared with osu018, the "
                      "memories' flip-flops, write-enable multiplexers and read multiplexers are "
                      "gone.")
+    if "osu018-sta" in targets:
+        notes.append("osu018-sta: the osu018-logic netlist, with ABC's fanout buffering and gate "
+                     "sizing (buffer; upsize; dnsize: its logic area includes those buffers), "
+                     "timed by OpenSTA (Debian's opensta) on the liberty's delay tables: one ideal"
+                     " clock (no clock tree, skew or wires); every port but clk is a register "
+                     "boundary with 0 input / output delay; each memory is cut out as an ideal "
+                     "synchronous SRAM (its read data are input ports, its address, data and "
+                     "enables output ports). Fmax = 1 / (clock period - worst setup slack): the "
+                     "constraints scale with the period, so it does not depend on the clock "
+                     "target. WNS < 0: the target is missed. With gating=icg the clock gates' "
+                     "latches are timed too (clock-gating checks, time borrowing; half-period "
+                     "paths make the Fmax an estimate).")
+    if any(t in DEVICES for t in targets):
+        notes.append("FPGA critical path: nextpnr's slowest register-to-register path (in the "
+                     "block + harness): its start and end cells and nets, and its delay "
+                     "(1000 / delay = the Fmax).")
     if "osu018" in targets and "osu018-logic" in targets:
         notes.append("Share of the reference: '% um^2 (osu018)' counts memories as flip-flops, "
                      "'% logic um^2 (osu018-logic)' leaves them out; neither has SRAM macros.")
     return notes
 
 
-def run_sweep(params, field, values, blocks=None, targets=TARGETS, *, jobs=1, progress=print,
-              work_root=None, dsp="auto", freq=None, timeout=None, meta=None, relative_to=None):
-    """Run the flows once per value of ``field`` (strings, as given to ``--set``).
+def run_sweep(params, field, values, blocks=None, targets=TARGETS, **kwargs):
+    """Run the flows once per value of ``field`` (strings, as given to ``--set``):
+    :func:`run_grid` over one axis. The sweep's ``field`` is the field and each run's ``value``
+    the parsed value."""
+    return run_grid(params, [(field, values)], blocks, targets, **kwargs)
 
-    Returns the sweep dict: the header of :func:`run_synth`'s report, plus ``field``, ``values``
-    and ``runs`` (one per value: the value, the params tag and the per-block per-target results,
-    and with ``relative_to`` the shares of that run, as in :func:`run_synth`).
-    Bad values raise ``ValueError`` before anything runs.
+
+def grid_points(params, axes):
+    """The points of the grid ``axes`` (``[(field, [value strings])]``): a list of
+    ``({field: value string}, FocusParams)``, the last axis varying fastest, duplicates (the same
+    parameters twice) dropped. Bad fields or values raise ``ValueError``."""
+    axes = [(field.strip(), [str(v).strip() for v in values]) for field, values in axes]
+    if not axes or any(not values for _, values in axes):
+        raise ValueError("a sweep needs at least one field with at least one value")
+    fields = [field for field, _ in axes]
+    if len(set(fields)) != len(fields):
+        raise ValueError(f"a field is swept twice: {', '.join(fields)}")
+    points, seen = [], set()
+    for combination in itertools.product(*(values for _, values in axes)):
+        point = dict(zip(fields, combination, strict=True))
+        p = params.with_overrides([f"{f}={v}" for f, v in point.items()])
+        if p.tag not in seen:
+            seen.add(p.tag)
+            points.append((point, p))
+    return points
+
+
+def point_label(point):
+    """``"comparators=1,lanes=2"`` for ``{"comparators": 1, "lanes": 2}``."""
+    return ",".join(f"{field}={value}" for field, value in point.items())
+
+
+def run_grid(params, axes, blocks=None, targets=TARGETS, *, jobs=1, progress=print,
+             work_root=None, dsp="auto", freq=None, timeout=None, meta=None, relative_to=None,
+             sta=None, executor="threads", scheduler=None, cache=None, cycles=True):
+    """Run the flows at every point of the grid ``axes`` (``[(field, [values])]``, values as
+    strings given to ``--set``; one axis is a plain sweep).
+
+    Returns the sweep dict: the header of :func:`run_synth`'s report, plus ``fields``, ``axes``
+    (``{field: [values]}``), ``field`` (the fields joined with ",") and ``runs`` (one per point:
+    ``point`` (field -> parsed value), ``value`` (the parsed value of a one-axis sweep, else the
+    point's label ``"f1=v1,f2=v2"``), the params tag, the per-block per-target results, with
+    ``relative_to`` the shares of that run as in :func:`run_synth`, and with ``cycles`` the
+    :func:`rtl.flow.cycles.job_cycles` of each block), and with ``cycles`` the ``pareto`` front
+    of :func:`rtl.flow.pareto.pareto_front`. For one axis ``values`` lists its values. The other
+    options are :func:`run_synth`'s. Bad values raise ``ValueError`` before anything runs.
     """
     blocks, relative_to = _reference(blocks, relative_to)
     targets = list(targets)
-    swept = [params.with_overrides([f"{field}={value}"]) for value in values]
+    points = grid_points(params, axes)
+    fields = [field for field, _ in axes]
     check_tools(targets)
-    options = _options(work_root, dsp, freq, timeout)
-    tasks = [((value, block, target), f"{field}={value}", block, target, p)
-             for value, p in zip(values, swept, strict=True)
-             for block in blocks for target in targets]
-    results = _run_tasks(tasks, jobs, progress, options)
+    options = _options(work_root, dsp, freq, timeout, sta)
+    cache = _cache(cache)
+    tasks = [((p.tag, block, target), point_label(point), block, target, p)
+             for point, p in points for block in blocks for target in targets]
+    results = _run_tasks(tasks, jobs, progress, options, executor, scheduler, cache)
     sweep = _report_header(params, targets, dsp, freq, meta)
-    sweep.update(field=field, values=list(values), runs=[
-        {"value": getattr(p, field), "tag": p.tag,
-         "results": {block: {target: results[(value, block, target)] for target in targets}
-                     for block in blocks}}
-        for value, p in zip(values, swept, strict=True)])
+    sweep.update(_cache_meta(cache))
+    sweep.update(fields=fields, field=",".join(fields),
+                 axes={field: list(values) for field, values in axes})
+    if len(fields) == 1:
+        sweep["values"] = list(axes[0][1])
+    sweep["runs"] = []
+    for point, p in points:
+        parsed = {field: getattr(p, field) for field in point}
+        run = {"point": parsed,
+               "value": parsed[fields[0]] if len(fields) == 1 else point_label(parsed),
+               "tag": p.tag,
+               "results": {block: {target: results[(p.tag, block, target)]
+                                   for target in targets} for block in blocks}}
+        if relative_to is not None:
+            run["relative"] = relative_shares(run["results"], relative_to)
+        if cycles:
+            run["cycles"] = {block: job_cycles(block, p) for block in blocks}
+        sweep["runs"].append(run)
     if relative_to is not None:
         sweep["relative_to"] = relative_to
-        for run in sweep["runs"]:
-            run["relative"] = relative_shares(run["results"], relative_to)
+    if cycles:
+        sweep["pareto"] = pareto_front(sweep)
     return sweep

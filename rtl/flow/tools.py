@@ -11,7 +11,7 @@ from importlib import metadata
 from pathlib import Path
 
 from . import toolchain
-from .targets import DEVICES
+from .targets import DEVICES, STA_TARGETS
 
 # Environment variable of each tool (set by toolchain.apply()).
 _TOOL_VARS = {"yosys": "YOSYS", "nextpnr-ice40": "NEXTPNR_ICE40", "nextpnr-ecp5": "NEXTPNR_ECP5"}
@@ -59,6 +59,9 @@ def tool_versions(targets):
         versions["yosys"] = match.group(0) + ")" if match else out.strip()
     except (OSError, subprocess.TimeoutExpired):
         versions["yosys"] = None
+    if any(t in STA_TARGETS for t in targets):
+        from .sta import sta_version
+        versions["opensta"] = sta_version()
     return versions
 
 
@@ -87,17 +90,20 @@ def run_tool(command, cwd, timeout):
     return proc.returncode, round(time.monotonic() - start, 2), proc.stdout + proc.stderr
 
 
-def yosys(workdir, script, timeout):
-    """Run a Yosys script (written to ``synth.ys``) in ``workdir``; log in ``yosys.log``."""
-    (workdir / "synth.ys").write_text("\n".join(script) + "\n")
-    for stale in ("yosys.log", "stat.json", "netlist.json"):
-        (workdir / stale).unlink(missing_ok=True)
-    rc, seconds, out = run_tool(tool_command("yosys") + ["-q", "-l", "yosys.log", "-s", "synth.ys"],
-                            workdir, timeout)
+def yosys(workdir, script, timeout, name="synth"):
+    """Run a Yosys script (written to ``<name>.ys``, default ``synth.ys``) in ``workdir``; log in
+    ``yosys.log`` (``<name>.log`` for another name)."""
+    log_name = "yosys.log" if name == "synth" else f"{name}.log"
+    (workdir / f"{name}.ys").write_text("\n".join(script) + "\n")
+    stale = (log_name, "stat.json", "netlist.json") if name == "synth" else (log_name,)
+    for path in stale:
+        (workdir / path).unlink(missing_ok=True)
+    rc, seconds, out = run_tool(tool_command("yosys") + ["-q", "-l", log_name, "-s", f"{name}.ys"],
+                                workdir, timeout)
     if rc is None:
         return "timeout", f"yosys timed out after {timeout} s", seconds
     if rc != 0:
-        log = workdir / "yosys.log"
+        log = workdir / log_name
         text = (log.read_text(errors="replace") if log.exists() else "") + "\n" + out
         if re.search(r"^ERROR:", text, re.MULTILINE):
             return "synth_failed", error_line(text), seconds

@@ -67,6 +67,64 @@ def _max_tree(m, values, width, *, levels=None, prefix="max"):
     return values
 
 
+class _InputPosition:
+    """The place of the analyzer's next input beat, and its valid lanes.
+
+    Spatial: ``w`` is the beat's word, ``left`` the row's tokens from this beat on, ``rows`` the
+    rows left. Temporal: ``rleft`` the column's rows from this beat on, ``w`` and ``lane`` the
+    column's place in the buffer, ``tleft`` the tokens left. ``ok`` holds the valid lanes of the
+    next beat (a thermometer code), kept a cycle ahead so that no counter comparison sits
+    between the input and the max tree; ``ok_full`` is the code of a whole row (spatial,
+    min(M, a) lanes) or column (temporal, min(R, a) lanes).
+    """
+
+    def __init__(self, p):
+        self._lanes = a = p.lanes
+        self.w = Signal(buffer_addr_bits(p))
+        self.left = Signal(p.count_bits)
+        self.rows = Signal(ROWS_BITS)
+        self.rleft = Signal(ROWS_BITS)
+        self.lane = Signal(range(a))
+        self.tleft = Signal(p.count_bits)
+        self.ok = Signal(a)
+        self.ok_full = Signal(a)
+
+    def _therm(self, count):
+        return Cat(count > n for n in range(self._lanes))
+
+    def start(self, m, c):
+        """A job of configuration beat ``c`` begins: its first beat is next."""
+        first = Mux(c.mode == Dataflow.TEMPORAL, c.R, c.M)
+        m.d.sync += [
+            self.w.eq(0), self.left.eq(c.M), self.rows.eq(c.R), self.rleft.eq(c.R),
+            self.lane.eq(0), self.tleft.eq(c.M),
+            self.ok.eq(self._therm(first)), self.ok_full.eq(self._therm(first)),
+        ]
+
+    def advance(self, m, temporal, M, R):
+        """Step past the beat taken in this cycle, of a job of ``M`` tokens and ``R`` rows;
+        returns whether it is the job's last beat."""
+        a = self._lanes
+        w, left, rows, rleft, lane, tleft = (
+            self.w, self.left, self.rows, self.rleft, self.lane, self.tleft)
+        ok, ok_full = self.ok, self.ok_full
+        with m.If(~temporal):
+            with m.If(left <= a):
+                m.d.sync += [w.eq(0), left.eq(M), rows.eq(rows - 1), ok.eq(ok_full)]
+            with m.Else():
+                m.d.sync += [w.eq(w + 1), left.eq(left - a), ok.eq(self._therm(left - a))]
+        with m.Else():
+            with m.If(rleft <= a):
+                m.d.sync += [rleft.eq(R), tleft.eq(tleft - 1), ok.eq(ok_full)]
+                with m.If(lane == a - 1):
+                    m.d.sync += [lane.eq(0), w.eq(w + 1)]
+                with m.Else():
+                    m.d.sync += lane.eq(lane + 1)
+            with m.Else():
+                m.d.sync += [rleft.eq(rleft - a), ok.eq(self._therm(rleft - a))]
+        return Mux(temporal, (rleft <= a) & (tleft == 1), (left <= a) & (rows == 1))
+
+
 class ImportanceAnalyzer(FocusBlock):
     """Builds the importance vector ``s[j] = max_r I[r, j]`` in the importance buffer.
 
@@ -154,23 +212,7 @@ class ImportanceAnalyzer(FocusBlock):
         temporal = Signal()
         readout = Signal()
 
-        # Input position. Spatial: `w` is the beat's word, `left` the row's tokens from this beat
-        # on, `rows` the rows left. Temporal: `rleft` the column's rows from this beat on, `w` and
-        # `lane` the column's place in the buffer, `tleft` the tokens left.
-        w = Signal(buffer_addr_bits(p))
-        left = Signal(p.count_bits)
-        rows = Signal(ROWS_BITS)
-        rleft = Signal(ROWS_BITS)
-        lane = Signal(range(a))
-        tleft = Signal(p.count_bits)
-        # The valid lanes of the next beat (a thermometer code), kept a cycle ahead so that no
-        # counter comparison sits between the input and the max tree; `ok_full` is the code of a
-        # whole row (spatial, min(M, a) lanes) or column (temporal, min(R, a) lanes).
-        ok = Signal(a)
-        ok_full = Signal(a)
-
-        def therm(count):
-            return Cat(count > n for n in range(a))
+        pos = _InputPosition(p)
 
         # Stage 1: the accepted beat.
         s1_valid = Signal()
@@ -189,7 +231,7 @@ class ImportanceAnalyzer(FocusBlock):
         colmax = Signal(sb)
         collect = Signal(word)
         rd_valid = Signal()        # readout: r_data holds a word not yet sent
-        more = readout & (left != 0)
+        more = readout & (pos.left != 0)
         advance = ~rd_valid | o.ready
 
         # Every combinational output is assigned unconditionally, from the state: under Icarus's
@@ -204,43 +246,25 @@ class ImportanceAnalyzer(FocusBlock):
                     with m.If(~bad):
                         m.d.sync += [
                             M.eq(c.M), R.eq(c.R), temporal.eq(c.mode == Dataflow.TEMPORAL),
-                            readout.eq(c.readout),
-                            w.eq(0), left.eq(c.M), rows.eq(c.R), rleft.eq(c.R), lane.eq(0),
-                            tleft.eq(c.M), collect.eq(0),
+                            readout.eq(c.readout), collect.eq(0),
                         ]
-                        first = Mux(c.mode == Dataflow.TEMPORAL, c.R, c.M)
-                        m.d.sync += [ok.eq(therm(first)), ok_full.eq(therm(first))]
+                        pos.start(m, c)
                         m.next = "ACCUM"
             with m.State("ACCUM"):
                 with m.If(i.valid):
-                    with m.If(~temporal):
-                        with m.If(left <= a):
-                            m.d.sync += [w.eq(0), left.eq(M), rows.eq(rows - 1), ok.eq(ok_full)]
-                            with m.If(rows == 1):
-                                m.next = "DRAIN"
-                        with m.Else():
-                            m.d.sync += [w.eq(w + 1), left.eq(left - a), ok.eq(therm(left - a))]
-                    with m.Else():
-                        with m.If(rleft <= a):
-                            m.d.sync += [rleft.eq(R), tleft.eq(tleft - 1), ok.eq(ok_full)]
-                            with m.If(lane == a - 1):
-                                m.d.sync += [lane.eq(0), w.eq(w + 1)]
-                            with m.Else():
-                                m.d.sync += lane.eq(lane + 1)
-                            with m.If(tleft == 1):
-                                m.next = "DRAIN"
-                        with m.Else():
-                            m.d.sync += [rleft.eq(rleft - a), ok.eq(therm(rleft - a))]
+                    with m.If(pos.advance(m, temporal, M, R)):
+                        m.next = "DRAIN"
             with m.State("DRAIN"):
                 # Stage 1 writes the last beat's word this cycle.
-                m.d.sync += [self.done.eq(1), w.eq(0), left.eq(M)]
+                m.d.sync += [self.done.eq(1), pos.w.eq(0), pos.left.eq(M)]
                 m.next = "READOUT"
             with m.State("READOUT"):
                 m.d.sync += self.done.eq(0)
                 with m.If(advance):
                     m.d.sync += rd_valid.eq(more)
                     with m.If(more):
-                        m.d.sync += [w.eq(w + 1), left.eq(Mux(left > a, left - a, 0))]
+                        m.d.sync += [pos.w.eq(pos.w + 1),
+                                     pos.left.eq(Mux(pos.left > a, pos.left - a, 0))]
                     with m.Else():
                         m.next = "IDLE"
 
@@ -256,8 +280,8 @@ class ImportanceAnalyzer(FocusBlock):
         # Each word-wide signal is driven by one Cat, not lane by lane: per-lane drivers make an
         # event-driven simulator (Icarus) re-evaluate every reader once per lane.
         masked = Signal(word)
-        m.d.comb += masked.eq(Cat(Mux(ok[n], i.payload.scores[n], 0) for n in range(a)))
-        m.d.comb += [port.r_addr.eq(w),
+        m.d.comb += masked.eq(Cat(Mux(pos.ok[n], i.payload.scores[n], 0) for n in range(a)))
+        m.d.comb += [port.r_addr.eq(pos.w),
                      port.r_en.eq(Mux(accum, take & ~temporal, reading & advance & more))]
         part = _max_tree(m, (masked.scores[n] for n in range(a)), sb, levels=(depth + 1) // 2,
                          prefix="max_in")
@@ -265,14 +289,14 @@ class ImportanceAnalyzer(FocusBlock):
         m.d.sync += s1_valid.eq(take)
         with m.If(take):
             m.d.sync += [
-                s1_addr.eq(w),
-                s1_first.eq(Mux(temporal, rleft == R, rows == R)),
-                s1_fwd.eq(s1_valid & (s1_addr == w)),
+                s1_addr.eq(pos.w),
+                s1_first.eq(Mux(temporal, pos.rleft == R, pos.rows == R)),
+                s1_fwd.eq(s1_valid & (s1_addr == pos.w)),
                 s1_beat.eq(masked),
                 [r.eq(v) for r, v in zip(s1_part, part, strict=True)],
-                s1_col_end.eq(rleft <= a),
-                s1_lane.eq(lane),
-                s1_flush.eq((lane == a - 1) | (tleft == 1)),
+                s1_col_end.eq(pos.rleft <= a),
+                s1_lane.eq(pos.lane),
+                s1_flush.eq((pos.lane == a - 1) | (pos.tleft == 1)),
             ]
 
         # Stage 2: write back.

@@ -1,18 +1,17 @@
 """The SEC offset decoder (spec 3.3): Exp-Golomb offset code in, keep mask and kept indices out."""
 
-from amaranth.hdl import Cat, Module, Mux, ResetInserter, Signal, unsigned
-from amaranth.lib import data, enum, fifo, stream
+from amaranth.hdl import Module, Mux, Signal, unsigned
+from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
 from ..layouts import mask_beat_layout, offset_word_layout
+from .mask_builder import INDEX_FIFO_DEPTH, MaskBuilder
 from .offset_encoder import bit_length
 
 __all__ = ["OffsetDecoder", "DecodeError", "decoder_config_layout", "index_layout",
            "leading_zero_limit", "decode_field_bits", "DECODE_DRAIN_CYCLES", "INDEX_FIFO_DEPTH"]
 
-#: Depth of the queue between the code decoder and the mask builder.
-INDEX_FIFO_DEPTH = 4
 #: Cycles from the decision that ends a job (error, or the last mask beat written) to ``busy``
 #: low, once the job's last word has been accepted and the output registers are empty.
 DECODE_DRAIN_CYCLES = 2
@@ -39,6 +38,16 @@ class DecodeError(enum.Enum, shape=4):
     INDEX = 7
     #: The n codes end before ``nbits``.
     TRAILING = 8
+
+
+class _Phase(enum.Enum, shape=2):
+    """The decoder's phase within a job."""
+    #: The header is next.
+    HDR = 0
+    #: One code per cycle.
+    CODES = 1
+    #: The n codes are decoded.
+    FIN = 2
 
 
 def decoder_config_layout(p):
@@ -88,10 +97,13 @@ class OffsetDecoder(FocusBlock):
     Datapath: a bit buffer of ``decode_field_bits + word_bits`` bits takes one word per cycle
     while it has room; each cycle the header, or one code, is decoded from its top (a leading
     zero count over Z = bit_length(tokens) bits, then a variable shift) and consumed. An index
-    goes to ``idx_stream``'s register and, through a queue of :data:`INDEX_FIFO_DEPTH`, to the
-    mask builder, which writes one mask beat per cycle. Throughput: one code per cycle while the
-    buffer holds it (codes average fewer than ``word_bits`` bits), ``idx_stream`` takes it and the
-    queue has room; the mask side writes one beat per cycle, so a gap that skips b whole beats
+    goes to ``idx_stream``'s register and, in the same cycle, to a
+    :class:`rtl.sec.mask_builder.MaskBuilder` (through its queue of :data:`INDEX_FIFO_DEPTH`),
+    which writes one mask beat per cycle: the decoder composes the two with ``wiring.connect``,
+    starts the builder with the config beat, holds it aborted while no job runs or after an
+    error, and tells it when the codes are all decoded. Throughput: one code per cycle while
+    the buffer holds it (codes average fewer than ``word_bits`` bits), ``idx_stream`` takes it and
+    the queue has room; the mask side writes one beat per cycle, so a gap that skips b whole beats
     costs about b cycles there, absorbed by the queue.
 
     Cycles with no stalls, for a valid code of w words and n kept tokens, from the config beat to
@@ -121,11 +133,12 @@ class OffsetDecoder(FocusBlock):
     params : FocusParams
         Uses ``tokens``, ``lanes`` and ``word_bits`` (and the derived widths).
     mask : bool
-        False leaves out the mask builder, its queue and ``o_stream``: the decoder then gives
-        only the kept indices, at one per cycle whatever the gaps (a gap no longer costs a cycle
-        per skipped beat), and a job of w words and n indices takes ``max(w, n) + 5`` cycles or
-        fewer. :class:`rtl.top.focus_unit.FocusUnit` uses this: the SIC layouter needs positions,
-        not the mask. Errors and their causes are the same.
+        False leaves out the mask builder (and its queue) and ``o_stream``: the decoder proper,
+        code words to indices, with the same ports otherwise. It gives the kept indices at one
+        per cycle whatever the gaps (a gap no longer costs a cycle per skipped beat), and a job
+        of w words and n indices takes ``max(w, n) + 5`` cycles or fewer.
+        :class:`rtl.top.focus_unit.FocusUnit` uses this: the SIC layouter needs positions, not
+        the mask. Errors and their causes are the same.
 
     Members
     -------
@@ -172,11 +185,10 @@ class OffsetDecoder(FocusBlock):
         p = self._params
         m = Module()
         cfg, i, x = self.cfg_stream, self.i_stream, self.idx_stream
-        lanes, wb, cb = p.lanes, p.word_bits, p.count_bits
+        wb, cb = p.word_bits, p.count_bits
         zmax = leading_zero_limit(p)
         fw = decode_field_bits(p)
         bb = fw + wb                    # bit buffer: a word fits in whenever fill <= fw
-        assert zmax <= 31
 
         # ---- job settings and state -------------------------------------------------------------
         tokens = Signal(cb)
@@ -186,8 +198,9 @@ class OffsetDecoder(FocusBlock):
         m.d.comb += [self.order.eq(e), self.kept.eq(n)]
         running = Signal()
         in_done = Signal()              # the job's last word has been accepted
-        HDR, CODES, FIN = range(3)
-        phase = Signal(range(3))
+        # The phase is an enum, not an m.FSM: a config beat restarts it from any value, so the
+        # decoder leaves even its unused code (the formal proof's induction relies on this).
+        phase = Signal(_Phase)
         codes_left = Signal(range(p.tokens + 1))
         prev_end = Signal(cb + 1)       # previous index + 1
         error = Signal()
@@ -199,23 +212,16 @@ class OffsetDecoder(FocusBlock):
         rem = Signal(p.nbits_bits)      # string bits not yet consumed
         need = Signal(p.nbits_bits)     # string bits not yet loaded
 
-        # The index queue to the mask builder, cleared by a new job and by an error.
-        flush = Signal()
-        if self._mask:
-            queue = fifo.SyncFIFOBuffered(width=p.index_bits, depth=INDEX_FIFO_DEPTH)
-            m.submodules.queue = ResetInserter(flush)(queue)
-
-        m.d.comb += self.busy.eq(running | x.valid | (self.o_stream.valid if self._mask else 0))
-
         # ---- a new job --------------------------------------------------------------------------
         cfg_fire = cfg.valid & cfg.ready
-        m.d.comb += [cfg.ready.eq(~running), flush.eq(cfg_fire | error)]
+        m.d.comb += cfg.ready.eq(~running)
         with m.If(cfg_fire):
             cfg_m, cfg_hb = cfg.payload.tokens, bit_length(cfg.payload.tokens)
             bad_m = (cfg_m == 0) | (cfg_m > p.tokens)
             short = cfg.payload.nbits < 3 + cfg_hb
             m.d.sync += [
-                running.eq(1), in_done.eq(0), phase.eq(HDR), codes_left.eq(0), prev_end.eq(0),
+                running.eq(1), in_done.eq(0), phase.eq(_Phase.HDR), codes_left.eq(0),
+                prev_end.eq(0),
                 tokens.eq(cfg_m), hb.eq(cfg_hb), e.eq(0), n.eq(0),
                 buf.eq(0), fill.eq(0), rem.eq(cfg.payload.nbits), need.eq(cfg.payload.nbits),
                 error.eq(bad_m | short),
@@ -223,70 +229,61 @@ class OffsetDecoder(FocusBlock):
                              Mux(short, DecodeError.HEADER, DecodeError.NONE))),
             ]
 
+        # ---- the mask builder, with the mask: each index goes to it and to idx_stream's register
+        # in the same cycle, only when both have room (so `to_mask.valid` waits for `ready`, which
+        # is safe: the builder's ready is its queue's room and never depends on valid).
+        room = ~x.valid | x.ready
+        if self._mask:
+            m.submodules.mask_builder = builder = MaskBuilder(p)
+            to_mask = stream.Signature(unsigned(p.index_bits)).create(path=("to_mask",))
+            wiring.connect(m, to_mask, builder.i_stream)
+            wiring.connect(m, builder.o_stream, wiring.flipped(self.o_stream))
+            room = room & to_mask.ready
+
         # ---- decode one field from the top of the buffer ----------------------------------------
         avail = Signal.like(rem)        # string bits in the buffer
         m.d.comb += avail.eq(Mux(fill < rem, fill, rem))
-        top = buf[bb - zmax:]           # the bits a leading zero count looks at
-        lz = Signal(range(zmax + 1))
-        m.d.comb += lz.eq(zmax)
-        for k in reversed(range(zmax)):
-            with m.If(top[zmax - 1 - k]):
-                m.d.comb += lz.eq(k)
-        code_len = Signal(range(fw + 1))
-        m.d.comb += code_len.eq(2 * lz + 1 + e)
-        code_shift = Signal(range(bb + 1))
-        m.d.comb += code_shift.eq(bb - code_len)
-        v = Signal(zmax + 8)
-        m.d.comb += v.eq(buf >> code_shift)
-        j = Signal(max(cb + 1, zmax + 8) + 1)
-        m.d.comb += j.eq(prev_end + v - (1 << e))
+        lz, code_len, j = _code_fields(m, p, buf, e, prev_end)
+        hl, hdr, hdr_n = _header_fields(m, p, buf, hb)
 
-        hl = Signal(range(cb + 4))      # header length
-        m.d.comb += hl.eq(3 + hb)
-        hdr_shift = Signal(range(bb + 1))
-        m.d.comb += hdr_shift.eq(bb - hl)
-        hdr = Signal(3 + cb)
-        m.d.comb += hdr.eq(buf >> hdr_shift)
-        hdr_n = Signal(cb)
-        m.d.comb += hdr_n.eq(hdr & ((1 << hb) - 1))
-
-        j_free = (~x.valid | x.ready) & (queue.w_rdy if self._mask else 1)
         used = Signal(range(fw + 1))    # string bits consumed this cycle
-        push = Signal()
-        fail = Signal()
+        push, fail = Signal(name="push"), Signal(name="fail")
         fail_cause = Signal(DecodeError)
         active = running & ~error
-        with m.If(active & (phase == HDR)):
-            with m.If(avail >= hl):
-                m.d.comb += used.eq(hl)
-                m.d.sync += [e.eq(hdr >> hb), n.eq(hdr_n), codes_left.eq(hdr_n)]
-                with m.If(hdr_n > tokens):
-                    m.d.comb += [fail.eq(1), fail_cause.eq(DecodeError.COUNT)]
-                with m.Else():
-                    m.d.sync += phase.eq(CODES)
-        with m.Elif(active & (phase == CODES) & (codes_left == 0)):
-            # Only for n = 0: the header must be the whole string.
-            with m.If(rem == 0):
-                m.d.sync += phase.eq(FIN)
-            with m.Else():
-                m.d.comb += [fail.eq(1), fail_cause.eq(DecodeError.TRAILING)]
-        with m.Elif(active & (phase == CODES) & j_free):
-            one = (lz < avail) & (lz < zmax)
-            with m.If(one & (code_len <= avail)):
-                with m.If(j >= tokens):
-                    m.d.comb += [fail.eq(1), fail_cause.eq(DecodeError.INDEX)]
-                with m.Elif((codes_left == 1) & (rem != code_len)):
-                    m.d.comb += [fail.eq(1), fail_cause.eq(DecodeError.TRAILING)]
-                with m.Else():
-                    m.d.comb += [used.eq(code_len), push.eq(1)]
-                    m.d.sync += [prev_end.eq(j + 1), codes_left.eq(codes_left - 1)]
-                    with m.If(codes_left == 1):
-                        m.d.sync += phase.eq(FIN)
-            with m.Elif(~one & (avail >= zmax)):
-                m.d.comb += [fail.eq(1), fail_cause.eq(DecodeError.ZEROS)]
-            with m.Elif(need == 0):
-                # Every string bit is in the buffer and the code still does not fit.
-                m.d.comb += [fail.eq(1), fail_cause.eq(DecodeError.TRUNCATED)]
+        with m.Switch(phase):
+            with m.Case(_Phase.HDR):
+                with m.If(active & (avail >= hl)):
+                    m.d.comb += used.eq(hl)
+                    m.d.sync += [e.eq(hdr >> hb), n.eq(hdr_n), codes_left.eq(hdr_n)]
+                    with m.If(hdr_n > tokens):
+                        m.d.comb += [fail.eq(1), fail_cause.eq(DecodeError.COUNT)]
+                    with m.Else():
+                        m.d.sync += phase.eq(_Phase.CODES)
+            with m.Case(_Phase.CODES):
+                with m.If(active & (codes_left == 0)):
+                    # Only for n = 0: the header must be the whole string.
+                    with m.If(rem == 0):
+                        m.d.sync += phase.eq(_Phase.FIN)
+                    with m.Else():
+                        m.d.comb += [fail.eq(1), fail_cause.eq(DecodeError.TRAILING)]
+                with m.Elif(active & room):
+                    one = (lz < avail) & (lz < zmax)
+                    with m.If(one & (code_len <= avail)):
+                        with m.If(j >= tokens):
+                            m.d.comb += [fail.eq(1), fail_cause.eq(DecodeError.INDEX)]
+                        with m.Elif((codes_left == 1) & (rem != code_len)):
+                            m.d.comb += [fail.eq(1), fail_cause.eq(DecodeError.TRAILING)]
+                        with m.Else():
+                            m.d.comb += [used.eq(code_len), push.eq(1)]
+                            m.d.sync += [prev_end.eq(j + 1), codes_left.eq(codes_left - 1)]
+                            with m.If(codes_left == 1):
+                                m.d.sync += phase.eq(_Phase.FIN)
+                    with m.Elif(~one & (avail >= zmax)):
+                        m.d.comb += [fail.eq(1), fail_cause.eq(DecodeError.ZEROS)]
+                    with m.Elif(need == 0):
+                        # Every string bit is in the buffer and the code still does not fit.
+                        m.d.comb += [fail.eq(1), fail_cause.eq(DecodeError.TRUNCATED)]
+        fin = phase == _Phase.FIN
 
         # ---- the buffer: consume, then load a word ----------------------------------------------
         m.d.comb += i.ready.eq(running & ~in_done & (error | (need == 0) | (fill <= fw)))
@@ -313,53 +310,60 @@ class OffsetDecoder(FocusBlock):
         with m.If(running & ~error & (fail | short)):
             m.d.sync += [error.eq(1), cause.eq(Mux(fail, fail_cause, DecodeError.SHORT))]
 
-        # ---- outputs: the index register and the queue to the mask builder ----------------------
+        # ---- outputs: the index register (and the mask builder), and the end of a job ----------
         with m.If(push):
             m.d.sync += [x.valid.eq(1), x.payload.index.eq(j), x.payload.last.eq(codes_left == 1)]
         with m.Elif(x.ready):
             m.d.sync += x.valid.eq(0)
-        if not self._mask:
-            with m.If(running & in_done & (error | (phase == FIN))):
-                m.d.sync += running.eq(0)
-            return m
-        m.d.comb += [queue.w_data.eq(j), queue.w_en.eq(push)]
-
-        # ---- the mask builder -------------------------------------------------------------------
-        o = self.o_stream
-        ob_base = Signal(cb + 1)        # token index of the current beat's lane 0
-        obits = Signal(lanes)
-        mask_done = Signal()
-        with m.If(cfg_fire):
-            m.d.sync += [ob_base.eq(0), obits.eq(0), mask_done.eq(0)]
-        out_free = ~o.valid | o.ready
-        rel = Signal(cb + 2)
-        m.d.comb += rel.eq(queue.r_data - ob_base)
-        emit = Signal()
-        emit_last = Signal()
-        build = running & ~error & ~mask_done
-        with m.If(build & queue.r_rdy):
-            with m.If(rel < lanes):
-                m.d.comb += queue.r_en.eq(1)
-                m.d.sync += obits.eq(obits | Cat(*(rel == k for k in range(lanes))))
-            with m.Elif(out_free):
-                m.d.comb += emit.eq(1)
-                m.d.sync += ob_base.eq(ob_base + lanes)
-                with m.If(rel < 2 * lanes):
-                    m.d.comb += queue.r_en.eq(1)
-                    m.d.sync += obits.eq(Cat(*(rel == lanes + k for k in range(lanes))))
-                with m.Else():
-                    m.d.sync += obits.eq(0)
-        with m.Elif(build & (phase == FIN) & (queue.level == 0) & out_free):
-            m.d.comb += [emit.eq(1), emit_last.eq(ob_base + lanes >= tokens)]
-            m.d.sync += [ob_base.eq(ob_base + lanes), obits.eq(0)]
-            with m.If(emit_last):
-                m.d.sync += mask_done.eq(1)
-        with m.If(emit):
-            m.d.sync += [o.valid.eq(1), o.payload.keep.eq(obits), o.payload.last.eq(emit_last)]
-        with m.Elif(o.ready):
-            m.d.sync += o.valid.eq(0)
-
-        # ---- the end of a job -------------------------------------------------------------------
-        with m.If(running & in_done & (error | mask_done)):
+        busy = running | x.valid
+        finished = fin                  # every output of the job is decided
+        if self._mask:
+            m.d.comb += [
+                to_mask.valid.eq(push), to_mask.payload.eq(j),
+                builder.start.eq(cfg_fire), builder.M.eq(tokens),
+                builder.abort.eq(~running | error), builder.i_done.eq(fin),
+            ]
+            busy = busy | self.o_stream.valid
+            finished = ~builder.busy
+        m.d.comb += self.busy.eq(busy)
+        with m.If(running & in_done & (error | finished)):
             m.d.sync += running.eq(0)
         return m
+
+
+def _code_fields(m, p, buf, e, prev_end):
+    """The code at the top of the bit buffer ``buf``, at order ``e``: its leading zeros ``lz``
+    (counted over Z = :func:`leading_zero_limit` bits, Z when all are zero), its length
+    ``2*lz + 1 + e`` and the index ``j`` it gives after the previous index + 1, ``prev_end``."""
+    zmax, fw, bb = leading_zero_limit(p), decode_field_bits(p), len(buf)
+    assert zmax <= 31
+    top = buf[bb - zmax:]           # the bits a leading zero count looks at
+    lz = Signal(range(zmax + 1))
+    m.d.comb += lz.eq(zmax)
+    for k in reversed(range(zmax)):
+        with m.If(top[zmax - 1 - k]):
+            m.d.comb += lz.eq(k)
+    code_len = Signal(range(fw + 1))
+    m.d.comb += code_len.eq(2 * lz + 1 + e)
+    code_shift = Signal(range(bb + 1))
+    m.d.comb += code_shift.eq(bb - code_len)
+    v = Signal(zmax + 8)
+    m.d.comb += v.eq(buf >> code_shift)
+    j = Signal(max(p.count_bits + 1, zmax + 8) + 1)
+    m.d.comb += j.eq(prev_end + v - (1 << e))
+    return lz, code_len, j
+
+
+def _header_fields(m, p, buf, hb):
+    """The header at the top of ``buf`` for a count field of ``hb`` bits: its length
+    ``3 + hb``, the header's bits (order, then count) and the count n."""
+    cb, bb = p.count_bits, len(buf)
+    hl = Signal(range(cb + 4))      # header length
+    m.d.comb += hl.eq(3 + hb)
+    hdr_shift = Signal(range(bb + 1))
+    m.d.comb += hdr_shift.eq(bb - hl)
+    hdr = Signal(3 + cb)
+    m.d.comb += hdr.eq(buf >> hdr_shift)
+    hdr_n = Signal(cb)
+    m.d.comb += hdr_n.eq(hdr & ((1 << hb) - 1))
+    return hl, hdr, hdr_n

@@ -1,11 +1,12 @@
 """The SEC offset encoder (spec 3.3): keep mask in, Exp-Golomb offset code out."""
 
 from amaranth.hdl import Array, Module, Mux, Signal, unsigned
-from amaranth.lib import data, enum, memory, stream
+from amaranth.lib import data, enum, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
 from ..layouts import mask_beat_layout, offset_word_layout
+from .bit_packer import BitPacker, packer_field_layout
 
 __all__ = ["OffsetEncoder", "EncodeError", "encoder_config_layout", "code_field_bits",
            "bit_length"]
@@ -82,8 +83,9 @@ class OffsetEncoder(FocusBlock):
        the seven compares were the encoder's critical path: 10.5 MHz on the iCE40, against 31
        MHz now.)
     3. **Emit.** The header, then one code per cycle read back from the gap memory, go into a
-       bit packer that writes at most one word per cycle. Codes longer than a word hold the
-       packer for ceil(length/word_bits) cycles: emission is ``max(n + 1, words)`` cycles.
+       :class:`rtl.sec.bit_packer.BitPacker` that writes at most one word per cycle. Codes
+       longer than a word hold the packer for ceil(length/word_bits) cycles: emission is
+       ``max(n + 1, words)`` cycles.
 
     Latency and throughput: with no stalls a job of M tokens, n kept, takes
     ``sum over beats of max(1, kept in the beat) + max(n + 1, ceil(nbits/word_bits)) + 14`` to
@@ -141,12 +143,11 @@ class OffsetEncoder(FocusBlock):
     def elaborate(self, platform):
         p = self._params
         m = Module()
-        cfg, i, o = self.cfg_stream, self.i_stream, self.o_stream
-        lanes, wb, cb = p.lanes, p.word_bits, p.count_bits
+        cfg, i = self.cfg_stream, self.i_stream
+        lanes, cb = p.lanes, p.count_bits
         fw = code_field_bits(p)         # widest packed field
-        acc_bits = wb - 1 + fw          # packer: a field is taken only while fill < word_bits
 
-        # ---- job settings ---------------------------------------------------------------------
+        # ---- job settings -----------------------------------------------------------------------
         tokens = Signal(cb)
         hb = Signal(range(cb + 1))      # bit_length(M): width of the header's count field
         adaptive = Signal()
@@ -173,29 +174,53 @@ class OffsetEncoder(FocusBlock):
         a_gap = Signal(p.index_bits)
         totals = Array(Signal(p.nbits_bits, name=f"total{k}") for k in range(_ORDERS))
 
-        # ---- emission registers -----------------------------------------------------------------
-        hdr_pending = Signal()
-        rd_ptr = Signal(range(p.tokens + 1))
-        m_valid = Signal()              # rd.data holds a gap not yet turned into a field
-        f_valid = Signal()
-        f_val = Signal(fw)
-        f_len = Signal(range(fw + 1))
-        acc = Signal(acc_bits)          # left-aligned: bit acc_bits-1 is the next bit out
-        fill = Signal(range(acc_bits + 1))
+        # ---- emission: the field register feeds the bit packer ----------------------------------
+        m.submodules.packer = packer = BitPacker(p, fw)
+        wiring.connect(m, packer.o_stream, wiring.flipped(self.o_stream))
+        field = stream.Signature(packer_field_layout(fw)).create(path=("field",))
+        wiring.connect(m, field, packer.i_stream)
 
         # ---- control ----------------------------------------------------------------------------
         # IDLE -> INGEST -> CHOOSE -> EMIT -> IDLE; DRAIN discards the rest of a malformed job.
-        state = Signal(range(5))
-        IDLE, INGEST, CHOOSE, EMIT, DRAIN = range(5)
+        cfg_fire = cfg.valid & cfg.ready
+        bad_cfg = (cfg.payload.tokens == 0) | (cfg.payload.tokens > p.tokens)
+        beat_fire = Signal()            # an ingest beat is accepted ...
+        bad_beat = Signal()             # ... and it is malformed
+        ingested = got_final & ~cur_valid & ~a_valid    # the last gap is counted
+        chosen = Signal()
+        with m.FSM() as fsm:
+            with m.State("IDLE"):
+                with m.If(cfg_fire & bad_cfg):
+                    m.next = "DRAIN"
+                with m.Elif(cfg_fire):
+                    m.next = "INGEST"
+            with m.State("INGEST"):
+                with m.If(beat_fire & bad_beat):
+                    with m.If(i.payload.last):
+                        m.next = "IDLE"
+                    with m.Else():
+                        m.next = "DRAIN"
+                with m.Elif(ingested):
+                    m.next = "CHOOSE"
+            with m.State("CHOOSE"):
+                with m.If(chosen):
+                    m.next = "EMIT"
+            with m.State("EMIT"):
+                with m.If(packer.done):
+                    m.next = "IDLE"
+            with m.State("DRAIN"):
+                with m.If(i.valid & i.payload.last):
+                    m.next = "IDLE"
+        idle, ingest, choose, emit, drain = (
+            fsm.ongoing(state) for state in ("IDLE", "INGEST", "CHOOSE", "EMIT", "DRAIN"))
 
         error = Signal()
         cause = Signal(EncodeError)
         m.d.comb += [self.error.eq(error), self.cause.eq(cause),
-                     self.busy.eq((state != IDLE) | o.valid)]
+                     self.busy.eq(~idle | self.o_stream.valid)]
 
-        m.d.comb += cfg.ready.eq(state == IDLE)
-        with m.If(cfg.valid & cfg.ready):
-            bad = (cfg.payload.tokens == 0) | (cfg.payload.tokens > p.tokens)
+        m.d.comb += cfg.ready.eq(idle)
+        with m.If(cfg_fire):
             m.d.sync += [
                 tokens.eq(cfg.payload.tokens),
                 hb.eq(bit_length(cfg.payload.tokens)),
@@ -203,24 +228,19 @@ class OffsetEncoder(FocusBlock):
                 fixed.eq(cfg.payload.order),
                 e.eq(cfg.payload.order),
                 n.eq(0), in_base.eq(0), got_final.eq(0), cur_valid.eq(0), prev_end.eq(0),
-                a_valid.eq(0), hdr_pending.eq(1), rd_ptr.eq(0), m_valid.eq(0), f_valid.eq(0),
-                acc.eq(0), fill.eq(0),
-                error.eq(bad),
-                cause.eq(Mux(bad, EncodeError.CONFIG, EncodeError.NONE)),
-                state.eq(Mux(bad, DRAIN, INGEST)),
+                a_valid.eq(0),
+                error.eq(bad_cfg),
+                cause.eq(Mux(bad_cfg, EncodeError.CONFIG, EncodeError.NONE)),
             ]
             m.d.sync += [totals[k].eq(0) for k in range(_ORDERS)]
 
         # ---- ingest: stage A picks one kept token per cycle --------------------------------------
-        lowest = Signal(range(lanes))
-        for k in reversed(range(lanes)):
-            with m.If(cur_bits[k]):
-                m.d.comb += lowest.eq(k)
+        lowest = _lowest_set(m, cur_bits)
         rest = cur_bits & (cur_bits - 1)
         cur_done = rest == 0            # at most one kept token left: the beat ends this cycle
         pos = cur_base + lowest
 
-        with m.If((state == INGEST) & cur_valid):
+        with m.If(ingest & cur_valid):
             m.d.sync += a_valid.eq(cur_bits != 0)
             with m.If(cur_bits != 0):
                 m.d.sync += [a_gap.eq(pos - prev_end), prev_end.eq(pos + 1), cur_bits.eq(rest)]
@@ -229,100 +249,99 @@ class OffsetEncoder(FocusBlock):
         with m.Else():
             m.d.sync += a_valid.eq(0)
 
-        m.d.comb += i.ready.eq(((state == INGEST) & ~got_final & (~cur_valid | cur_done))
-                               | (state == DRAIN))
+        m.d.comb += i.ready.eq((ingest & ~got_final & (~cur_valid | cur_done)) | drain)
         beat_final = in_base + lanes >= tokens
         pad = Signal(lanes)             # lanes at or past M on this beat
         for k in range(lanes):
             m.d.comb += pad[k].eq(in_base + k >= tokens)
-        with m.If((state == INGEST) & i.valid & i.ready):
+        m.d.comb += [beat_fire.eq(ingest & i.valid & i.ready),
+                     bad_beat.eq((i.payload.last != beat_final) | ((i.payload.keep & pad) != 0))]
+        with m.If(beat_fire):
             with m.If(i.payload.last != beat_final):
-                m.d.sync += [error.eq(1), cause.eq(EncodeError.LAST),
-                             state.eq(Mux(i.payload.last, IDLE, DRAIN))]
+                m.d.sync += [error.eq(1), cause.eq(EncodeError.LAST)]
             with m.Elif((i.payload.keep & pad) != 0):
-                m.d.sync += [error.eq(1), cause.eq(EncodeError.PADDING),
-                             state.eq(Mux(i.payload.last, IDLE, DRAIN))]
+                m.d.sync += [error.eq(1), cause.eq(EncodeError.PADDING)]
             with m.Else():
                 m.d.sync += [cur_bits.eq(i.payload.keep), cur_valid.eq(1), cur_base.eq(in_base),
                              in_base.eq(in_base + lanes), got_final.eq(beat_final)]
-        with m.If((state == DRAIN) & i.valid & i.payload.last):
-            m.d.sync += state.eq(IDLE)
 
         # ---- ingest: stage B stores the gap and adds its length at every order -----------------
-        m.d.comb += [wr.addr.eq(n), wr.data.eq(a_gap), wr.en.eq((state == INGEST) & a_valid)]
-        with m.If((state == INGEST) & a_valid):
+        m.d.comb += [wr.addr.eq(n), wr.data.eq(a_gap), wr.en.eq(ingest & a_valid)]
+        with m.If(ingest & a_valid):
             m.d.sync += n.eq(n + 1)
             for k in range(_ORDERS):
                 v = a_gap + (1 << k)
                 m.d.sync += totals[k].eq(totals[k] + 2 * bit_length(v) - 1 - k)
 
         # ---- choose: the order and nbits, once the last gap is counted ---------------------------
-        # One order per cycle (8 cycles): a first minimum over all eight totals in one cycle was
-        # a chain of seven compares and the encoder's critical path.
-        best_e = Signal(3)
-        best = Signal(p.nbits_bits)
-        ck = Signal(range(_ORDERS + 1))
-        with m.If((state == INGEST) & got_final & ~cur_valid & ~a_valid):
-            m.d.sync += [state.eq(CHOOSE), ck.eq(1), best_e.eq(0), best.eq(totals[0])]
-        with m.If(state == CHOOSE):
-            with m.If(ck != _ORDERS):
-                with m.If(totals[ck[:3]] < best):
-                    m.d.sync += [best_e.eq(ck[:3]), best.eq(totals[ck[:3]])]
-                m.d.sync += ck.eq(ck + 1)
-            with m.Else():
-                m.d.sync += [e.eq(Mux(adaptive, best_e, fixed)),
-                             nbits.eq(3 + hb + Mux(adaptive, best, totals[fixed])),
-                             state.eq(EMIT)]
+        best_e, best = self._choose_order(m, totals, start=ingest & ingested, run=choose,
+                                          chosen=chosen)
+        with m.If(chosen):
+            m.d.sync += [e.eq(Mux(adaptive, best_e, fixed)),
+                         nbits.eq(3 + hb + Mux(adaptive, best, totals[fixed]))]
 
         # ---- emit: gap memory -> fields -> packer -> output word ---------------------------------
-        out_free = ~o.valid | o.ready
-        flushing = (state == EMIT) & ~hdr_pending & ~f_valid & ~m_valid & (rd_ptr == n)
-        can_out = (fill >= wb) | (flushing & (fill != 0))
-        out_fire = (state == EMIT) & can_out & out_free
-        fill1 = Signal.like(fill)
-        acc1 = Signal.like(acc)
-        m.d.comb += [
-            fill1.eq(Mux(out_fire, Mux(fill >= wb, fill - wb, 0), fill)),
-            acc1.eq(Mux(out_fire, acc << wb, acc)),
-        ]
-        take = (state == EMIT) & f_valid & (fill1 < wb)
-        shift = Signal(range(acc_bits + 1))     # where the field's last bit lands
-        m.d.comb += shift.eq(acc_bits - fill1 - f_len)
-        with m.If(take):
-            m.d.sync += [acc.eq(acc1 | (f_val << shift)),
-                         fill.eq(fill1 + f_len)]
-        with m.Else():
-            m.d.sync += [acc.eq(acc1), fill.eq(fill1)]
+        fields_done = self._feed_fields(m, rd, field, start=cfg_fire, run=emit, e=e, hb=hb, n=n)
+        m.d.comb += [packer.nbits.eq(nbits), packer.flush.eq(emit & fields_done)]
+        return m
 
-        with m.If(out_fire):
-            last = flushing & (fill <= wb)
-            m.d.sync += [o.valid.eq(1), o.payload.word.eq(acc[acc_bits - wb:]),
-                         o.payload.nbits.eq(nbits), o.payload.last.eq(last)]
-            with m.If(last):
-                m.d.sync += state.eq(IDLE)
-        with m.Elif(o.ready):
-            m.d.sync += o.valid.eq(0)
+    def _feed_fields(self, m, rd, field, *, start, run, e, hb, n):
+        """The field register ``field`` (a stream to the bit packer): while ``run``, the header
+        ``e | n`` first, then one code per cycle from the ``n`` gaps in the gap memory (read port
+        ``rd``). ``start`` begins a job. Returns a signal that is high once the last field has
+        been taken (the packer may flush)."""
+        p = self._params
+        hdr_pending = Signal()
+        rd_ptr = Signal(range(p.tokens + 1))
+        m_valid = Signal()              # rd.data holds a gap not yet turned into a field
+        with m.If(start):
+            m.d.sync += [hdr_pending.eq(1), rd_ptr.eq(0), m_valid.eq(0), field.valid.eq(0)]
 
-        # The field register: the header first, then one code per cycle from the gap memory.
-        f_free = ~f_valid | take
-        g = rd.data
+        f_free = ~field.valid | field.ready
         v = Signal(p.index_bits + 8)
         vlen = Signal(range(len(v) + 1))
-        m.d.comb += [v.eq(g + (1 << e)), vlen.eq(bit_length(v))]
-        m_take = (state == EMIT) & f_free & ~hdr_pending & m_valid
-        with m.If((state == EMIT) & f_free):
+        m.d.comb += [v.eq(rd.data + (1 << e)), vlen.eq(bit_length(v))]
+        m_take = run & f_free & ~hdr_pending & m_valid
+        with m.If(run & f_free):
             with m.If(hdr_pending):
-                m.d.sync += [f_valid.eq(1), f_val.eq((e << hb) | n), f_len.eq(3 + hb),
-                             hdr_pending.eq(0)]
+                m.d.sync += [field.valid.eq(1), field.payload.value.eq((e << hb) | n),
+                             field.payload.length.eq(3 + hb), hdr_pending.eq(0)]
             with m.Elif(m_valid):
-                m.d.sync += [f_valid.eq(1), f_val.eq(v), f_len.eq(2 * vlen - 1 - e)]
+                m.d.sync += [field.valid.eq(1), field.payload.value.eq(v),
+                             field.payload.length.eq(2 * vlen - 1 - e)]
             with m.Else():
-                m.d.sync += f_valid.eq(0)
+                m.d.sync += field.valid.eq(0)
 
-        m_adv = (state == EMIT) & (~m_valid | m_take)
+        m_adv = run & (~m_valid | m_take)
         m.d.comb += [rd.addr.eq(rd_ptr), rd.en.eq(m_adv)]
         with m.If(m_adv):
             m.d.sync += m_valid.eq(rd_ptr != n)
             with m.If(rd_ptr != n):
                 m.d.sync += rd_ptr.eq(rd_ptr + 1)
-        return m
+        return ~hdr_pending & ~m_valid & (rd_ptr == n)
+
+    def _choose_order(self, m, totals, *, start, run, chosen):
+        """The first minimum of the eight ``totals``, one order per cycle (8 cycles): one compare
+        a cycle, since a first minimum over all eight in one cycle was a chain of seven compares
+        and the encoder's critical path. ``start`` begins it; while ``run``, ``chosen`` rises in
+        the cycle the returned (order, total) is final."""
+        best_e = Signal(3)
+        best = Signal(self._params.nbits_bits)
+        ck = Signal(range(_ORDERS + 1))
+        with m.If(start):
+            m.d.sync += [ck.eq(1), best_e.eq(0), best.eq(totals[0])]
+        with m.If(run & (ck != _ORDERS)):
+            with m.If(totals[ck[:3]] < best):
+                m.d.sync += [best_e.eq(ck[:3]), best.eq(totals[ck[:3]])]
+            m.d.sync += ck.eq(ck + 1)
+        m.d.comb += chosen.eq(run & (ck == _ORDERS))
+        return best_e, best
+
+
+def _lowest_set(m, bits):
+    """The index of the lowest set bit of ``bits`` (0 when none is set)."""
+    lowest = Signal(range(len(bits)), name="lowest")
+    for k in reversed(range(len(bits))):
+        with m.If(bits[k]):
+            m.d.comb += lowest.eq(k)
+    return lowest

@@ -186,14 +186,25 @@ class SemanticConcentrator(FocusBlock):
         error = Signal()
         cause = Signal(SecError)
 
-        state = Signal(range(3))
-        IDLE, ANALYZE, RUN = range(3)
-        idle, analyze, run = state == IDLE, state == ANALYZE, state == RUN
+        accept = cfg.valid & cfg.ready
+        bad = (c.M == 0) | (c.M > p.tokens) | (c.R == 0)
+        launch = Signal()                   # the vector is complete: selector and encoder start
+        finish = Signal()                   # the job's last output has left
+        # IDLE -> ANALYZE (the analyzer builds the vector) -> RUN (selector and encoder) -> IDLE.
+        with m.FSM() as fsm:
+            with m.State("IDLE"):
+                with m.If(accept & ~bad):
+                    m.next = "ANALYZE"
+            with m.State("ANALYZE"):
+                with m.If(launch):
+                    m.next = "RUN"
+            with m.State("RUN"):
+                with m.If(finish):
+                    m.next = "IDLE"
+        idle, analyze, run = (fsm.ongoing(state) for state in ("IDLE", "ANALYZE", "RUN"))
 
         # Configuration: SEC's beat goes straight to the analyzer (readout = 0), which checks it
         # and drains stray score beats after a bad one; SEC keeps the rest of the settings.
-        bad = (c.M == 0) | (c.M > p.tokens) | (c.R == 0)
-        accept = cfg.valid & cfg.ready
         m.d.comb += [
             an.cfg_stream.valid.eq(cfg.valid & idle),
             an.cfg_stream.payload.M.eq(c.M), an.cfg_stream.payload.R.eq(c.R),
@@ -205,14 +216,13 @@ class SemanticConcentrator(FocusBlock):
                 M.eq(c.M), keep.eq(c.keep), order.eq(c.order), adaptive.eq(c.adaptive),
                 owner.eq(0), mask_done.eq(0), code_done.eq(0),
                 error.eq(bad), cause.eq(Mux(bad, SecError.ANALYZER, SecError.NONE)),
-                state.eq(Mux(bad, IDLE, ANALYZE)),
             ]
 
         # Hand-over: at the analyzer's done the vector is complete in the buffer; the selector
         # and the encoder get their configuration beats from that cycle on (both are idle: the
         # previous job ended with its last output).
-        launch = analyze & an.done
         m.d.comb += [
+            launch.eq(analyze & an.done),
             buf.owner.eq(owner),
             se.cfg_stream.valid.eq(sel_pending | launch),
             se.cfg_stream.payload.M.eq(M), se.cfg_stream.payload.keep.eq(keep),
@@ -222,7 +232,7 @@ class SemanticConcentrator(FocusBlock):
             enc.cfg_stream.payload.adaptive.eq(adaptive),
         ]
         with m.If(launch):
-            m.d.sync += [owner.eq(1), state.eq(RUN)]
+            m.d.sync += owner.eq(1)
         with m.If(se.cfg_stream.valid & se.cfg_stream.ready):
             m.d.sync += sel_pending.eq(0)
         with m.Elif(launch):
@@ -236,7 +246,7 @@ class SemanticConcentrator(FocusBlock):
         ms, cs = self.mask_stream, self.code_stream
         mask_last = ms.valid & ms.ready & ms.payload.last
         code_last = cs.valid & cs.ready & cs.payload.last
-        finish = run & (mask_done | mask_last) & (code_done | code_last)
+        m.d.comb += finish.eq(run & (mask_done | mask_last) & (code_done | code_last))
         with m.If(run & mask_last):
             m.d.sync += mask_done.eq(1)
         with m.If(run & code_last):
@@ -244,7 +254,7 @@ class SemanticConcentrator(FocusBlock):
         m.d.sync += self.done.eq(finish)
         with m.If(finish):
             m.d.sync += [
-                state.eq(IDLE), self.kept.eq(enc.kept), self.order.eq(enc.order),
+                self.kept.eq(enc.kept), self.order.eq(enc.order),
                 self.nbits.eq(Mux(code_last, cs.payload.nbits, code_nbits)),
             ]
         with m.If(run & se.error):

@@ -6,11 +6,13 @@ from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
 from ..layouts import mask_beat_layout, score_beat_layout
+from .bubble_sorter import BubbleSorter
 from .importance_buffer import (
     ImportanceBuffer,
     buffer_addr_bits,
     buffer_members,
 )
+from .radix_selector import RadixSelector
 
 __all__ = ["TopKSelector", "selector_config_layout"]
 
@@ -90,9 +92,6 @@ class TopKSelector(FocusBlock):
         })
 
     def elaborate(self, platform):
-        from .bubble_sorter import BubbleSorter
-        from .radix_selector import RadixSelector
-
         p = self._params
         a = p.lanes
         m = Module()

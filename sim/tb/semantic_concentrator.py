@@ -1,13 +1,13 @@
 """cocotb testbench of the complete SEC, block ``sec`` (spec 3; style R8).
 
 Run through :func:`sim.runner.run_cocotb` (parameters as JSON in ``FOCUS_PARAMS``). One test,
-``job``: the data path of :func:`sim.sec_unit.run_sec_jobs` (and so of ``sim.sec``) with
+``job``: the data path of :func:`sim.sec.run_sec_jobs` (and so of ``sim.sec``) with
 ``simulator="icarus"``/``"verilator"``. It reads ``{"jobs", "stalls", "seed", "budget"}`` from the
 JSON file ``FOCUS_JOB``, runs the jobs back to back the way the Amaranth runner does (the same
 seeded stall decisions per port, one per cycle), records every transfer, the per-cycle
 ``busy``/``done``/``error``/``cause`` and the ``kept``/``nbits``/``order`` outputs at each
 ``done``, checks the stream rules on all four ports, and writes the record to ``FOCUS_JOB_OUT``,
-where :func:`sim.sec_unit.collect` turns it into per-job results.
+where :func:`sim.sec.collect` turns it into per-job results.
 """
 
 import json
@@ -23,7 +23,7 @@ from rtl.sec.importance_analyzer import Dataflow
 from rtl.sec.semantic_concentrator import sec_config_layout
 
 from ..cocotb_streams import PERIOD_NS, StreamMonitor, StreamSource, reset, start_clock
-from ..sec_unit import PORTS, TRACED, config_is_good
+from ..sec import PORTS, TRACED, config_is_good
 from ..streams import Stalls, unpack
 
 PARAMS = FocusParams.from_dict(json.loads(os.environ.get("FOCUS_PARAMS", "{}")))

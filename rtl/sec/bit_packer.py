@@ -1,0 +1,113 @@
+"""The offset encoder's bit packer (spec 3.3): variable-length fields in, offset-code words out."""
+
+from amaranth.hdl import Module, Mux, Signal, unsigned
+from amaranth.lib import data, stream
+from amaranth.lib.wiring import In, Out
+
+from ..block import FocusBlock
+from ..layouts import offset_word_layout
+
+__all__ = ["BitPacker", "packer_field_layout"]
+
+
+def packer_field_layout(field_bits):
+    """One field for :class:`BitPacker`: its ``length`` (0 .. ``field_bits``) low bits of
+    ``value``, sent MSB first; the bits of ``value`` above ``length`` must be 0."""
+    return data.StructLayout({
+        "value": unsigned(field_bits),
+        "length": range(field_bits + 1),
+    })
+
+
+class BitPacker(FocusBlock):
+    """Packs a job's fields, MSB first and back to back, into ``word_bits`` words: the string of
+    the offset code, for :class:`rtl.sec.offset_encoder.OffsetEncoder`.
+
+    The fields arrive on ``i_stream`` (:func:`packer_field_layout`); the words leave on
+    ``o_stream`` (:func:`rtl.layouts.offset_word_layout`, ``nbits`` copied from the ``nbits``
+    input). ``flush`` tells the packer that no further field of the job will come: once the
+    fields sent so far are packed, the last bits go out in a final word, zero-padded, flagged
+    ``last``; ``done`` pulses in the cycle that word is written. The packer is then empty and
+    takes the next job's fields.
+
+    Datapath: an accumulator of ``word_bits - 1 + field_bits`` bits, left-aligned. Each cycle it
+    writes its top word to ``o_stream``'s register when it holds a whole word (or, flushing, any
+    bits), and takes a field when fewer than ``word_bits`` bits stay in it after that write.
+
+    Latency and throughput: a field taken in cycle t is in a word offered on ``o_stream`` from
+    cycle t + 2 (once the word is full, or on ``flush``). One field per cycle while the fields
+    average at most ``word_bits`` bits, one word per cycle: a field longer than a word holds
+    ``i_stream`` for ceil(length/word_bits) cycles, so a job of f fields and w words takes about
+    ``max(f, w)`` cycles.
+
+    Back-pressure: while ``o_stream`` is not ready the packer writes no word and, once a word
+    waits in the accumulator, takes no field; ``i_stream.ready`` depends combinationally on
+    ``o_stream.ready`` and (through ``flush``) on ``i_stream.valid``. Nothing is lost or
+    repeated.
+
+    Parameters
+    ----------
+    params : FocusParams
+        Uses ``word_bits`` (and the derived ``nbits_bits``).
+    field_bits : int
+        The longest field.
+
+    Members
+    -------
+    i_stream : In(stream.Signature(packer_field_layout(field_bits)))
+        The fields, in string order.
+    flush : In(1)
+        No field follows those already sent (``i_stream.valid`` low); hold until ``done``.
+    nbits : In(nbits_bits)
+        Copied into every word's ``nbits``.
+    o_stream : Out(stream.Signature(offset_word_layout(params)))
+        The words.
+    done : Out(1)
+        The job's final word is written to ``o_stream``'s register in this cycle.
+    """
+
+    def __init__(self, params, field_bits):
+        self._field_bits = field_bits
+        super().__init__(params, lambda p: {
+            "i_stream": In(stream.Signature(packer_field_layout(field_bits))),
+            "flush": In(1),
+            "nbits": In(p.nbits_bits),
+            "o_stream": Out(stream.Signature(offset_word_layout(p))),
+            "done": Out(1),
+        })
+
+    def elaborate(self, platform):
+        wb, fw = self._params.word_bits, self._field_bits
+        acc_bits = wb - 1 + fw          # a field is taken only while fill < word_bits
+        m = Module()
+        i, o = self.i_stream, self.o_stream
+
+        acc = Signal(acc_bits)          # left-aligned: bit acc_bits-1 is the next bit out
+        fill = Signal(range(acc_bits + 1))
+        flushing = self.flush & ~i.valid
+        can_out = (fill >= wb) | (flushing & (fill != 0))
+        out_fire = can_out & (~o.valid | o.ready)
+        # The accumulator after this cycle's word, if any; a field goes in behind it.
+        fill1 = Signal.like(fill)
+        acc1 = Signal.like(acc)
+        m.d.comb += [
+            fill1.eq(Mux(out_fire, Mux(fill >= wb, fill - wb, 0), fill)),
+            acc1.eq(Mux(out_fire, acc << wb, acc)),
+            i.ready.eq(fill1 < wb),
+        ]
+        shift = Signal(range(acc_bits + 1))     # where the field's last bit lands
+        m.d.comb += shift.eq(acc_bits - fill1 - i.payload.length)
+        with m.If(i.valid & i.ready):
+            m.d.sync += [acc.eq(acc1 | (i.payload.value << shift)),
+                         fill.eq(fill1 + i.payload.length)]
+        with m.Else():
+            m.d.sync += [acc.eq(acc1), fill.eq(fill1)]
+
+        last = flushing & (fill <= wb)
+        m.d.comb += self.done.eq(out_fire & last)
+        with m.If(out_fire):
+            m.d.sync += [o.valid.eq(1), o.payload.word.eq(acc[acc_bits - wb:]),
+                         o.payload.nbits.eq(self.nbits), o.payload.last.eq(last)]
+        with m.Elif(o.ready):
+            m.d.sync += o.valid.eq(0)
+        return m

@@ -1,0 +1,229 @@
+"""The SIC side of the Focus unit: SIC jobs from the register file through the offset decoder and
+the block matcher, with the stored code replayed into the decoder and its kept indices zipped
+with the unit's ``tokens``."""
+
+from amaranth.hdl import Module, Mux, ResetInserter, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..block import FocusBlock
+from ..lib.clock_gate import ICG_CELL
+from ..lib.stream_buffer import StreamBuffer
+from ..lib.stream_gate import StreamGate
+from ..lib.stream_zip import StreamZip
+from ..sec.offset_decoder import DecodeError, OffsetDecoder, decoder_config_layout, index_layout
+from ..sic.block_matcher import BlockMatcher, match_config_layout, match_output_layout
+from ..sic.similarity_comparator import vector_layout
+from .code_memory import CodeReadSignature
+from .register_file import JobControlSignature, ThetaWriteSignature, settings_layout
+from .registers import ErrorFlag
+
+__all__ = ["SicSequencer", "token_layout"]
+
+
+def token_layout(p):
+    """One kept token's sub-vector (one column of V elements) on ``FocusUnit.tokens``; ``last``
+    on the job's final token."""
+    return data.StructLayout({"vector": vector_layout(p), "last": 1})
+
+
+class SicSequencer(FocusBlock):
+    """Runs SIC jobs: a granted start (``ctrl.start``) with a stored code that kept a token sends
+    the decoder its configuration (the code's M and nbits) and the matcher its (the settings
+    registers), one cycle later through output registers; replays the code memory into the
+    decoder, one word per cycle; and zips the decoder's kept indices with ``tokens``, one index
+    per token, into the matcher (position = index). The matcher's beats leave on ``o_stream``.
+    A start whose code kept no token does nothing (the job ends at once).
+
+    Latency and throughput, with no stalls: a token offered early transfers 5 cycles after the
+    cycle of ``ctrl.start`` (code word read, decoder header and first code, index register);
+    then one token per ``rounds = ceil(7/comparators)`` cycles, the matcher's rate (the decoder
+    gives one index per cycle; the zip adds no cycle). ``tokens`` is ready only during a job,
+    when the decoder has the token's index and the matcher can take it; ``o_stream`` may stall
+    at any time.
+
+    Mismatches: when ``last`` of ``tokens`` and of the indices do not come together, the pair
+    with the first ``last`` still goes to the matcher with ``last`` set, the other side is
+    drained up to its own ``last`` (or the decoder's end), and ``TOKENS`` is raised at the job's
+    end. Should the decoder stop without a last index (an error), a terminator (zero vector,
+    position 2**position_bits - 1, ``last``) ends the matcher's job and the tokens are drained.
+    The job ends when the zip is done and the decoder, the matcher and the configuration beats
+    are idle; ``DECODER``, ``MATCHER`` and ``TOKENS`` are raised then.
+
+    ``ctrl.abort`` resets the job control (decoder, matcher, configuration beats, replay, zip
+    state; the threshold table keeps its contents). The counters are not reset by it;
+    ``ctrl.start`` zeroes them, ``ctrl.clear`` too.
+
+    Parameters
+    ----------
+    params : FocusParams
+    icg_cell : str or None
+        The matcher's clock-gate cell (see :class:`BlockMatcher`).
+
+    Members
+    -------
+    ctrl : In(JobControlSignature(settings_layout("sic")))
+    theta : In(ThetaWriteSignature(params))
+        The threshold table's write port.
+    code : In(CodeReadSignature(params))
+        The code memory.
+    tokens : In(stream.Signature(token_layout(params)))
+    o_stream : Out(stream.Signature(match_output_layout(params)))
+    cycles, uniques, active, gated, taken, cause : Out
+        The ``SIC_CYCLES``, ``UNIQUES``, ``ACTIVE``, ``GATED``, ``SIC_TOKENS`` registers and
+        ``CAUSE.DECODER``.
+    """
+
+    def __init__(self, params=None, *, icg_cell=ICG_CELL):
+        self._icg_cell = icg_cell
+        super().__init__(params, lambda p: {
+            "ctrl": In(JobControlSignature(settings_layout("sic"))),
+            "theta": In(ThetaWriteSignature(p)),
+            "code": In(CodeReadSignature(p)),
+            "tokens": In(stream.Signature(token_layout(p))),
+            "o_stream": Out(stream.Signature(match_output_layout(p))),
+            "cycles": Out(32),
+            "uniques": Out(32),
+            "active": Out(32),
+            "gated": Out(32),
+            "taken": Out(32),
+            "cause": Out(DecodeError),
+        })
+
+    def elaborate(self, platform):
+        p = self._params
+        m = Module()
+        ctrl, code, s = self.ctrl, self.code, self.ctrl.settings
+
+        # ---- job control, reset by ABORT -------------------------------------------------------
+        ctl = Module()
+        m.submodules.control = ResetInserter(ctrl.abort)(ctl)
+        ctl.submodules.decoder = dec = OffsetDecoder(p, mask=False)
+        ctl.submodules.matcher = mat = BlockMatcher(p, icg_cell=self._icg_cell)
+        ctl.submodules.decoder_config = dec_cfg = StreamBuffer(decoder_config_layout(p))
+        ctl.submodules.matcher_config = mat_cfg = StreamBuffer(match_config_layout(p))
+        # The replay stage: its valid and last; the read port's data register is its word.
+        ctl.submodules.replay = replay = StreamBuffer(data.StructLayout({"last": 1}))
+        m.d.comb += [mat.theta_we.eq(self.theta.we), mat.theta_addr.eq(self.theta.addr),
+                     mat.theta_data.eq(self.theta.data)]
+
+        # A start whose code kept no token runs nothing. A bad layer is sent as a bad geometry:
+        # the matcher's layer field may be too narrow to show it, and the matcher must reject
+        # the job and drop its tokens.
+        go = ctrl.start & (code.kept != 0)
+        dc, mc = dec_cfg.i_stream, mat_cfg.i_stream
+        m.d.comb += [
+            dc.valid.eq(go), dc.payload.tokens.eq(code.m), dc.payload.nbits.eq(code.nbits),
+            mc.valid.eq(go),
+            mc.payload.frame_stride.eq(Mux(s.sic_layer < p.layers, s.sic_frame_stride,
+                                           (1 << 32) - 1)),
+            mc.payload.row_stride.eq(s.sic_row_stride),
+            mc.payload.layer.eq(s.sic_layer[:p.layer_bits]),
+            mc.payload.mean.eq(s.sic_repr.mean),
+        ]
+        wiring.connect(m, dec_cfg.o_stream, dec.cfg_stream)
+        wiring.connect(m, mat_cfg.o_stream, mat.cfg_stream)
+
+        # ---- the zip: decoder indices x tokens -> matcher --------------------------------------
+        m.submodules.token_gate = tok_gate = StreamGate(token_layout(p))
+        m.submodules.index_gate = idx_gate = StreamGate(index_layout(p))
+        m.submodules.zip = zipper = StreamZip(token_layout(p), index_layout(p))
+        wiring.connect(m, wiring.flipped(self.tokens), tok_gate.i_stream)
+        wiring.connect(m, dec.idx_stream, idx_gate.i_stream)
+        wiring.connect(m, tok_gate.o_stream, zipper.a_stream)
+        wiring.connect(m, idx_gate.o_stream, zipper.b_stream)
+        wiring.connect(m, mat.o_stream, wiring.flipped(self.o_stream))
+        tok, idx, pair, mi = self.tokens, dec.idx_stream, zipper.o_stream, mat.i_stream
+        dec_gone = ~dec_cfg.o_stream.valid & ~dec.busy & ~idx.valid   # no more indices will come
+        mismatch = Signal()
+        end = Signal()
+        with ctl.FSM(name="job", init="IDLE") as fsm:
+            idle, join, term = fsm.ongoing("IDLE"), fsm.ongoing("JOIN"), fsm.ongoing("TERMINATE")
+            drain_tokens, drain_indices = fsm.ongoing("DRAIN_TOKENS"), fsm.ongoing("DRAIN_INDICES")
+            with ctl.State("IDLE"):
+                with ctl.If(go):
+                    ctl.d.sync += mismatch.eq(0)
+                    ctl.next = "JOIN"
+            with ctl.State("JOIN"):
+                with ctl.If(pair.valid & pair.ready):
+                    with ctl.If(pair.payload.a.last & pair.payload.b.last):
+                        ctl.next = "DONE"
+                    with ctl.Elif(pair.payload.b.last):
+                        ctl.d.sync += mismatch.eq(1)
+                        ctl.next = "DRAIN_TOKENS"
+                    with ctl.Elif(pair.payload.a.last):
+                        ctl.d.sync += mismatch.eq(1)
+                        ctl.next = "DRAIN_INDICES"
+                with ctl.Elif(dec_gone):
+                    ctl.next = "TERMINATE"
+            with ctl.State("TERMINATE"):
+                with ctl.If(mi.ready):
+                    ctl.next = "DRAIN_TOKENS"
+            with ctl.State("DRAIN_TOKENS"):
+                with ctl.If(tok.valid & tok.payload.last):
+                    ctl.next = "DONE"
+            with ctl.State("DRAIN_INDICES"):
+                with ctl.If((idx.valid & idx.payload.last) | dec_gone):
+                    ctl.next = "DONE"
+            with ctl.State("DONE"):
+                ctl.d.comb += end.eq(~dec_cfg.o_stream.valid & ~mat_cfg.o_stream.valid
+                                     & ~dec.busy & ~mat.busy & ~replay.o_stream.valid)
+                with ctl.If(end):
+                    ctl.next = "IDLE"
+        running = ~idle
+        m.d.comb += [
+            ctrl.busy.eq(running),
+            tok_gate.open.eq(join), idx_gate.open.eq(join),
+            tok_gate.drain.eq(drain_tokens), idx_gate.drain.eq(drain_indices),
+            # The matcher takes the pairs, or the terminator.
+            mi.valid.eq(pair.valid | term),
+            pair.ready.eq(mi.ready),
+            mi.payload.vector.eq(Mux(term, 0, pair.payload.a.vector.as_value())),
+            mi.payload.position.eq(Mux(term, (1 << p.position_bits) - 1, pair.payload.b.index)),
+            mi.payload.last.eq(term | pair.payload.a.last | pair.payload.b.last),
+        ]
+
+        # ---- code replay: one word per cycle into the decoder ----------------------------------
+        rptr = Signal(range(p.code_words + 1))
+        ri, ro, di = replay.i_stream, replay.o_stream, dec.i_stream
+        m.d.comb += [
+            ri.valid.eq(running & (rptr < code.nwords)),
+            ri.payload.last.eq(rptr == code.nwords - 1),
+            code.addr.eq(rptr),
+            code.en.eq(ri.valid & ri.ready),
+            di.valid.eq(ro.valid),
+            di.payload.word.eq(code.data),
+            di.payload.nbits.eq(code.nbits),
+            di.payload.last.eq(ro.payload.last),
+            ro.ready.eq(di.ready),
+        ]
+        with ctl.If(code.en):
+            ctl.d.sync += rptr.eq(rptr + 1)
+        with ctl.If(go):
+            ctl.d.sync += rptr.eq(0)
+
+        # ---- counters and errors (not reset by ABORT) ------------------------------------------
+        started, finished = Signal(), Signal()
+        tok_fire = tok.valid & tok.ready
+        sic_last = self.o_stream.valid & self.o_stream.ready & self.o_stream.payload.last
+        with m.If(ctrl.start):
+            m.d.sync += [self.uniques.eq(0), self.active.eq(0), self.gated.eq(0),
+                         self.cycles.eq(0), self.taken.eq(0), started.eq(0), finished.eq(0)]
+        with m.If(tok_fire):
+            m.d.sync += self.taken.eq(self.taken + 1)
+        with m.If(running & (started | tok_fire) & ~finished):
+            m.d.sync += [self.cycles.eq(self.cycles + 1), started.eq(1)]
+        with m.If(running & sic_last):
+            m.d.sync += finished.eq(1)
+        with m.If(end):
+            m.d.sync += [self.uniques.eq(mat.uniques), self.active.eq(mat.active),
+                         self.gated.eq(mat.gated)]
+            with m.If(dec.error):
+                m.d.sync += self.cause.eq(dec.cause)
+        m.d.comb += ctrl.flags.eq(Mux(end & dec.error, ErrorFlag.DECODER, 0)
+                                  | Mux(end & mat.error, ErrorFlag.MATCHER, 0)
+                                  | Mux(end & mismatch, ErrorFlag.TOKENS, 0))
+        with m.If(ctrl.clear):
+            m.d.sync += [self.cycles.eq(0), self.uniques.eq(0), self.active.eq(0),
+                         self.gated.eq(0), self.taken.eq(0), self.cause.eq(0)]
+        return m
