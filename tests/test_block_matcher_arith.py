@@ -7,13 +7,14 @@ import itertools
 
 import numpy as np
 import pytest
-from amaranth.hdl import Module, signed, unsigned
+from amaranth.hdl import Module, Signal, signed, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
 from rtl.sic.arith import (
     booth_rows,
+    counting,
     dot_product,
     product,
     product_rows,
@@ -97,3 +98,30 @@ def test_random_and_extremes(n, ue):
     cases += [(*(int(v) for v in rng.integers(low, high + 1, 4)), int(rng.integers(0, 1 << ue)))
               for _ in range(300)]
     run(n, n, ue, cases)
+
+
+def test_counting_records_what_is_built():
+    """``counting`` lists each product, dot product, sum of squares and square with its
+    bit-products (n x m of the operand widths) and partial-product bits (counted here from the
+    rows of :func:`booth_rows` and :func:`square_rows`); nothing is recorded outside it, and a
+    nested block does not leak into the outer one."""
+    m = Module()
+    a, b, c, d = (Signal(signed(w)) for w in (8, 6, 8, 6))
+    e = Signal(unsigned(5))
+    product(m, e, e, 10)                                   # not counted
+    with counting() as outer:
+        product(m, a, b, 14, x_signed=True, y_signed=True)
+        with counting() as inner:
+            unsigned_square(m, e, 10)
+        dot_product(m, [a, c], [b, d], 15)
+        sum_of_squares(m, [a, c], 17)
+
+    def pp(rows):
+        return sum(len(row) for row, _ in rows[0])
+
+    booth = pp(booth_rows(m, a, b))
+    squares = pp(square_rows(m, a))
+    assert inner == [("square", 1, 25, 5 + 10)]
+    assert outer == [("product", 1, 48, booth), ("dot", 2, 96, 2 * booth),
+                     ("squares", 2, 128, 2 * squares)]
+    assert squares == 7 + 21 + 1 + 7              # the bits of a**2 for n = 8, folded

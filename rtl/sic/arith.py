@@ -12,12 +12,40 @@ The results are exact: they equal the integer expressions bit for bit
 Every function takes the ``Module`` to put its intermediate signals in (the operands, the rows
 and the sum are signals: the netlist reads well, and the simulator compiles small
 expressions).
+
+:func:`counting` records the arithmetic built while it is active, for the multiplier figures of
+``python -m sim.bench.multipliers``.
 """
+
+from contextlib import contextmanager
 
 from amaranth.hdl import Cat, Const, Signal
 
 __all__ = ["product_rows", "booth_rows", "square_rows", "row_sum", "product", "dot_product",
-           "sum_of_squares", "unsigned_square"]
+           "sum_of_squares", "unsigned_square", "counting"]
+
+_records = None
+
+
+@contextmanager
+def counting():
+    """Within the block, every :func:`product`, :func:`dot_product`, :func:`sum_of_squares` and
+    :func:`unsigned_square` built appends ``(kind, terms, bit_products, pp_bits)`` to the list it
+    yields: ``kind`` one of ``"product"``, ``"dot"``, ``"squares"``, ``"square"``; ``terms`` the
+    products or squares summed; ``bit_products`` the sum of n x m over them (n, m the operand
+    widths: the size of the multipliers the expression stands for); ``pp_bits`` the
+    partial-product bits actually built (rows and negate bits)."""
+    global _records
+    outer, _records = _records, []
+    try:
+        yield _records
+    finally:
+        _records = outer
+
+
+def _record(kind, terms, bit_products, rows):
+    if _records is not None:
+        _records.append((kind, terms, bit_products, sum(len(row) for row, _ in rows)))
 
 
 def _bits(value):
@@ -131,6 +159,7 @@ def product(m, x, y, width, *, x_signed=False, y_signed=False):
     """The exact product ``x * y`` (:func:`booth_rows`, ``x`` recoded) as ``width`` bits,
     signed when either operand is; ``width`` must hold every possible result."""
     rows, constant = booth_rows(m, x, y, x_signed=x_signed, y_signed=y_signed)
+    _record("product", 1, len(x) * len(y), rows)
     return row_sum(m, rows, constant, width, signed=x_signed or y_signed)
 
 
@@ -143,6 +172,7 @@ def dot_product(m, xs, ys, width):
         r, c = booth_rows(m, a, b)
         rows += r
         constant += c
+    _record("dot", len(xs), sum(len(a) * len(b) for a, b in zip(xs, ys, strict=True)), rows)
     return row_sum(m, rows, constant, width, signed=True)
 
 
@@ -153,6 +183,7 @@ def sum_of_squares(m, xs, width):
         r, c = square_rows(m, a)
         rows += r
         constant += c
+    _record("squares", len(xs), sum(len(a) ** 2 for a in xs), rows)
     return row_sum(m, rows, constant, width, signed=False)
 
 
@@ -164,4 +195,5 @@ def unsigned_square(m, a, width):
         rows.append((x[i], 2 * i))
         for j in range(i + 1, len(x)):
             rows.append((x[i] & x[j], i + j + 1))
+    _record("square", 1, len(x) ** 2, rows)
     return row_sum(m, rows, 0, width, signed=False)
