@@ -83,7 +83,8 @@ class FocusParams:
     tile : int
         SIC tile: tokens per tile. 1 to 65536.
     comparators : int
-        Similarity comparators working in parallel in SIC. 1 to 7.
+        Pair scorers (dot-product units) working in parallel in the SIC block matcher: a token
+        takes ``ceil(7 / comparators)`` cycles. 1 to 7 (see the provisioning note below).
     gating : str
         ``"enable"`` (clock enables) or ``"icg"`` (clock-gate cell instances).
     representatives : str
