@@ -12,6 +12,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
+from rtl.params import FocusParams
 from rtl.sic.arith import (
     booth_rows,
     counting,
@@ -23,6 +24,7 @@ from rtl.sic.arith import (
     sum_of_squares,
     unsigned_square,
 )
+from sim.bench.multipliers import count
 
 
 class Arith(wiring.Component):
@@ -125,3 +127,20 @@ def test_counting_records_what_is_built():
     assert outer == [("product", 1, 48, booth), ("dot", 2, 96, 2 * booth),
                      ("squares", 2, 128, 2 * squares)]
     assert squares == 7 + 21 + 1 + 7              # the bits of a**2 for n = 8, folded
+
+
+def test_multiplier_bench_counts_the_matcher():
+    """``sim.bench.multipliers.count`` at V = 4, one comparator: the widths of spec 1's derived
+    table give each product (dot of 4 int8 products, dot**2 of norm_bits, 1 squarer of the norm
+    over 7 rounds, the running best's two dot_sq_bits x norm_bits products, theta**2 * nx,
+    theta**2)."""
+    p = FocusParams(dim=4, window=16, tile=24, layers=4, comparators=1)
+    nb, dsq, f2 = p.norm_bits, p.dot_sq_bits, 2 * p.theta_bits
+    assert (nb, dsq) == (17, 33)
+    bit_products, _, parts = count(p)
+    sizes = sorted((kind, bp) for (kind, _, bp, _), n in parts.items() for _ in range(n))
+    assert sizes == sorted([("dot", 4 * 64), ("square", nb * nb), ("squares", 64),
+                            ("product", dsq * nb), ("product", dsq * nb), ("product", f2 * nb),
+                            ("square", 64)])
+    want = 4 * 64 + nb * nb + 64 + 2 * dsq * nb + f2 * nb + 64
+    assert bit_products == want
