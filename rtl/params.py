@@ -63,6 +63,7 @@ def check_limit(field, value, argument=None):
 _CHOICES = {
     "sorter": ("bubble", "radix"),
     "gating": ("enable", "icg"),
+    "representatives": ("first+mean", "first"),
 }
 
 
@@ -95,13 +96,35 @@ class FocusParams:
     tile : int
         SIC tile: tokens per tile. 1 to 65536.
     comparators : int
-        Similarity comparators working in parallel in SIC. 1 to 7.
+        Pair scorers (dot-product units) working in parallel in the SIC block matcher: a token
+        takes ``ceil(7 / comparators)`` cycles. 1 to 7 (see the provisioning note below).
     gating : str
         ``"enable"`` (clock enables) or ``"icg"`` (clock-gate cell instances).
+    representatives : str
+        The SIC unique-vector representatives the block matcher is built for: ``"first+mean"``
+        (both; the default) or ``"first"``. ``"first"`` leaves out everything only ``mean``
+        needs: the tile-deep memory of group sums (``tile * (dim * (elem_bits +
+        bit_length(tile)) + bit_length(tile))`` bits, 619 kbit at the default shape), its
+        adders and the mean divider. A job asking for ``mean`` is then rejected (the matcher's
+        ``error`` flag, cause ``MatchError.MEAN``), and ``sim.block_match(...,
+        representative="mean")`` raises ``ValueError``.
     scatter_rows : int
         Rows of ``dim`` partial sums the Focus GEMM's scatter stage adds per cycle (the paper's 64
         accumulators are 2 rows of 32). 1 to 64. The GEMM's array is ``dim`` x ``dim`` and its
         output tile ``tile`` rows (:class:`rtl.tile.focus_gemm.FocusGemm`).
+
+    Provisioning (``comparators``, ``representatives``), the paper's argument: the matcher takes
+    ``rounds = ceil(7 / comparators)`` cycles per sub-vector (the paper's one cosine unit: 8).
+    Behind a 32x32 array that computes a 32x32 output tile in K cycles (K, the GEMM's reduction
+    length), a tile brings 32 sub-vectors of V = 32 per column, so the matcher keeps up while
+    ``32 * rounds <= K``: with one comparator K >= 224 (the paper's 8 cycles: K >= 256). The
+    GEMMs whose outputs SIC compresses reduce over the model's hidden or FFN size, far beyond
+    that, so the default and paper presets have one comparator. More comparators pay for
+    themselves only for K < 224 (7 comparators: one sub-vector per cycle, K >= 32); they cost
+    a dot-product unit each, and one window read port each. The paper preset also leaves the
+    exact ``mean`` out (``representatives = "first"``): the paper's area counts no group-sum
+    memory (its representative update is an approximate running average), and the default
+    keeps both representatives.
 
     Integer fields take any ``numbers.Integral`` but ``bool`` (NumPy integers too) and store it as
     a plain ``int``. Bad values raise ``ValueError`` (``TypeError`` for a value of the wrong type);
@@ -119,8 +142,9 @@ class FocusParams:
     layers: int = 32
     window: int = 256
     tile: int = 1024
-    comparators: int = 7
+    comparators: int = 1
     gating: str = "enable"
+    representatives: str = "first+mean"
     scatter_rows: int = 2
 
     def __post_init__(self):
@@ -147,15 +171,19 @@ class FocusParams:
 
     @classmethod
     def paper(cls):
-        """The paper's shape: M = 1024, a = 32, V = 32, one comparator, window 256, tile 1024."""
-        return cls(tokens=1024, lanes=32, dim=32, comparators=1, window=256, tile=1024)
+        """The paper's shape: M = 1024, a = 32, V = 32, one comparator, window 256, tile 1024,
+        and only the ``first`` representative (the paper's area has no group-sum memory)."""
+        return cls(tokens=1024, lanes=32, dim=32, comparators=1, window=256, tile=1024,
+                   representatives="first")
 
     @classmethod
     def board(cls):
         """For the boards: 256 tokens, 2 lanes, V = 8, 2 comparators, 16-bit code words. The
         iCE40 UP5K (iCEBreaker) holds its SEC (84 % of the logic cells with the UART bridge; 4
-        lanes need 101 %), not the whole unit (more than 3 times the device: the similarity
-        arithmetic alone needs more DSPs than the UP5K's 8); the ULX3S's ECP5 holds it all."""
+        lanes need 101 %), not the whole unit (more than 3 times the device, as measured before
+        the block matcher was sized to its rate); the ULX3S's ECP5 holds it all. Two comparators
+        (4 cycles per sub-vector) although one would keep up (see the class docstring): the
+        board exercises the multi-lane selection on hardware, and at V = 8 it costs little."""
         return cls(tokens=256, lanes=2, dim=8, layers=8, window=64, tile=256, comparators=2,
                    word_bits=16)
 
@@ -210,7 +238,12 @@ class FocusParams:
         return (f"M{self.tokens}_a{self.lanes}_s{self.score_bits}_{self.sorter}_w{self.word_bits}"
                 f"_V{self.dim}_e{self.elem_bits}_F{self.theta_bits}_L{self.layers}"
                 f"_W{self.window}_T{self.tile}_c{self.comparators}_{self.gating}"
-                f"_r{self.scatter_rows}")
+                f"_{'fm' if self.mean_unit else 'f'}_r{self.scatter_rows}")
+
+    @property
+    def mean_unit(self):
+        """Whether the block matcher has the ``mean`` representative's sums and divider."""
+        return self.representatives == "first+mean"
 
     @property
     def index_bits(self):
@@ -254,6 +287,17 @@ class FocusParams:
     def dot_bits(self):
         """Signed bits of a dot product sum(x*y): exact for any V elements."""
         return (self.dim * self.elem_max * self.elem_max).bit_length() + 1
+
+    @property
+    def dot_sq_bits(self):
+        """Unsigned bits of dot**2 for a positive dot: dot <= sqrt(nx * ny) <= dim * elem_max**2
+        (Cauchy-Schwarz), so ``bit_length((dim * elem_max**2)**2)``."""
+        return ((self.dim * self.elem_max * self.elem_max) ** 2).bit_length()
+
+    @property
+    def token_threshold_bits(self):
+        """Unsigned bits of theta_q**2 * nx, the per-token factor of the similarity test."""
+        return 2 * self.theta_bits + self.norm_bits
 
     @property
     def lhs_bits(self):

@@ -104,6 +104,10 @@ def _check_job_inputs(vectors, positions, frame_stride, row_stride, theta_q, the
         params = fit_params(vec, theta_bits, tile, window)
     else:
         _check_params(params, vec, theta_bits, tile, window)
+    if representative == "mean" and not params.mean_unit:
+        raise ValueError(f"representative 'mean' needs a block matcher built with it, but "
+                         f"params.representatives = {params.representatives!r}: use "
+                         f"FocusParams.representatives = 'first+mean'")
     if pos.size and pos.max() >= 1 << params.position_bits:
         raise ValueError(f"positions must be < 2**{params.position_bits} (the RTL's position "
                          f"width): max {pos.max()}")
@@ -129,7 +133,10 @@ def block_match(vectors, positions, *, frame_stride, row_stride, theta_q, theta_
         Positions, FS and HS must also fit in ``position_bits`` (32) bits.
     params : FocusParams or None
         None fits them to the data (:func:`fit_params`); given parameters must match ``dim``,
-        ``theta_bits``, ``tile`` and ``window`` and hold the elements in ``elem_bits``.
+        ``theta_bits``, ``tile`` and ``window``, hold the elements in ``elem_bits``, and have
+        the ``mean`` unit (``representatives = "first+mean"``) for ``representative="mean"``
+        (else ``ValueError``, as golden raises for a bad argument: the RTL would reject the
+        job).
     simulator : str
         ``"amaranth"``, ``"icarus"`` or ``"verilator"``.
     stalls : float
@@ -424,7 +431,8 @@ def regression_jobs(params, count, seed=0, tokens=(20, 90)):
     gaps), and vectors drawn from a few prototypes with noise, so that most tokens have several
     similar candidates; some are exact copies of a neighbour (exact ties between candidates),
     some are all zero, and some are random. Thresholds: 0, 2**F - 1 and typical values; both
-    representatives. Returns (jobs, thetas).
+    representatives (``first`` only when ``params`` has no ``mean`` unit). Returns (jobs,
+    thetas).
     """
     rng = np.random.default_rng(seed)
     v, f = params.dim, params.theta_bits
@@ -463,5 +471,6 @@ def regression_jobs(params, count, seed=0, tokens=(20, 90)):
                 vectors[i] = vectors[i - int(rng.integers(1, min(i, 3) + 1))]
         vectors = np.clip(vectors, -high - 1, high)
         jobs.append(Job(vectors, positions.astype(np.int64), fs, hs,
-                        layer=int(rng.integers(0, params.layers)), mean=bool(n % 2)))
+                        layer=int(rng.integers(0, params.layers)),
+                        mean=bool(n % 2) and params.mean_unit))
     return jobs, thetas

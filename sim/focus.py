@@ -64,7 +64,7 @@ def fit_params(M, score_bits_needed, elem_bits_needed, *, word_bits=32, theta_bi
                window=256, dim=32):
     """The :class:`FocusParams` used when none is given: ``tokens`` = M, 4 lanes, ``score_bits``
     (16, or wider) and ``elem_bits`` (8, or wider) as the data needs, the given code and SIC
-    settings, one threshold layer, 7 comparators."""
+    settings, one threshold layer, the default comparators (one) and both representatives."""
     return FocusParams(tokens=M, lanes=4, score_bits=max(16, score_bits_needed),
                        word_bits=word_bits, dim=dim, elem_bits=max(8, elem_bits_needed),
                        theta_bits=theta_bits, layers=1, window=window, tile=tile)
@@ -370,6 +370,10 @@ def focus(scores, tokens, keep, *, mode="spatial", order=None, word_bits=32, fra
             raise ValueError(f"scores need {needed} bits; at most 32 are supported")
         params = fit_params(M, needed, min(16, _signed_bits(tok)), **settings)
     _check_params(params, M, a, tok, settings)
+    if representative == "mean" and not params.mean_unit:
+        raise ValueError(f"representative 'mean' needs a block matcher built with it, but "
+                         f"params.representatives = {params.representatives!r}: use "
+                         f"FocusParams.representatives = 'first+mean'")
     if R >= 1 << ROWS_BITS:
         raise ValueError(f"R = {R} is out of range: the analyzer counts at most "
                          f"{(1 << ROWS_BITS) - 1} rows")

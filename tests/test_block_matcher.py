@@ -9,16 +9,17 @@ as the default; one real-photograph case runs at the default V = 32.
 
 import numpy as np
 import pytest
+from amaranth.sim import Simulator
 
 import golden
 import sim
 from golden.photo import photo_tokens
 from rtl.flow.emit import emit_block
 from rtl.params import FocusParams
-from rtl.sic.block_matcher import matcher_latency, matcher_rounds
+from rtl.sic.block_matcher import BlockMatcher, MatchError, matcher_latency, matcher_rounds
 from rtl.sic.window_buffer import window_slots
 from sim.block_match import Job, decode_beats, golden_job, regression_jobs, run_jobs
-from sim.streams import Stalls, stall_patterns
+from sim.streams import CLOCK_PERIOD, Stalls, stall_patterns, stream_put
 
 SMALL = dict(dim=4, window=16, tile=24, layers=4)
 
@@ -436,7 +437,7 @@ def test_real_photo_tokens_default_dim(representative):
     """Tokens of the photograph panned over 2 frames of a 14x14 grid, at the default V = 32,
     window 256, 7 comparators, threshold 0.9, tiles of 256 (a tile boundary inside frame 1)."""
     x, pos = photo_tokens(frames=2, grid=14, dim=32)
-    p = FocusParams(tile=256, layers=1)
+    p = FocusParams(tile=256, layers=1, comparators=7)
     args = dict(frame_stride=196, row_stride=14, theta_q=golden.theta_q(0.9), tile=256,
                 representative=representative)
     stats = {}
@@ -473,3 +474,100 @@ def test_ungated_comparators_give_the_same_results():
 def test_block_is_registered_and_emits_icg():
     text = emit_block("block_matcher", small(gating="icg"))
     assert "focus_icg" in text and "module block_matcher" in text
+
+
+# ---- a build without the mean unit --------------------------------------------------------------
+
+@pytest.mark.parametrize("stalls", STALL_PATTERNS.values(), ids=STALL_PATTERNS.keys())
+@pytest.mark.parametrize("comparators", [1, 7])
+def test_without_mean_unit(comparators, stalls):
+    """``representatives = "first"``: ``first`` jobs equal golden, and a ``mean`` job between them
+    is rejected (error flag, its tokens dropped), under the four stall patterns."""
+    p = small(comparators=comparators, representatives="first")
+    jobs, thetas = regression_jobs(p, 4, seed=comparators + 40)
+    assert not any(j.mean for j in jobs)
+    mean_job = Job(jobs[0].vectors, jobs[0].positions, jobs[0].frame_stride,
+                   jobs[0].row_stride, jobs[0].layer, True)
+    sequence = [jobs[0], mean_job, jobs[1], mean_job, jobs[2], jobs[3]]
+    errors = [False, True, False, True, False, False]
+    results = run_jobs(p, sequence, thetas=thetas, stalls=stalls, seed=comparators)
+    check(p, sequence, thetas, results, errors)
+    assert results[1].beats == [] and results[3].beats == []
+
+
+def test_without_mean_unit_the_netlist_has_no_sums():
+    """The sums memory and the divider are in the netlist only with the mean unit."""
+    with_mean = emit_block("block_matcher", small())
+    without = emit_block("block_matcher", small(representatives="first"))
+    assert "divider" in with_mean and "sums" in with_mean
+    assert "divider" not in without and "sums" not in without
+
+
+def test_error_causes():
+    """``cause`` says why ``error`` rose, for each reason, and both clear with the next
+    configuration beat; a rejected job's tokens are consumed up to its ``last``."""
+    p = small(representatives="first", layers=3)
+    dut = BlockMatcher(p, icg_cell=None)
+    good = {"frame_stride": 4, "row_stride": 2, "layer": 0, "mean": 0}
+    cases = [
+        ({**good, "mean": 1}, MatchError.MEAN),
+        ({**good, "frame_stride": 8, "row_stride": 7}, MatchError.GEOMETRY),
+        ({**good, "layer": 3}, MatchError.LAYER),
+        ({**good, "frame_stride": 8, "row_stride": 7, "mean": 1}, MatchError.GEOMETRY),
+        ({**good, "layer": 3, "mean": 1}, MatchError.LAYER),
+        (good, MatchError.POSITION),
+        (good, MatchError.NONE),
+    ]
+    seen = []
+
+    def tokens(positions):
+        return [{"vector": [1, 2, 3, 4], "position": q, "last": int(n == len(positions) - 1)}
+                for n, q in enumerate(positions)]
+
+    async def testbench(ctx):
+        ctx.set(dut.o_stream.ready, 1)
+        for cfg, cause in cases:
+            await stream_put(ctx, dut.cfg_stream, [cfg])
+            positions = [0, 1, 1, 2] if cause == MatchError.POSITION else [0, 1, 2]
+            await stream_put(ctx, dut.i_stream, tokens(positions))
+            for _ in range(40):
+                await ctx.tick()
+            assert not ctx.get(dut.busy)
+            seen.append((ctx.get(dut.error), ctx.get(dut.cause)))
+
+    sim = Simulator(dut)
+    sim.add_clock(CLOCK_PERIOD)
+    sim.add_testbench(testbench)
+    sim.run()
+    assert seen == [(cause != MatchError.NONE, cause) for _, cause in cases]
+
+
+def test_sim_api_rejects_mean_without_the_unit():
+    """``sim.block_match`` and ``sim.sic`` raise ``ValueError`` naming the parameter (golden
+    would compute the mean; this build cannot), before running anything."""
+    x, pos = np.ones((3, 4), np.int64), np.array([0, 1, 2])
+    args = dict(frame_stride=4, row_stride=2, theta_q=200, tile=8, window=16)
+    p = FocusParams(dim=4, tile=8, window=16, representatives="first")
+    message = (r"representative 'mean' needs .*params\.representatives = 'first'.*"
+               r"FocusParams\.representatives = 'first\+mean'")
+    with pytest.raises(ValueError, match=message):
+        sim.block_match(x, pos, representative="mean", params=p, **args)
+    with pytest.raises(ValueError, match=message):
+        sim.sic(x, pos, representative="mean", params=p, dim=4, **args)
+    mp, _ = sim.block_match(x, pos, representative="first", params=p, **args)
+    np.testing.assert_array_equal(mp, golden.block_match(x, pos, **args)[0])
+
+
+def test_paper_preset_real_photo_tokens():
+    """The paper preset's matcher (one comparator, no mean unit, V = 32, window 256) on
+    photograph tokens (2 frames of a 14x14 grid, a tile boundary inside frame 1): golden's
+    result in the model's cycles, 7 per token."""
+    x, pos = photo_tokens(frames=2, grid=14, dim=32)
+    p = FocusParams.paper().replace(tile=256, layers=1)
+    args = dict(frame_stride=196, row_stride=14, theta_q=golden.theta_q(0.9), tile=256)
+    stats = {}
+    got = sim.block_match(x, pos, params=p, stats=stats, **args)
+    want = golden.block_match(x, pos, **args)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+    assert stats["cycles"] == golden.cycles.block_match_cycles(len(pos), 1) == 7 * len(pos) + 11

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from golden.similarity import dot, similar, sqnorm
+from golden.similarity import dot, sqnorm
 from rtl.params import FocusParams
 from rtl.sic.best_candidate import SELECT_STAGES, BestCandidate
 from rtl.sic.comparator_bank import ComparatorBank
@@ -112,19 +112,29 @@ def test_mean_divider_rounds_like_exact_rationals(p, stalls):
 
 #: Cosine**2 classes with several (dot**2, ny) representations each: exact ties across lanes.
 RATIOS = [Fraction(1), Fraction(2), Fraction(3, 2), Fraction(5, 7)]
+#: theta_q = 128 at F = 8: the token's bound theta_q**2 * nx / 2**16 is nx / 4, so nx = 2, 4, 6,
+#: 8 put it exactly on a ratio (not similar: the test is strict) and other nx between them.
+THETA_Q = 128
+
+
+def token_bound(p, nx, theta_q=THETA_Q):
+    """The token's similarity bound on dot**2 / ny: theta_q**2 * nx / 2**(2F)."""
+    return Fraction(theta_q * theta_q * nx, 1 << (2 * p.theta_bits))
 
 
 def scored_rounds(p, tokens, seed):
     """``tokens`` tokens of ``rounds`` beats; candidate c has slot c, so the winner is known by
-    its slot. Similar candidates take a ratio from a few classes, scaled, so exact ties are
-    common; lanes past c = 7 look like missing candidates (nothing similar, norm 0). Returns
-    the beats, the expected (winner or None, tag) per token, and the number of tokens whose
-    winner ties with another candidate."""
+    its slot. Eligible candidates take a ratio from a few classes, scaled, so exact ties (between
+    candidates, and with the token's threshold) are common; lanes past c = 7 look like missing
+    candidates (not eligible, norm 0). Returns the beats, the expected (winner or None, tag) per
+    token, and the numbers of tokens whose best candidate ties with another one and that have an
+    eligible candidate but no similar one."""
     rng = np.random.default_rng(seed)
     k, rounds = p.comparators, matcher_rounds(p)
-    beats, expected, ties = [], [], 0
+    beats, expected, ties, below = [], [], 0, 0
     for n in range(tokens):
         cands = {}
+        nx = int(rng.integers(1, 12))
         tag = {"tile_first": int(rng.integers(0, 2)), "tile_last": int(rng.integers(0, 2)),
                "job_last": int(n == tokens - 1), "own_slot": int(rng.integers(0, 16))}
         for r in range(rounds):
@@ -132,68 +142,107 @@ def scored_rounds(p, tokens, seed):
             for j in range(k):
                 c = r * k + j + 1
                 if c > CANDIDATES or rng.random() < 0.3:
-                    lane = {"sim": 0, "dsq": 0 if c > CANDIDATES else int(rng.integers(0, 50)),
+                    lane = {"eligible": 0,
+                            "dsq": 0 if c > CANDIDATES else int(rng.integers(0, 50)),
                             "ny": 0 if c > CANDIDATES else int(rng.integers(0, 50)), "slot": c}
                 else:
                     ratio = RATIOS[int(rng.integers(0, len(RATIOS)))]
                     scale = int(rng.integers(1, 6))
-                    lane = {"sim": 1, "dsq": ratio.numerator * scale,
+                    lane = {"eligible": 1, "dsq": ratio.numerator * scale,
                             "ny": ratio.denominator * scale, "slot": c}
                 lanes.append(lane)
                 cands[c] = lane
-            beats.append({"cands": lanes, "tag": {**tag, "first": int(r == 0),
-                                                  "last": int(r == rounds - 1)}})
+            # The token's norm counts on its last round only; earlier rounds carry noise.
+            beats.append({"cands": lanes, "nx": nx if r == rounds - 1 else int(rng.integers(0, 99)),
+                          "tag": {**tag, "first": int(r == 0), "last": int(r == rounds - 1)}})
+        bound = token_bound(p, nx)
         cosines = {c: Fraction(lane["dsq"], lane["ny"]) for c, lane in sorted(cands.items())
-                   if lane["sim"]}
-        # The largest cosine; on equal cosines the lowest c (max() keeps the first maximum).
-        best = max(cosines, key=cosines.get) if cosines else None
-        ties += best is not None and list(cosines.values()).count(cosines[best]) > 1
+                   if lane["eligible"]}
+        # Golden's rule, directly: among the similar candidates the largest cosine, the lowest c
+        # on equal cosines (max() keeps the first maximum).
+        similar = {c: q for c, q in cosines.items() if q > bound}
+        best = max(similar, key=similar.get) if similar else None
+        ties += best is not None and list(similar.values()).count(similar[best]) > 1
+        below += bool(cosines) and not similar
         expected.append((best, {**tag, "first": int(rounds == 1), "last": 1}))
-    return beats, expected, ties
+    return beats, expected, ties, below
+
+
+def run_select(p, beats, count, stalls="no-stalls", seed=0, theta_q=THETA_Q):
+    dut = BestCandidate(p)
+    sources = stall_sources(stalls_for(stalls), ("i_stream", "o_stream"), seed)
+    sim = Simulator(dut)
+    sim.add_clock(CLOCK_PERIOD)
+    transfers = {"i_stream": [], "o_stream": []}
+    for port in ("i_stream", "o_stream"):
+        sim.add_testbench(stream_monitor(getattr(dut, port), port, transfers[port]),
+                          background=True)
+    received = []
+
+    async def put(ctx):
+        ctx.set(dut.theta_sq, theta_q * theta_q)
+        await stream_put(ctx, dut.i_stream, beats, sources["i_stream"])
+
+    async def get(ctx):
+        received.extend(await stream_get(ctx, dut.o_stream, count, sources["o_stream"]))
+
+    sim.add_testbench(put)
+    sim.add_testbench(get)
+    sim.run()
+    cycles = transfers["o_stream"][-1] - transfers["i_stream"][0] + 1
+    return received, cycles
 
 
 @pytest.mark.parametrize("stalls", STALL_IDS)
 @pytest.mark.parametrize("comparators", range(1, 8))
 def test_best_candidate_breaks_ties_to_the_smallest_c(comparators, stalls):
+    """The best candidate, and its threshold test, against golden's rule computed with exact
+    rationals: ties between candidates go to the lowest c, a candidate exactly on the token's
+    bound is not similar, and only the last round's norm counts."""
     p = small(comparators=comparators)
-    beats, expected, ties = scored_rounds(p, 60, seed=comparators)
-    outputs, stats = run_streams(BestCandidate(p), {"i_stream": beats},
-                                 {"o_stream": len(expected)}, stalls=stalls_for(stalls),
-                                 seed=comparators)
-    for n, (got, (best, tag)) in enumerate(zip(outputs["o_stream"], expected, strict=True)):
+    beats, expected, ties, below = scored_rounds(p, 60, seed=comparators)
+    outputs, cycles = run_select(p, beats, len(expected), stalls, seed=comparators)
+    for n, (got, (best, tag)) in enumerate(zip(outputs, expected, strict=True)):
         assert got["tag"] == tag, f"token {n}: tag"
-        assert got["best"]["sim"] == (best is not None), f"token {n}: similar"
+        assert got["match"] == (best is not None), f"token {n}: match"
         if best is not None:
-            assert got["best"]["slot"] == best, f"token {n}: winner c = {got['best']['slot']}"
-    assert ties > 10, "too few exact ties for the best candidate"
+            assert got["slot"] == best, f"token {n}: winner c = {got['slot']}, expected {best}"
+    assert ties > 5, "too few exact ties for the best candidate"
+    assert below > 5, "too few tokens whose best eligible candidate is below the threshold"
     if stalls == "no-stalls":
         rounds = matcher_rounds(p)
-        assert stats["cycles"] == len(expected) * rounds + SELECT_STAGES
+        assert cycles == len(expected) * rounds + SELECT_STAGES
 
 
 def test_best_candidate_exact_tie_in_one_round_and_across_rounds():
     """Equal cosines from different numbers (4/2 = 2/1): c = 1 beats c = 2 with 7 comparators
-    (one round) and with 1 comparator (across rounds); a strictly better c = 7 wins."""
+    (one round) and with 1 comparator (across rounds); a strictly better c = 7 wins; a best
+    candidate exactly on the threshold is not similar, and one just above it is."""
     for comparators in (7, 1):
         p = small(comparators=comparators)
         k, rounds = comparators, matcher_rounds(p)
 
-        def token(values, p=p, k=k, rounds=rounds):
+        def token(values, nx=1, p=p, k=k, rounds=rounds):
             beats = []
             for r in range(rounds):
                 lanes = []
                 for j in range(k):
                     c = r * k + j + 1
-                    sim, dsq, ny = values.get(c, (0, 0, 0))
-                    lanes.append({"sim": sim, "dsq": dsq, "ny": ny, "slot": c})
-                beats.append({"cands": lanes, "tag": {"first": int(r == 0),
-                                                      "last": int(r == rounds - 1)}})
+                    eligible, dsq, ny = values.get(c, (0, 0, 0))
+                    lanes.append({"eligible": eligible, "dsq": dsq, "ny": ny, "slot": c})
+                beats.append({"cands": lanes, "nx": nx,
+                              "tag": {"first": int(r == 0), "last": int(r == rounds - 1)}})
             return beats
 
         tie = token({1: (1, 4, 2), 2: (1, 2, 1), 3: (0, 9, 1)})
         better = token({1: (1, 4, 2), 2: (1, 2, 1), 7: (1, 21, 10)})
-        outputs, _ = run_streams(BestCandidate(p), {"i_stream": tie + better}, {"o_stream": 2})
-        assert [b["best"]["slot"] for b in outputs["o_stream"]] == [1, 7]
+        # nx = 8: the bound is exactly 2 (theta_q = 128), so 4/2 is not similar; 21/10 is.
+        on_bound = token({1: (1, 4, 2), 2: (1, 2, 1)}, nx=8)
+        above = token({1: (1, 4, 2), 2: (1, 2, 1), 5: (1, 21, 10)}, nx=8)
+        outputs, _ = run_select(p, tie + better + on_bound + above, 4)
+        assert [(b["match"], b["slot"]) for b in outputs][:2] == [(1, 1), (1, 7)]
+        assert outputs[2]["match"] == 0
+        assert (outputs[3]["match"], outputs[3]["slot"]) == (1, 5)
 
 
 # ---- ComparatorBank ---------------------------------------------------------------------------
@@ -236,11 +285,12 @@ def run_with(dut, inputs, outputs, stalls, seed, settings, max_cycles=5000):
 @pytest.mark.parametrize("stalls", STALL_IDS)
 @pytest.mark.parametrize("comparators", [1, 3, 7])
 def test_comparator_bank_results_leave_with_their_candidates(comparators, stalls):
-    """Random tokens and candidates (some missing: norm 0; some zero; some copies): every
-    result leaves with its own lane's norm and slot and its round's tag, and is golden's."""
+    """Random tokens and candidates (some missing: norm 0; some zero; some copies; some with a
+    negative dot): every result leaves with its own lane's norm and slot, its round's tag and
+    the token's norm, and is exact: eligible when both are non-zero and dot > 0, and then
+    dot**2."""
     p = small(comparators=comparators)
     rng = np.random.default_rng(comparators)
-    theta_q = 200
     beats, expected = [], []
     for n in range(80):
         x = rng.integers(-128, 128, p.dim)
@@ -248,30 +298,43 @@ def test_comparator_bank_results_leave_with_their_candidates(comparators, stalls
             x[:] = 0
         lanes, want = [], []
         for _ in range(comparators):
-            near = rng.random() < 0.6
-            y = x + rng.integers(-20, 21, p.dim) if near else rng.integers(-128, 128, p.dim)
+            kind = rng.random()
+            if kind < 0.5:
+                y = x + rng.integers(-20, 21, p.dim)
+            elif kind < 0.7:
+                y = -x + rng.integers(-3, 4, p.dim)             # a negative dot
+            else:
+                y = rng.integers(-128, 128, p.dim)
             y = np.clip(y, -128, 127)
             ny = int(sqnorm(y)) if rng.random() < 0.8 else 0
             slot = int(rng.integers(0, 16))
             lanes.append({"y": y.tolist(), "ny": ny, "slot": slot})
-            skipped = ny == 0 or not x.any()
-            sim = not skipped and bool(similar(x, y, theta_q, p.theta_bits))
-            want.append({"sim": int(sim), "dsq": 0 if skipped else int(dot(x, y)) ** 2,
+            d = int(dot(x, y))
+            eligible = ny != 0 and bool(x.any()) and d > 0
+            want.append({"eligible": int(eligible), "dsq": d * d if eligible else None,
                          "ny": ny, "slot": slot})
         tag = {"first": int(rng.integers(0, 2)), "last": int(rng.integers(0, 2)),
                "tile_first": int(rng.integers(0, 2)), "tile_last": int(rng.integers(0, 2)),
                "job_last": int(rng.integers(0, 2)), "own_slot": int(rng.integers(0, 16))}
-        beats.append({"x": x.tolist(), "nx": int(sqnorm(x)), "lanes": lanes, "tag": tag})
-        expected.append({"cands": want, "tag": tag})
+        nx = int(rng.integers(0, 1 << p.norm_bits))
+        beats.append({"x": x.tolist(), "nx": nx, "lanes": lanes, "tag": tag})
+        expected.append({"cands": want, "nx": nx, "tag": tag})
     dut = ComparatorBank(p, icg_cell=None)
     got = run_with(dut, {"i_stream": beats}, {"o_stream": len(beats)},
-                   stalls_for(stalls), comparators, {"theta_q": theta_q})
-    assert got["o_stream"] == expected
+                   stalls_for(stalls), comparators, {})
+    assert len(got["o_stream"]) == len(expected)
+    assert sum(c["eligible"] for b in expected for c in b["cands"]) > 20
+    for n, (beat, want) in enumerate(zip(got["o_stream"], expected, strict=True)):
+        # dot**2 means nothing for a candidate that is not eligible.
+        for c, w in zip(beat["cands"], want["cands"], strict=True):
+            if w["dsq"] is None:
+                c["dsq"] = None
+        assert beat == want, f"round {n}"
 
 
 def test_comparator_bank_flush_drops_what_is_in_flight():
-    """Three rounds held in the bank by back-pressure, a flush, then two more: only the two
-    come out, each with its own tag; the counters still count all five comparisons. (A flush
+    """Two rounds held in the bank by back-pressure, a flush, then two more: only the two come
+    out, each with its own tag; the counters still count all four comparisons. (A flush
     withdraws the offered beat, so the output is not monitored.)"""
     p = small(comparators=2)
     dut = ComparatorBank(p, icg_cell=None)
@@ -286,7 +349,7 @@ def test_comparator_bank_flush_drops_what_is_in_flight():
     received = []
 
     async def testbench(ctx):
-        await stream_put(ctx, dut.i_stream, [beat(n) for n in range(3)])
+        await stream_put(ctx, dut.i_stream, [beat(n) for n in range(2)])
         ctx.set(dut.flush, 1)
         await ctx.tick()
         ctx.set(dut.flush, 0)
@@ -297,7 +360,7 @@ def test_comparator_bank_flush_drops_what_is_in_flight():
                                                            dut.o_stream.payload)
             if valid:
                 received.append(unpack(payload))
-        assert ctx.get(dut.active) == 2 * 5
+        assert ctx.get(dut.active) == 2 * 4
 
     sim = Simulator(dut)
     sim.add_clock(CLOCK_PERIOD)
@@ -305,7 +368,7 @@ def test_comparator_bank_flush_drops_what_is_in_flight():
     sim.run()
     assert [b["tag"]["own_slot"] for b in received] == [7, 8]
     assert [[c["slot"] for c in b["cands"]] for b in received] == [[7, 7], [8, 8]]
-    assert all(c["sim"] for b in received for c in b["cands"])
+    assert all(c["eligible"] and c["dsq"] == 39 ** 2 for b in received for c in b["cands"])
 
 
 # ---- UniqueIndexer ----------------------------------------------------------------------------
@@ -330,7 +393,7 @@ def indexer_job(p, count, seed):
         else:
             group, uniques = uniques, uniques + 1
         group_of[s] = group
-        beats.append({"best": {"sim": int(match), "dsq": 0, "ny": 0, "slot": q % slots},
+        beats.append({"match": int(match), "slot": q % slots,
                       "tag": {"first": 1, "last": 1, "tile_first": int(first),
                               "tile_last": int(last), "job_last": int(s == count - 1),
                               "own_slot": s % slots}})
@@ -358,23 +421,30 @@ def test_unique_indexer_numbers_groups_in_order(stalls):
 @pytest.mark.parametrize("stalls", STALL_IDS)
 @pytest.mark.parametrize("comparators", [1, 3, 7])
 def test_token_register_rounds_tiles_and_distances(comparators, stalls):
-    """Every token as ``rounds`` beats with its norm, its tile flags (tiles of 24, and the job's
-    last token ends one) and its distance from its tile's first position, clipped to the
-    window's slots."""
+    """Every token as ``rounds`` beats with its norm (on its last round: the norm unit is spread
+    over the rounds), its vector register (the two in turn), its tile flags (tiles of 24, and
+    the job's last token ends one) and its distance from its tile's first position, clipped to
+    the window's slots. Vectors include the most negative element everywhere (the largest
+    norm)."""
     p = small(comparators=comparators)
     rounds, clip = matcher_rounds(p), (1 << p.window_bits) - 1
     rng = np.random.default_rng(comparators)
     count = 70
     pos = np.cumsum(rng.integers(1, 4, count)).tolist()
-    vec = rng.integers(-128, 128, (count, p.dim)).tolist()
+    vec = rng.integers(-128, 128, (count, p.dim))
+    vec[5] = -128
+    vec[9] = 0
+    vec = vec.tolist()
     tokens = [{"vector": v, "position": q, "last": int(s == count - 1)}
               for s, (v, q) in enumerate(zip(vec, pos, strict=True))]
     expected = []
     for s in range(count):
         start = s - s % p.tile
         for r in range(rounds):
+            last = r == rounds - 1
             expected.append({
-                "x": vec[s], "nx": sum(e * e for e in vec[s]), "position": pos[s],
+                "x": vec[s], "xsel": (s + 1) % 2,
+                "nx": sum(e * e for e in vec[s]) if last else None, "position": pos[s],
                 "distance": min(pos[s] - pos[start], clip), "round": r,
                 "tile_first": int(s == start),
                 "tile_last": int(s % p.tile == p.tile - 1 or s == count - 1),
@@ -382,7 +452,11 @@ def test_token_register_rounds_tiles_and_distances(comparators, stalls):
     outputs, stats = run_streams(TokenRegister(p), {"i_stream": tokens},
                                  {"o_stream": len(expected)}, stalls=stalls_for(stalls),
                                  seed=comparators)
-    assert outputs["o_stream"] == expected
+    got = outputs["o_stream"]
+    for beat, want in zip(got, expected, strict=True):
+        if want["nx"] is None:              # a partial sum: no stage reads it
+            beat["nx"] = None
+    assert got == expected
     if stalls == "no-stalls":
         assert stats["cycles"] == count * rounds + TokenRegister.latency
 

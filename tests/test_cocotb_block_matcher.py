@@ -20,11 +20,13 @@ pytestmark = pytest.mark.cocotb
 
 SMALL = dict(dim=4, window=16, tile=24, layers=4)
 
-# (simulator, params): comparators 1, 3 and 7; the icg variant on both simulators.
+# (simulator, params): comparators 1, 2, 3 and 7; the icg variant on both simulators; a build
+# without the mean unit (its mean jobs are rejected: see sim/tb/block_matcher.py).
 CASES = [
     ("icarus", FocusParams(**SMALL, comparators=7, gating="icg")),
     ("icarus", FocusParams(**SMALL, comparators=3)),
     ("icarus", FocusParams(**SMALL, comparators=1, gating="icg")),
+    ("icarus", FocusParams(**SMALL, comparators=2, representatives="first")),
     ("verilator", FocusParams(**SMALL, comparators=7, gating="icg")),
 ]
 
@@ -76,7 +78,7 @@ def test_real_photo_default_dim(require_simulator):
     representative at V = 32 runs in the Amaranth tests)."""
     require_simulator("icarus")
     x, pos = photo_tokens(frames=2, grid=14, dim=64)
-    p = FocusParams(tile=256, layers=1, gating="icg")
+    p = FocusParams(tile=256, layers=1, gating="icg", comparators=7)
     args = dict(frame_stride=196, row_stride=14, theta_q=golden.theta_q(0.9), tile=256)
     maps, uniques = sim.sic(x, pos, params=p, simulator="icarus", **args)
     want_maps, want_uniques = golden.sic(x, pos, **args)

@@ -702,19 +702,24 @@ def test_bad_sec_settings(setting, value):
     check_job(p, good, rec, io)
 
 
-@pytest.mark.parametrize("setting, value", [("frame_stride", 13), ("layer", 4), ("layer", 1 << 20)])
+@pytest.mark.parametrize("setting, value", [("frame_stride", 13), ("layer", 4), ("layer", 1 << 20),
+                                            ("mean", 1)])
 def test_bad_sic_settings(setting, value):
     """MATCHER flag: the matcher rejects the job, the zip still drains its tokens, nothing leaves
-    on ``sic``; the next good SIC job on the same code works."""
-    p = P7
+    on ``sic``; the next good SIC job on the same code works. ``mean``: SIC_REPR.MEAN in a unit
+    built with ``representatives = "first"``."""
+    p = P7.replace(representatives="first") if setting == "mean" else P7
     rng = np.random.default_rng(11)
     job = random_job(rng, p, M=40, keep=12)
     job.update(frame_stride=5, row_stride=2)
+    if setting == "mean":
+        job.update(representative="first")
 
     async def program(io):
         rec = await traced_program(io, p, record_of(p, job))
         n = sum(rec["kept_mask"])
-        reg = Reg.SIC_FRAME_STRIDE if setting == "frame_stride" else Reg.SIC_LAYER
+        reg = {"frame_stride": Reg.SIC_FRAME_STRIDE, "layer": Reg.SIC_LAYER,
+               "mean": Reg.SIC_REPR}[setting]
         await io.write(reg, value)
         sic_before = len(io.beats("sic"))
         io.send("tokens", [{"vector": [5, 5, 5, 5], "last": int(i == n - 1)} for i in range(n)])

@@ -14,14 +14,16 @@ INT_FIELDS = {
     "window": (4, 4096), "tile": (1, 65536), "comparators": (1, 7),
     "scatter_rows": (1, 64),
 }
-CHOICE_FIELDS = {"sorter": ("bubble", "radix"), "gating": ("enable", "icg")}
+CHOICE_FIELDS = {"sorter": ("bubble", "radix"), "gating": ("enable", "icg"),
+                 "representatives": ("first+mean", "first")}
 
 
 def test_defaults_match_spec_table():
     p = FocusParams()
     assert (p.tokens, p.lanes, p.score_bits, p.sorter, p.word_bits) == (1024, 4, 16, "bubble", 32)
     assert (p.dim, p.elem_bits, p.theta_bits, p.layers) == (32, 8, 8, 32)
-    assert (p.window, p.tile, p.comparators, p.gating) == (256, 1024, 7, "enable")
+    assert (p.window, p.tile, p.comparators, p.gating) == (256, 1024, 1, "enable")
+    assert p.representatives == "first+mean" and p.mean_unit
     assert p.scatter_rows == 2
 
 
@@ -73,7 +75,7 @@ def test_int_fields_take_any_integral(name):
 def test_choice_fields(name):
     for ok in CHOICE_FIELDS[name]:
         assert getattr(FocusParams(**{name: ok}), name) == ok
-    a, b = CHOICE_FIELDS[name]
+    a, b = (re.escape(choice) for choice in CHOICE_FIELDS[name])
     with pytest.raises(ValueError, match=rf"^FocusParams\.{name} = 'nope' is not allowed: it "
                                          rf"must be '{a}' or '{b}'$"):
         FocusParams(**{name: "nope"})
@@ -91,6 +93,9 @@ def test_presets():
     paper = FocusParams.paper()
     assert (paper.tokens, paper.lanes, paper.dim, paper.comparators) == (1024, 32, 32, 1)
     assert (paper.window, paper.tile) == (256, 1024)
+    # The paper's provisioning: one comparator; only the first representative in the paper's.
+    assert paper.representatives == "first" and not paper.mean_unit
+    assert FocusParams().comparators == 1 and FocusParams().mean_unit
     board = FocusParams.board()
     assert board.tokens <= 256 and board.comparators <= 2
     assert FocusParams.preset("default") == FocusParams()
@@ -111,6 +116,23 @@ def test_overrides():
         FocusParams().with_overrides(["lanes"])
     with pytest.raises(ValueError, match=r"^FocusParams\.lanes = 0 is out of range"):
         FocusParams().with_overrides(["lanes=0"])
+
+
+def test_representatives():
+    """Both values, through the constructor, ``--set`` and the dict form; the tag tells them
+    apart; ``mean_unit`` follows."""
+    first = FocusParams(representatives="first")
+    assert not first.mean_unit and FocusParams(representatives="first+mean").mean_unit
+    assert FocusParams().with_overrides(["representatives=first"]) == first
+    assert FocusParams.from_dict(first.to_dict()) == first
+    assert first.tag != FocusParams().tag and "_f_r" in first.tag
+    with pytest.raises(ValueError, match=r"^FocusParams\.representatives = 'mean' is not "
+                                         r"allowed: it must be 'first\+mean' or 'first'$"):
+        FocusParams(representatives="mean")
+    # A dict from before the field existed still loads, with both representatives.
+    old = FocusParams().to_dict()
+    del old["representatives"]
+    assert FocusParams.from_dict(old).mean_unit
 
 
 def test_dict_round_trip():
@@ -147,6 +169,11 @@ def test_similarity_widths_are_exact(dim, elem_bits):
     assert -dim * most_negative * most_positive >= -(1 << (p.dot_bits - 1))
     assert largest_norm ** 2 * (1 << (2 * p.theta_bits)) < (1 << p.lhs_bits)
     assert p.theta_max ** 2 * largest_norm ** 2 < (1 << p.rhs_bits)
+    # dot**2 of a positive dot (at most the largest norm), exactly as wide as it must be; the
+    # token's threshold factor theta_q**2 * nx.
+    assert largest_norm ** 2 < (1 << p.dot_sq_bits) <= 2 * largest_norm ** 2
+    assert largest_norm < (1 << p.norm_bits)
+    assert p.theta_max ** 2 * largest_norm < (1 << p.token_threshold_bits)
 
 
 @pytest.mark.parametrize("tokens,index_bits,count_bits", [(1, 1, 1), (2, 1, 2), (1024, 10, 11),

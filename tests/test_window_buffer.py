@@ -6,7 +6,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from rtl.params import FocusParams
-from rtl.sic.vector_norm import VectorNorm
+from rtl.sic.vector_norm import VectorNorm, norm_squarers
 from rtl.sic.window_buffer import WindowBuffer, window_slots
 from sim.streams import CLOCK_PERIOD
 
@@ -124,3 +124,44 @@ def test_vector_norm_is_exact(p):
     sim.add_testbench(testbench)
     sim.run()
     assert p.dim * low * low < 1 << p.norm_bits
+
+
+@pytest.mark.parametrize("steps", [2, 3, 7, 9])
+@pytest.mark.parametrize("p", [FocusParams(dim=32, elem_bits=8), FocusParams(dim=5, elem_bits=2),
+                               FocusParams(dim=3, elem_bits=16)], ids=lambda p: p.tag)
+def test_vector_norm_spread_over_steps(p, steps):
+    """With ``steps`` > 1: ceil(V / steps) squarers, the norm after the last step, for steps
+    that divide V or not, more steps than elements (squarers idle in the last steps), a step
+    held over several cycles (``advance`` low: the sum holds) and a new vector starting at step
+    0 right after the last step of the previous one."""
+    rng = np.random.default_rng(p.dim + steps)
+    low, high = -(1 << (p.elem_bits - 1)), (1 << (p.elem_bits - 1)) - 1
+    vectors = [[low] * p.dim, [high] * p.dim, [0] * p.dim]
+    vectors += rng.integers(low, high + 1, (30, p.dim)).tolist()
+    dut = VectorNorm(p, steps)
+    assert norm_squarers(p, steps) == -(-p.dim // steps)
+
+    async def testbench(ctx):
+        for n, vec in enumerate(vectors):
+            ctx.set(dut.x, vec)
+            for step in range(steps):
+                ctx.set(dut.step, step)
+                if (n + step) % 4 == 0:             # hold this step for a cycle
+                    ctx.set(dut.advance, 0)
+                    await ctx.tick()
+                ctx.set(dut.advance, 1)
+                if step == steps - 1:
+                    await ctx.delay(1e-9)
+                    assert ctx.get(dut.norm) == sum(v * v for v in vec), vec
+                await ctx.tick()
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(testbench)
+    sim.run()
+
+
+def test_vector_norm_rejects_bad_steps():
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match=r"^steps must be a positive integer, not "):
+            VectorNorm(FocusParams(), bad)

@@ -10,7 +10,7 @@ from ..lib.stream_fork import StreamFork
 from .best_candidate import BestCandidate
 from .candidate_fetch import CandidateFetch
 from .comparator_bank import ComparatorBank
-from .job_control import JobControl
+from .job_control import JobControl, MatchError
 from .match_layouts import (
     match_config_layout,
     match_input_layout,
@@ -24,8 +24,9 @@ from .threshold_table import ThresholdTable
 from .token_register import TokenRegister
 from .unique_indexer import UniqueIndexer
 
-__all__ = ["BlockMatcher", "match_input_layout", "match_config_layout", "match_output_layout",
-           "matcher_rounds", "matcher_latency", "tile_index_bits", "mean_sum_bits"]
+__all__ = ["BlockMatcher", "MatchError", "match_input_layout", "match_config_layout",
+           "match_output_layout", "matcher_rounds", "matcher_latency", "tile_index_bits",
+           "mean_sum_bits"]
 
 #: The stages from the input register to the output register, in order; each states its own
 #: ``latency`` (and, but for the last, ``capacity``: the beats it can hold).
@@ -35,10 +36,10 @@ _PIPELINE = (TokenRegister, CandidateFetch, ComparatorBank, BestCandidate, Uniqu
 
 def matcher_latency(p):
     """Cycles from a token's input transfer to its map beat's transfer, inclusive, with no stalls
-    and ``first``, when it does not wait for earlier tokens: 12 for every comparator count (input
-    register, window read, read-data register, 3 comparator stages, 4 selection stages, map
-    lookup, output register; the sum of the stages' ``latency``). A job of S tokens takes
-    ``S * rounds + 12`` cycles (:func:`golden.cycles.block_match_cycles`)."""
+    and ``first``, when it does not wait for earlier tokens (and, with several rounds, from its
+    last round): 11 for every comparator count (input register, window read, 2 scorer stages,
+    5 selection stages, map lookup, output register; the sum of the stages' ``latency``). A job
+    of S tokens takes ``S * rounds + 11`` cycles (:func:`golden.cycles.block_match_cycles`)."""
     return sum(stage.latency for stage in _PIPELINE)
 
 
@@ -47,13 +48,14 @@ class BlockMatcher(FocusBlock):
     similarity map and the unique vectors, exactly as :func:`golden.block_match`.
 
     Throughput: one token per ``rounds = ceil(7 / comparators)`` cycles in steady state (1 cycle
-    with 7 comparators, 7 with one), with ``first``: a job of S tokens takes ``rounds * S + 12``
-    cycles. Latency: :func:`matcher_latency`, 12 cycles from a token's input transfer to its map
-    beat for every comparator count. With ``mean``, each tile's unique vectors leave after its last
-    map beat, ``elem_bits + 2`` cycles each (the divider is bit-serial; 2 cycles for a group of one
-    token, which needs no division), and the next tile waits for them. Back-pressure: under
-    ``o_stream`` back-pressure the stages fill up and hold (``i_stream.ready`` falls once they
-    are full); nothing is lost or duplicated, however long the stall.
+    with 7 comparators, 7 with one), with ``first``: a job of S tokens takes ``rounds * S + 11``
+    cycles. Latency: :func:`matcher_latency`, 11 cycles from a token's (last round's) input
+    transfer to its map beat for every comparator count. With ``mean``, each tile's unique vectors
+    leave after its last map beat, ``elem_bits + 2`` cycles each (the divider is bit-serial; 2
+    cycles for a group of one token, which needs no division), and the next tile waits for them.
+    Back-pressure: under ``o_stream`` back-pressure the stages fill up and hold
+    (``i_stream.ready`` falls once they are full); nothing is lost or duplicated, however long
+    the stall.
 
     A job is one ``cfg_stream`` beat (:func:`match_config_layout`), then tokens on ``i_stream``
     (:func:`match_input_layout`) up to the one with ``last``. Tiles are runs of ``tile`` tokens;
@@ -62,27 +64,36 @@ class BlockMatcher(FocusBlock):
     token's beat also carries its unique vector, with ``mean`` the unique vectors of a tile follow
     its last map beat. The final beat has ``last``.
 
+    Every unit is sized to the rate it must sustain: a token has ``rounds`` cycles, and the work
+    that is per token, not per pair, is done once per token. Per pair (7 per token): a dot product
+    of V products and dot**2 (:class:`~rtl.sic.dot_scorer.DotScorer`). Per token: its squared
+    norm, with ceil(V / rounds) squarers over its rounds; one exact threshold test, on its best
+    candidate only (theta_q**2 * nx formed once); the "better" tests between its candidates (a
+    tree over a round's lanes, a running best over rounds, whose two products also do the
+    threshold test in their one idle cycle per token). Per job: theta_q**2.
+
     Pipeline, one Component per stage, joined by streams (``wiring.connect``), each stage holding
     only under back-pressure from the next:
 
     - :class:`~rtl.sic.job_control.JobControl`: the configuration beat (theta_q from the
-      :class:`~rtl.sic.threshold_table.ThresholdTable`, the candidate offsets), the position check
-      and the error path; tokens pass through combinationally.
-    - :class:`~rtl.sic.token_register.TokenRegister` (1 cycle): the input register, the norm, the
-      tile bookkeeping, one beat per round.
-    - :class:`~rtl.sic.candidate_fetch.CandidateFetch` (2): the window lookups
+      :class:`~rtl.sic.threshold_table.ThresholdTable`, and theta_q**2; the candidate offsets),
+      the position check and the error path; tokens pass through combinationally.
+    - :class:`~rtl.sic.token_register.TokenRegister` (1 cycle): the input register (two vector
+      registers used in turn), the norm over the rounds, the tile bookkeeping, one beat per
+      round.
+    - :class:`~rtl.sic.candidate_fetch.CandidateFetch` (1): the window lookups
       (:class:`~rtl.sic.window_buffer.WindowBuffer`: slots addressed by position, one read port
       per comparator, all of a round's candidates in one cycle, conflict-free for any FS, HS and
-      pruning; see its docstring for the comparison with the paper's 8 parity banks) and a
-      register of the read data.
-    - :class:`~rtl.sic.comparator_bank.ComparatorBank` (3): ``comparators``
-      :class:`~rtl.sic.similarity_comparator.SimilarityComparator` instances in lockstep (zero
-      skip and clock gating inside; candidate c = r * comparators + j + 1 on comparator j in
-      round r); each candidate's norm and slot, and the round's tag, ride in the comparators'
-      tags.
-    - :class:`~rtl.sic.best_candidate.BestCandidate` (4 for any comparator count): a tree of
-      exact "better" tests on the dot**2 outputs (``dot1**2 * ny2 > dot2**2 * ny1``; on equality
-      the lower c wins), a running best across rounds, delay stages.
+      pruning; see its docstring for the comparison with banked layouts); the scorers take the
+      read data straight from the memory.
+    - :class:`~rtl.sic.comparator_bank.ComparatorBank` (2): ``comparators``
+      :class:`~rtl.sic.dot_scorer.DotScorer` instances in lockstep (zero skip and clock gating
+      inside; candidate c = r * comparators + j + 1 on scorer j in round r); each candidate's
+      norm and slot, and the round's tag and the token's norm, ride in the scorers' tags.
+    - :class:`~rtl.sic.best_candidate.BestCandidate` (5 for any comparator count): a tree of
+      exact "better" tests on dot**2 (``dot1**2 * ny2 > dot2**2 * ny1``; on equality the lower c
+      wins), a running best across rounds, the threshold test of the winner (``dot**2 * 2**(2F) >
+      theta_q**2 * nx * ny``), delay stages.
     - :class:`~rtl.sic.unique_indexer.UniqueIndexer` (1): the map lookup (each window slot's
       tile-local unique index, read with write-through so the previous token's decision is seen;
       map indices are ``tile base + tile-local index``).
@@ -90,31 +101,34 @@ class BlockMatcher(FocusBlock):
       and the end-of-tile drain through the :class:`~rtl.sic.mean_divider.MeanDivider`.
 
     Vectors wait in a FIFO from the input register to the output register instead of riding
-    every stage (a :class:`~rtl.lib.stream_fork.StreamFork` gives each token to both); its depth is
-    derived from the stages' capacities.
+    every stage (a :class:`~rtl.lib.stream_fork.StreamFork` gives each token to both), and leave
+    from the FIFO's head with their map beats; its depth is derived from the stages' capacities.
 
-    ``mean``: a memory of ``tile`` entries holds each group's element sums and count, costing
-    ``tile * (dim * mean_sum_bits + bit_length(tile))`` bits: 622 592 + 11 264 bits (77 KiB) with
-    the default parameters, against 2**window_bits * 300 bits (9.4 KiB) per window-buffer copy.
-    At the end of a tile each sum is divided, ``sign(t) * ((2|t| + c) // (2c))``, exactly.
+    ``mean`` (only with ``representatives = "first+mean"``): a memory of ``tile`` entries holds
+    each group's element sums and count, costing ``tile * (dim * mean_sum_bits +
+    bit_length(tile))`` bits: 622 592 + 11 264 bits (77 KiB) with the default parameters,
+    against 2**window_bits * 300 bits (9.4 KiB) per window-buffer copy. At the end of a tile
+    each sum is divided, ``sign(t) * ((2|t| + c) // (2c))``, exactly. With ``representatives =
+    "first"`` none of it is built, and a job asking for ``mean`` is rejected.
 
-    Errors (``error`` rises, the job's remaining tokens are dropped up to the one with ``last``,
-    then the block is idle; a beat already offered on ``o_stream`` is still delivered; ``error``
-    stays high until the next ``cfg_stream`` beat is accepted):
-    ``frame_stride + row_stride + 1 >= window``, ``layer >= layers`` (on the configuration beat),
-    and a position not greater than the previous one (that token and everything in flight is
-    dropped).
+    Errors (``error`` rises, ``cause`` says why (:class:`MatchError`), the job's remaining tokens
+    are dropped up to the one with ``last``, then the block is idle; a beat already offered on
+    ``o_stream`` is still delivered; ``error`` and ``cause`` hold until the next ``cfg_stream``
+    beat is accepted): ``frame_stride + row_stride + 1 >= window`` (``GEOMETRY``), ``layer >=
+    layers`` (``LAYER``), ``mean`` without the mean unit (``MEAN``), all on the configuration
+    beat, and a position not greater than the previous one (``POSITION``: that token and
+    everything in flight is dropped).
 
     Parameters
     ----------
     params : FocusParams
         Uses ``dim``, ``elem_bits``, ``theta_bits``, ``layers``, ``window``, ``tile``,
-        ``comparators`` and ``gating``.
+        ``comparators``, ``gating`` and ``representatives``.
     icg_cell : str or None
-        Clock-gate cell of the comparators with ``gating="icg"`` (``None`` models it as a clock
+        Clock-gate cell of the scorers with ``gating="icg"`` (``None`` models it as a clock
         enable, for the Amaranth simulator).
     gate : bool
-        False builds the comparators without clock gating (a baseline for power comparisons).
+        False builds the scorers without clock gating (a baseline for power comparisons).
 
     Members
     -------
@@ -129,6 +143,8 @@ class BlockMatcher(FocusBlock):
         A job is in progress (from its configuration beat to its last output beat, or until its
         dropped tokens have been consumed).
     error : Out(1)
+    cause : Out(MatchError)
+        Why ``error`` is high (``NONE`` while it is low).
     active, gated : Out(32)
         Comparator-cycles of the job: comparisons computed, and comparator slots with no valid,
         non-zero candidate (datapath clocks off). Their sum is ``comparators * rounds * S``.
@@ -148,6 +164,7 @@ class BlockMatcher(FocusBlock):
             "theta_data": In(p.theta_bits),
             "busy": Out(1),
             "error": Out(1),
+            "cause": Out(MatchError),
             "active": Out(32),
             "gated": Out(32),
             "uniques": Out(p.position_bits),
@@ -165,6 +182,7 @@ class BlockMatcher(FocusBlock):
             thetas.w_data.eq(self.theta_data),
             self.busy.eq(job.busy),
             self.error.eq(job.error),
+            self.cause.eq(job.cause),
         ]
         wiring.connect(m, job.theta, thetas.read)
         wiring.connect(m, cfg=wiring.flipped(self.cfg_stream), job=job.cfg_stream)
@@ -183,7 +201,8 @@ class BlockMatcher(FocusBlock):
             m.d.comb += stage.flush.eq(job.flush)
         m.d.comb += [
             fetch.offsets.eq(job.offsets),
-            bank.theta_q.eq(job.theta.theta_q),
+            fetch.x_store.eq(tokens.x_store),
+            select.theta_sq.eq(job.theta_sq),
             output.mean.eq(job.mean),
             self.active.eq(bank.active),
             self.gated.eq(bank.gated),
@@ -193,13 +212,15 @@ class BlockMatcher(FocusBlock):
                             & self.o_stream.payload.last),
         ]
 
-        # Each token's vector waits in a FIFO from the input register to the output register
-        # instead of riding every stage. Its depth covers every token the stages in between can
-        # hold, and one more for the entry read in the cycle the next one is written, so it never
-        # holds the pipeline back; a full FIFO would only stall the fork, never lose a vector.
-        depth = sum(s.capacity for s in (tokens, fetch, bank, select, index)) + 1
+        # Each token's vector waits in a FIFO from the input register until its map beat leaves
+        # the output register, instead of riding every stage. Its depth covers every token the
+        # stages hold, and one more for the entry read in the cycle the next one is written, so
+        # it never holds the pipeline back; a full FIFO would only stall the fork, never lose a
+        # vector.
+        stages = (tokens, fetch, bank, select, index, output)
+        depth = sum(s.capacity for s in stages) + 1
         vectors = fifo.SyncFIFOBuffered(width=p.dim * p.elem_bits, depth=depth)
-        m.submodules.vectors = ResetInserter({"sync": job.flush})(vectors)
+        m.submodules.vectors = ResetInserter({"sync": output.v_flush})(vectors)
         m.submodules.fork = fork = StreamFork(match_input_layout(p), 2)
         # The FIFO keeps only the vector of the fork's token beats.
         token_beat, vector_in = fork.o_streams[1], vectors.w_stream

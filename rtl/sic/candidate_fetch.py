@@ -1,7 +1,7 @@
-"""The block matcher's candidate lookups: the window buffer and its read-data register."""
+"""The block matcher's candidate lookups: the window buffer's reads, a round per cycle."""
 
 from amaranth.hdl import Array, Const, Module, Signal
-from amaranth.lib import stream
+from amaranth.lib import data, stream
 from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
@@ -30,11 +30,14 @@ class CandidateFetch(FocusBlock):
     it (a missing candidate has norm 0, which the comparators skip). The token itself enters the
     window as its last round is taken, so every later token sees it.
 
-    Two stages: D, the window's read (its synchronous read ports), and E, a register of the read
-    data, so that a block RAM's clock-to-output delay does not add to the comparators' first
-    stage (the dot product, the longest path). Latency 2, throughput one round per cycle.
-    Back-pressure: both stages hold under ``o_stream`` back-pressure (the window's read data holds
-    while no lookup is issued); ``i_stream.ready`` falls once both are full.
+    One stage, D: the window's read (its synchronous read ports, whose data registers hold the
+    candidates) with the token's side data beside it. The comparators take the read data
+    straight from the memory: a second register of it would cost ``comparators`` vectors of
+    flip-flops. The token's vector is not copied either: D carries ``xsel``, and the beat's
+    ``x`` is the token register's ``x_store[xsel]`` (the token register keeps it until the
+    lookup has left D). Latency 1, throughput one round per cycle. Back-pressure: D holds under
+    ``o_stream`` back-pressure (the window's read data holds while no lookup is issued);
+    ``i_stream.ready`` falls while it is full and not taken.
 
     Parameters
     ----------
@@ -45,6 +48,8 @@ class CandidateFetch(FocusBlock):
     -------
     i_stream : In(stream.Signature(round_layout(params)))
     o_stream : Out(stream.Signature(compare_layout(params)))
+    x_store : In(ArrayLayout(vector_layout(params), 2))
+        The token register's two vector registers.
     offsets : In(offsets_layout(params))
         The job's candidate offsets (held during the job).
     clear : In(1)
@@ -55,14 +60,15 @@ class CandidateFetch(FocusBlock):
     """
 
     #: Cycles from a round's input transfer to its comparison beat being offered.
-    latency = 2
+    latency = 1
     #: Rounds held at most.
-    capacity = 2
+    capacity = 1
 
     def __init__(self, params=None):
         super().__init__(params, lambda p: {
             "i_stream": In(stream.Signature(round_layout(p))),
             "o_stream": Out(stream.Signature(compare_layout(p))),
+            "x_store": In(data.ArrayLayout(vector_layout(p), 2)),
             "offsets": In(offsets_layout(p)),
             "clear": In(1),
             "flush": In(1),
@@ -75,11 +81,10 @@ class CandidateFetch(FocusBlock):
         k, rounds, wb = p.comparators, matcher_rounds(p), p.window_bits
         rnd = i.payload.round
 
-        d_valid, e_valid = Signal(), Signal()
-        e_accept, d_accept, go = Signal(), Signal(), Signal()
+        d_valid = Signal()
+        d_accept, go = Signal(), Signal()
         m.d.comb += [
-            e_accept.eq(~e_valid | o.ready),
-            d_accept.eq(~d_valid | e_accept),
+            d_accept.eq(~d_valid | o.ready),
             i.ready.eq(d_accept),
             go.eq(i.valid & d_accept),          # a round's lookups are issued
         ]
@@ -103,14 +108,14 @@ class CandidateFetch(FocusBlock):
                 window.r_want[j].eq((off != 0) & (i.payload.distance >= off)),
             ]
 
-        # D: the window is reading; the token waits beside it.
-        d_x = Signal(vector_layout(p))
+        # D: the window is reading; the token's side data waits beside it.
+        d_xsel = Signal()
         d_nx = Signal(p.norm_bits)
         d_tag = Signal(round_tag_layout(p))
         with m.If(d_accept):
             m.d.sync += [
                 d_valid.eq(go),
-                d_x.eq(i.payload.x),
+                d_xsel.eq(i.payload.xsel),
                 d_nx.eq(i.payload.nx),
                 d_tag.first.eq(rnd == 0),
                 d_tag.last.eq(rnd == rounds - 1),
@@ -119,19 +124,19 @@ class CandidateFetch(FocusBlock):
                 d_tag.job_last.eq(i.payload.job_last),
                 d_tag.own_slot.eq(i.payload.position[:wb]),
             ]
-
-        # E: the read data, registered.
-        e = Signal(compare_layout(p))
-        with m.If(e_accept):
-            m.d.sync += [e_valid.eq(d_valid), e.x.eq(d_x), e.nx.eq(d_nx), e.tag.eq(d_tag)]
-            for j in range(k):
-                m.d.sync += [
-                    e.lanes[j].y.eq(window.y[j]),
-                    e.lanes[j].ny.eq(window.ny[j]),
-                    e.lanes[j].slot.eq(window.slot[j]),
-                ]
-        m.d.comb += [o.valid.eq(e_valid), o.payload.eq(e)]
+        m.d.comb += [
+            o.valid.eq(d_valid),
+            o.payload.x.eq(self.x_store[d_xsel]),
+            o.payload.nx.eq(d_nx),
+            o.payload.tag.eq(d_tag),
+        ]
+        for j in range(k):
+            m.d.comb += [
+                o.payload.lanes[j].y.eq(window.y[j]),
+                o.payload.lanes[j].ny.eq(window.ny[j]),
+                o.payload.lanes[j].slot.eq(window.slot[j]),
+            ]
 
         with m.If(self.flush):
-            m.d.sync += [d_valid.eq(0), e_valid.eq(0)]
+            m.d.sync += d_valid.eq(0)
         return m

@@ -1,4 +1,4 @@
-"""The block matcher's comparators: one similarity comparator per candidate lane, in lockstep."""
+"""The block matcher's comparators: one pair scorer per candidate lane, in lockstep."""
 
 from amaranth.hdl import Module
 from amaranth.lib import data, stream
@@ -6,39 +6,38 @@ from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
 from ..lib.clock_gate import ICG_CELL
+from .dot_scorer import SCORER_LATENCY, DotScorer
 from .match_layouts import compare_layout, round_tag_layout, scored_layout
-from .similarity_comparator import COMPARATOR_LATENCY, SimilarityComparator
 
 __all__ = ["ComparatorBank"]
 
 
 class ComparatorBank(FocusBlock):
-    """Compares a round's token with its ``comparators`` candidates, one
-    :class:`~rtl.sic.similarity_comparator.SimilarityComparator` per lane.
+    """Scores a round's token against its ``comparators`` candidates, one
+    :class:`~rtl.sic.dot_scorer.DotScorer` per lane (dot, dot**2 and eligibility; the threshold
+    test is the selection's, once per token).
 
-    Every comparator gets the same ``valid``, ``ready`` and ``flush``, so they move in lockstep and
-    the bank is one pipeline: latency :data:`~rtl.sic.similarity_comparator.COMPARATOR_LATENCY`
-    (3), throughput one round per cycle, and under ``o_stream`` back-pressure the whole bank holds
+    Every scorer gets the same ``valid``, ``ready`` and ``flush``, so they move in lockstep and
+    the bank is one pipeline: latency :data:`~rtl.sic.dot_scorer.SCORER_LATENCY` (2),
+    throughput one round per cycle, and under ``o_stream`` back-pressure the whole bank holds
     (``i_stream.ready`` falls once it is full); nothing is lost or duplicated. Side data travels
-    in the comparators' tags: each lane's candidate norm and window slot in its own comparator,
-    the round's tag in comparator 0's. So each result leaves with its own candidate, whatever the
-    comparators' latency.
+    in the scorers' tags: each lane's candidate norm and window slot in its own scorer, the
+    round's tag and the token's norm in scorer 0's. So each result leaves with its own
+    candidate, whatever the scorers' latency.
 
     Parameters
     ----------
     params : FocusParams
         Uses ``comparators`` and what the comparators use.
     icg_cell : str or None
-        As for :class:`~rtl.sic.similarity_comparator.SimilarityComparator`.
+        As for :class:`~rtl.sic.dot_scorer.DotScorer`.
     gate : bool
-        As for :class:`~rtl.sic.similarity_comparator.SimilarityComparator`.
+        As for :class:`~rtl.sic.dot_scorer.DotScorer`.
 
     Members
     -------
     i_stream : In(stream.Signature(compare_layout(params)))
     o_stream : Out(stream.Signature(scored_layout(params)))
-    theta_q : In(params.theta_bits)
-        The job's threshold (held during the job).
     clear : In(1)
         Zeroes the counters (the start of a job).
     flush : In(1)
@@ -50,9 +49,9 @@ class ComparatorBank(FocusBlock):
     """
 
     #: Cycles from a round's input transfer to its results being offered.
-    latency = COMPARATOR_LATENCY
+    latency = SCORER_LATENCY
     #: Rounds held at most.
-    capacity = COMPARATOR_LATENCY
+    capacity = SCORER_LATENCY
 
     def __init__(self, params=None, *, icg_cell=ICG_CELL, gate=True):
         self._icg_cell = icg_cell
@@ -60,7 +59,6 @@ class ComparatorBank(FocusBlock):
         super().__init__(params, lambda p: {
             "i_stream": In(stream.Signature(compare_layout(p))),
             "o_stream": Out(stream.Signature(scored_layout(p))),
-            "theta_q": In(p.theta_bits),
             "clear": In(1),
             "flush": In(1),
             "active": Out(32),
@@ -72,12 +70,14 @@ class ComparatorBank(FocusBlock):
         m = Module()
         i, o = self.i_stream, self.o_stream
         lane_tag = data.StructLayout({"ny": p.norm_bits, "slot": p.window_bits})
-        first_tag = data.StructLayout({"lane": lane_tag, "round": round_tag_layout(p)})
+        first_tag = data.StructLayout({"lane": lane_tag, "round": round_tag_layout(p),
+                                       "nx": p.norm_bits})
+        x_nonzero = i.payload.x.as_value().any()
 
         comps = []
         for j in range(p.comparators):
-            comp = SimilarityComparator(p, icg_cell=self._icg_cell, gate=self._gate,
-                                        tag=first_tag if j == 0 else lane_tag, flush=True)
+            comp = DotScorer(p, icg_cell=self._icg_cell, gate=self._gate,
+                             tag=first_tag if j == 0 else lane_tag)
             m.submodules[f"comparator{j}"] = comp
             comps.append(comp)
             lane = i.payload.lanes[j]
@@ -86,24 +86,25 @@ class ComparatorBank(FocusBlock):
             m.d.comb += [
                 comp.i_stream.valid.eq(i.valid),
                 comp.i_stream.payload.x.eq(i.payload.x),
+                comp.i_stream.payload.x_nonzero.eq(x_nonzero),
                 comp.i_stream.payload.y.eq(lane.y),
-                comp.i_stream.payload.nx.eq(i.payload.nx),
-                comp.i_stream.payload.ny.eq(lane.ny),
-                comp.i_stream.payload.theta_q.eq(self.theta_q),
+                comp.i_stream.payload.y_nonzero.eq(lane.ny != 0),
                 tag_in.ny.eq(lane.ny),
                 tag_in.slot.eq(lane.slot),
                 comp.o_stream.ready.eq(o.ready),
                 comp.clear.eq(self.clear),
                 comp.flush.eq(self.flush),
-                o.payload.cands[j].sim.eq(comp.o_stream.payload.similar),
-                o.payload.cands[j].dsq.eq(comp.o_stream.payload.dot_sq),
+                o.payload.cands[j].eligible.eq(comp.o_stream.payload.eligible),
+                o.payload.cands[j].dsq.eq(comp.o_stream.payload.dsq),
                 o.payload.cands[j].ny.eq(tag_out.ny),
                 o.payload.cands[j].slot.eq(tag_out.slot),
             ]
         # Lockstep: comparator 0 speaks for all of them.
         m.d.comb += [
             comps[0].i_stream.payload.tag.round.eq(i.payload.tag),
+            comps[0].i_stream.payload.tag.nx.eq(i.payload.nx),
             o.payload.tag.eq(comps[0].o_stream.payload.tag.round),
+            o.payload.nx.eq(comps[0].o_stream.payload.tag.nx),
             i.ready.eq(comps[0].i_stream.ready),
             o.valid.eq(comps[0].o_stream.valid),
             self.active.eq(sum(c.active for c in comps)),

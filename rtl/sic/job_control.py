@@ -1,10 +1,11 @@
 """The block matcher's job control: configuration, the position check, the error path (spec 4.2)."""
 
-from amaranth.hdl import Module, Signal
-from amaranth.lib import stream
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import enum, stream
 from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
+from .arith import unsigned_square
 from .match_layouts import (
     CANDIDATES,
     match_config_layout,
@@ -13,7 +14,20 @@ from .match_layouts import (
 )
 from .threshold_table import threshold_read_signature
 
-__all__ = ["JobControl"]
+__all__ = ["JobControl", "MatchError"]
+
+
+class MatchError(enum.Enum, shape=3):
+    """Why the block matcher raised ``error`` (its ``cause`` output, held with ``error``)."""
+    NONE = 0
+    #: frame_stride + row_stride + 1 >= window (the configuration beat).
+    GEOMETRY = 1
+    #: layer >= layers (the configuration beat).
+    LAYER = 2
+    #: A job asking for ``mean`` on a build without it (``representatives = "first"``).
+    MEAN = 3
+    #: A position not greater than the previous one.
+    POSITION = 4
 
 
 class JobControl(FocusBlock):
@@ -22,9 +36,11 @@ class JobControl(FocusBlock):
     A job is one ``cfg_stream`` beat, taken only when idle, then tokens up to the one with
     ``last``. On the configuration beat the block loads the layer's theta_q (``theta``, valid
     from the next cycle on and held for the job) and registers the candidate offsets and the
-    representative. One cycle later (state ``SETUP``) it either starts passing tokens (``RUN``)
-    or, for ``frame_stride + row_stride + 1 >= window`` or ``layer >= layers``, raises ``error``
-    and drops the job's tokens (``DROP``).
+    representative. One cycle later (state ``SETUP``, where it registers ``theta_sq`` =
+    theta_q**2 for the job) it either starts passing tokens (``RUN``) or, for ``frame_stride +
+    row_stride + 1 >= window``, ``layer >= layers`` or ``mean`` on a build without it
+    (``representatives = "first"``), raises ``error`` and drops the job's tokens (``DROP``).
+    ``cause`` (:class:`MatchError`) says which, the first that applies in that order.
 
     Tokens: combinational, latency 0. In ``RUN``, ``i_stream`` is ``o_stream`` (``ready`` is
     ``o_stream.ready``, throughput one token per cycle) except for a token whose position is not
@@ -55,6 +71,10 @@ class JobControl(FocusBlock):
     offsets : Out(offsets_layout(params))
     mean : Out(1)
         The job's representative is ``mean``.
+    theta_sq : Out(2 * theta_bits)
+        theta_q**2 of the job, from the cycle after ``SETUP``.
+    cause : Out(MatchError)
+        Why ``error`` is high (``NONE`` while it is low).
     out_valid, out_last : In(1)
         The block's output offers a beat; its beat with ``last`` is transferred.
     busy, error : Out(1)
@@ -71,6 +91,8 @@ class JobControl(FocusBlock):
             "flush": Out(1),
             "offsets": Out(offsets_layout(p)),
             "mean": Out(1),
+            "theta_sq": Out(2 * p.theta_bits),
+            "cause": Out(MatchError),
             "out_valid": In(1),
             "out_last": In(1),
             "busy": Out(1),
@@ -84,7 +106,7 @@ class JobControl(FocusBlock):
         fs, hs, layer = cfg.payload.frame_stride, cfg.payload.row_stride, cfg.payload.layer
 
         mean = Signal()
-        bad_cfg = Signal()          # the job's configuration is rejected
+        bad_cfg = Signal(MatchError)    # why the job's configuration is rejected (or NONE)
         started = Signal()          # the job has passed a token on
         prev_pos = Signal(p.position_bits)
         bad_pos = Signal()
@@ -110,11 +132,15 @@ class JobControl(FocusBlock):
                     self.start.eq(cfg.valid),
                 ]
                 with m.If(cfg.valid):
+                    no_mean = 0 if p.mean_unit else cfg.payload.mean
                     m.d.sync += [
                         mean.eq(cfg.payload.mean),
-                        bad_cfg.eq((fs + hs + 1 >= p.window) | (layer >= p.layers)),
+                        bad_cfg.eq(Mux(fs + hs + 1 >= p.window, MatchError.GEOMETRY,
+                                       Mux(layer >= p.layers, MatchError.LAYER,
+                                           Mux(no_mean, MatchError.MEAN, MatchError.NONE)))),
                         started.eq(0),
                         self.error.eq(0),
+                        self.cause.eq(MatchError.NONE),
                     ]
                     for c in range(1, CANDIDATES + 1):
                         f, dh, dw = c >> 2, (c >> 1) & 1, c & 1
@@ -124,8 +150,10 @@ class JobControl(FocusBlock):
             with m.State("SETUP"):
                 # theta_q arrives from the table in this cycle.
                 m.d.comb += self.busy.eq(1)
-                with m.If(bad_cfg):
-                    m.d.sync += self.error.eq(1)
+                m.d.sync += self.theta_sq.eq(unsigned_square(m, self.theta.theta_q,
+                                                                     2 * p.theta_bits))
+                with m.If(bad_cfg != MatchError.NONE):
+                    m.d.sync += [self.error.eq(1), self.cause.eq(bad_cfg)]
                     m.next = "DROP"
                 with m.Else():
                     m.next = "RUN"
@@ -138,7 +166,7 @@ class JobControl(FocusBlock):
                 with m.If(i.valid & o.ready):
                     with m.If(bad_pos):
                         m.d.comb += self.flush.eq(1)
-                        m.d.sync += self.error.eq(1)
+                        m.d.sync += [self.error.eq(1), self.cause.eq(MatchError.POSITION)]
                         with m.If(i.payload.last):
                             m.next = "WAIT"
                         with m.Else():

@@ -97,11 +97,14 @@ def offsets_layout(p):
 
 def round_layout(p):
     """One round of a token's lookups (:class:`~rtl.sic.token_register.TokenRegister` to
-    :class:`~rtl.sic.candidate_fetch.CandidateFetch`): the token, its squared norm, its distance
-    from its tile's first position (clipped to ``2**window_bits - 1``), the round number
-    (candidates ``round * comparators + 1 ..``) and where the token sits in its tile and job."""
+    :class:`~rtl.sic.candidate_fetch.CandidateFetch`): the token; which of the token register's
+    two vector registers holds it (``xsel``, with more than one round); its squared norm (on
+    the token's last round: the norm unit is spread over the rounds); its distance from its
+    tile's first position (clipped to ``2**window_bits - 1``), the round number (candidates
+    ``round * comparators + 1 ..``) and where the token sits in its tile and job."""
     return data.StructLayout({
         "x": vector_layout(p),
+        "xsel": 1,
         "nx": unsigned(p.norm_bits),
         "position": unsigned(p.position_bits),
         "distance": unsigned(p.window_bits),
@@ -138,8 +141,8 @@ def lane_layout(p):
 
 def compare_layout(p):
     """One round's comparisons (:class:`~rtl.sic.candidate_fetch.CandidateFetch` to
-    :class:`~rtl.sic.comparator_bank.ComparatorBank`): the token, its norm, ``comparators``
-    candidate lanes, and the round's tag."""
+    :class:`~rtl.sic.comparator_bank.ComparatorBank`): the token, its norm (on its last round),
+    ``comparators`` candidate lanes, and the round's tag."""
     return data.StructLayout({
         "x": vector_layout(p),
         "nx": unsigned(p.norm_bits),
@@ -149,32 +152,37 @@ def compare_layout(p):
 
 
 def candidate_layout(p):
-    """A compared candidate: similar or not, dot**2, its squared norm and its window slot (what
-    the "better" test ``dot1**2 * ny2 > dot2**2 * ny1`` and the map lookup need)."""
+    """A scored candidate: eligible or not (both vectors non-zero, dot > 0), dot**2, its squared
+    norm and its window slot (what the "better" test ``dot1**2 * ny2 > dot2**2 * ny1``, the
+    threshold test and the map lookup need)."""
     return data.StructLayout({
-        "sim": 1,
-        "dsq": unsigned(2 * (p.dot_bits - 1)),
+        "eligible": 1,
+        "dsq": unsigned(p.dot_sq_bits),
         "ny": unsigned(p.norm_bits),
         "slot": unsigned(p.window_bits),
     })
 
 
 def scored_layout(p):
-    """One round's compared candidates, lane j being candidate ``round * comparators + j + 1``
+    """One round's scored candidates, lane j being candidate ``round * comparators + j + 1``
     (:class:`~rtl.sic.comparator_bank.ComparatorBank` to
-    :class:`~rtl.sic.best_candidate.BestCandidate`)."""
+    :class:`~rtl.sic.best_candidate.BestCandidate`), the token's squared norm (on its last
+    round) and the round's tag."""
     return data.StructLayout({
         "cands": data.ArrayLayout(candidate_layout(p), p.comparators),
+        "nx": unsigned(p.norm_bits),
         "tag": round_tag_layout(p),
     })
 
 
 def best_layout(p):
-    """A token's best candidate (``best.sim`` = 0: none is similar) and its last round's tag
-    (:class:`~rtl.sic.best_candidate.BestCandidate` to
-    :class:`~rtl.sic.unique_indexer.UniqueIndexer`)."""
+    """A token's decision (:class:`~rtl.sic.best_candidate.BestCandidate` to
+    :class:`~rtl.sic.unique_indexer.UniqueIndexer`): ``match`` (its best candidate is similar),
+    that candidate's window ``slot`` (meaningless without ``match``) and its last round's
+    tag."""
     return data.StructLayout({
-        "best": candidate_layout(p),
+        "match": 1,
+        "slot": unsigned(p.window_bits),
         "tag": round_tag_layout(p),
     })
 

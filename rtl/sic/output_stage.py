@@ -1,6 +1,6 @@
 """The block matcher's output register, with the ``mean`` sums and the end-of-tile mean drain."""
 
-from amaranth.hdl import Module, Mux, ResetInserter, Signal
+from amaranth.hdl import Const, Module, Mux, ResetInserter, Signal
 from amaranth.lib import memory, stream
 from amaranth.lib.wiring import In, Out
 
@@ -14,45 +14,60 @@ __all__ = ["OutputStage"]
 
 class OutputStage(FocusBlock):
     """Joins each resolved token (``i_stream``) with its vector (``v_stream``, in the same order)
-    into a map beat in the output register, and with ``mean`` emits each tile's unique vectors,
-    the rounded means of its groups, after the tile's last map beat.
+    into a map beat, and with ``mean`` emits each tile's unique vectors, the rounded means of its
+    groups, after the tile's last map beat.
 
-    ``mean`` sums: a memory of ``tile`` entries (:func:`~rtl.sic.match_layouts.group_sum_layout`)
-    holds each group's element sums and count. A token's entry is read as the token enters the
-    output register and updated in its first cycle there; the read is write-through, so the
-    next token sees the update even when it enters in that same cycle. The memory costs
-    ``tile * (dim * mean_sum_bits + bit_length(tile))`` bits: 622 592 + 11 264 bits (77 KiB)
-    with the default parameters.
+    The output register holds a token's map entry; its vector is not copied: a map beat's
+    ``vector`` is ``v_stream``'s payload (the head of the block matcher's vector FIFO, whose
+    read-data register is part of the FIFO's memory), taken when the beat leaves. A map beat is
+    offered once both its entry and its vector are there.
+
+    ``mean`` sums (only with ``representatives = "first+mean"``): a memory of ``tile`` entries
+    (:func:`~rtl.sic.match_layouts.group_sum_layout`) holds each group's element sums and count.
+    A token's entry is read as the token enters the output register and updated once its vector
+    is there (its first cycle, normally); the read is write-through, so the next token sees the
+    update even when it enters in that same cycle. The memory costs ``tile * (dim *
+    mean_sum_bits + bit_length(tile))`` bits: 622 592 + 11 264 bits (77 KiB) with the default
+    parameters. A build without ``mean`` has neither the memory, nor its adders, nor the divider;
+    its ``mean`` input is ignored (the job control rejects such jobs).
 
     Drain: once a tile's last map beat has left (``mean`` only), the stage takes no token until
     its unique vectors have left: for each group in turn it reads the sums and divides them
     (:class:`~rtl.sic.mean_divider.MeanDivider`), one unique beat per ``elem_bits + 2`` cycles
-    (2 for a group of one token), the first one cycle later.
+    (2 for a group of one), the first one cycle later.
 
     Latency 1 (a token taken at a clock edge is offered after it), throughput one beat per cycle
     outside the drain. Back-pressure: the output register holds until ``o_stream.ready``; a token
-    is taken when both its entry and its vector are offered and the register is empty or
-    leaving.
+    is taken when the register is empty or leaving.
 
     Parameters
     ----------
     params : FocusParams
-        Uses ``dim``, ``elem_bits``, ``tile`` and ``position_bits``.
+        Uses ``dim``, ``elem_bits``, ``tile``, ``position_bits`` and ``representatives``.
 
     Members
     -------
     i_stream : In(stream.Signature(indexed_layout(params)))
     v_stream : In(stream.Signature(vector_layout(params)))
-        The tokens' vectors (a FIFO's output: only widths must match).
+        The tokens' vectors (a FIFO's output: only widths must match); a vector is taken when its
+        map beat leaves.
     o_stream : Out(stream.Signature(match_output_layout(params)))
     mean : In(1)
         The job's representative is ``mean`` (held during the job).
     flush : In(1)
         Stops a drain and drops its state; a beat already offered is still delivered.
+    v_flush : Out(1)
+        Empty the vector FIFO at this clock edge: with ``flush``, or, when a map beat is still
+        on offer after it or taken in with it (its vector is the FIFO's head), as that beat
+        leaves. No vector enters the
+        FIFO in between (the job control drops the rest of a flushed job), and the stage takes
+        no token until it is done.
     """
 
     #: Cycles from a token's input transfer to its map beat being offered.
     latency = 1
+    #: Tokens held at most (their vectors stay in the FIFO until their beats leave).
+    capacity = 1
 
     def __init__(self, params=None):
         super().__init__(params, lambda p: {
@@ -61,29 +76,69 @@ class OutputStage(FocusBlock):
             "o_stream": Out(stream.Signature(match_output_layout(p))),
             "mean": In(1),
             "flush": In(1),
+            "v_flush": Out(1),
         })
 
     def elaborate(self, platform):
         p = self._params
         m = Module()
-        i, v, out, mean, flush = self.i_stream, self.v_stream, self.o_stream, self.mean, self.flush
+        i, v, out, flush = self.i_stream, self.v_stream, self.o_stream, self.flush
+        mean = self.mean if p.mean_unit else Const(0)
 
         o_valid = Signal()
-        o_beat = Signal(match_output_layout(p))
+        o_beat = Signal(match_output_layout(p))     # its vector: v_stream's, or o_mean_vec
         o_tok = Signal(indexed_layout(p))           # the token in the register
         o_tile_last = Signal()                      # ... ends a tile (until its drain starts)
-        o_sum_pending = Signal()                    # ... has its group sum to update this cycle
         drain = Signal()
         o_take, can_take, accept = Signal(), Signal(), Signal()
+        # A flush empties the vector FIFO, but not under a map beat that stays on offer or is
+        # taken in (it is delivered, with its vector, the FIFO's head): then the FIFO is emptied
+        # as that beat leaves.
+        v_flush_pending, v_keep = Signal(), Signal()
         m.d.comb += [
-            out.valid.eq(o_valid),
-            out.payload.eq(o_beat),
-            o_take.eq(o_valid & out.ready),
-            can_take.eq(~drain & (~o_valid | (out.ready & ~(o_tile_last & mean)))),
-            i.ready.eq(can_take & v.valid),
-            v.ready.eq(can_take & i.valid),
-            accept.eq(can_take & i.valid & v.valid),
+            v_keep.eq((o_valid & o_beat.token & ~o_take) | accept),
+            self.v_flush.eq((flush | v_flush_pending) & ~v_keep),
         ]
+        m.d.sync += v_flush_pending.eq((flush | v_flush_pending) & v_keep)
+        m.d.comb += [
+            out.valid.eq(o_valid & (~o_beat.token | v.valid)),
+            out.payload.eq(o_beat),
+            out.payload.vector.eq(v.payload),
+            v.ready.eq(o_take & o_beat.token),
+            o_take.eq(out.valid & out.ready),
+            can_take.eq(~drain & ~v_flush_pending
+                        & (~o_valid | (o_take & ~(o_tile_last & mean)))),
+            i.ready.eq(can_take),
+            accept.eq(can_take & i.valid),
+        ]
+
+        with m.If(accept):
+            m.d.sync += [
+                o_valid.eq(1),
+                o_tok.eq(i.payload),
+                o_beat.map.eq(i.payload.map),
+                o_beat.token.eq(1),
+                o_beat.unique.eq(i.payload.new & ~mean),
+                o_beat.last.eq(i.payload.job_last & ~mean),
+                o_tile_last.eq(i.payload.tile_last),
+            ]
+        with m.Elif(o_take):
+            m.d.sync += [o_valid.eq(0), o_tile_last.eq(0)]
+        with m.If(flush):
+            m.d.sync += o_tile_last.eq(0)
+
+        if p.mean_unit:
+            self._mean(m, i, v, out, accept, o_valid, o_beat, o_tok, o_tile_last, o_take, drain)
+        return m
+
+    def _mean(self, m, i, v, out, accept, o_valid, o_beat, o_tok, o_tile_last, o_take, drain):
+        """The ``mean`` sums, the drain and the divider."""
+        p = self._params
+        mean, flush = self.mean, self.flush
+        o_sum_pending = Signal()                    # the token's group sum is still to update
+        o_mean_vec = Signal(vector_layout(p))       # a unique beat's mean
+        with m.If(~o_beat.token):
+            m.d.comb += out.payload.vector.eq(o_mean_vec)
 
         m.submodules.sums = sums = memory.Memory(shape=group_sum_layout(p), depth=p.tile, init=[])
         sum_wp = sums.write_port()
@@ -94,29 +149,17 @@ class OutputStage(FocusBlock):
         m.d.comb += [
             sum_rp.addr.eq(Mux(drain, drain_addr, i.payload.index)),
             sum_rp.en.eq(Mux(drain, drain_read, accept)),
-            sum_wp.en.eq(o_sum_pending),
+            sum_wp.en.eq(o_sum_pending & v.valid),
             sum_wp.addr.eq(o_tok.index),
             sum_wp.data.count.eq(Mux(o_tok.new, 1, sum_rp.data.count + 1)),
         ]
         for n in range(p.dim):
-            x = o_beat.vector[n]
+            x = v.payload[n]
             m.d.comb += sum_wp.data.sums[n].eq(Mux(o_tok.new, x, sum_rp.data.sums[n] + x))
-        m.d.sync += o_sum_pending.eq(0)
-
+        with m.If(sum_wp.en):
+            m.d.sync += o_sum_pending.eq(0)
         with m.If(accept):
-            m.d.sync += [
-                o_valid.eq(1),
-                o_tok.eq(i.payload),
-                o_beat.map.eq(i.payload.map),
-                o_beat.vector.eq(v.payload),
-                o_beat.token.eq(1),
-                o_beat.unique.eq(i.payload.new & ~mean),
-                o_beat.last.eq(i.payload.job_last & ~mean),
-                o_tile_last.eq(i.payload.tile_last),
-                o_sum_pending.eq(mean),
-            ]
-        with m.Elif(o_take):
-            m.d.sync += [o_valid.eq(0), o_tile_last.eq(0)]
+            m.d.sync += o_sum_pending.eq(mean)
 
         # The drain: for u = 0 .. count-1, read the group's sums, divide, emit. The tile's base
         # and unique count are those of its last token, still in o_tok.
@@ -145,7 +188,7 @@ class OutputStage(FocusBlock):
                     m.d.sync += [
                         o_valid.eq(1),
                         o_beat.map.eq(o_tok.base + drain_u),
-                        o_beat.vector.eq(divider.o_stream.payload),
+                        o_mean_vec.eq(divider.o_stream.payload),
                         o_beat.token.eq(0),
                         o_beat.unique.eq(1),
                         o_beat.last.eq(o_tok.job_last & done),
@@ -160,5 +203,4 @@ class OutputStage(FocusBlock):
                 with m.If(flush):
                     m.next = "OFF"
         with m.If(flush):
-            m.d.sync += [o_tile_last.eq(0), o_sum_pending.eq(0), drain.eq(0), loaded.eq(0)]
-        return m
+            m.d.sync += [o_sum_pending.eq(0), drain.eq(0), loaded.eq(0)]

@@ -1,11 +1,12 @@
 """The block matcher's input register: a token's norm, its place in its tile, its rounds."""
 
 from amaranth.hdl import Module, Mux, Signal
-from amaranth.lib import stream
+from amaranth.lib import data, stream
 from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
 from .match_layouts import match_input_layout, matcher_rounds, round_layout, tile_index_bits
+from .similarity_comparator import vector_layout
 from .vector_norm import VectorNorm
 
 __all__ = ["TokenRegister"]
@@ -13,9 +14,16 @@ __all__ = ["TokenRegister"]
 
 class TokenRegister(FocusBlock):
     """Registers each token and offers it as ``rounds = ceil(7 / comparators)`` round beats, one
-    per group of ``comparators`` candidates, with its squared norm
-    (:class:`~rtl.sic.vector_norm.VectorNorm`, combinational on the register) and its place in
-    its tile.
+    per group of ``comparators`` candidates, with its squared norm and its place in its tile.
+
+    The norm (:class:`~rtl.sic.vector_norm.VectorNorm`) is spread over the rounds: ceil(V /
+    rounds) squarers, one step per round, so the round beats' ``nx`` is the norm on the token's
+    last round (earlier rounds carry partial sums, which no stage uses).
+
+    Vectors: two registers, ``x_store``, written in turn (``xsel`` on the round beats says
+    which holds the token), so that the next token can be taken while the candidate fetch still
+    reads the previous one's vector for its last lookup (the fetch carries ``xsel``, not the
+    vector: at most two tokens are between this register and the comparators).
 
     Tiles are runs of ``tile`` tokens in input order (a job's last token also ends a tile). Each
     round carries the token's distance from its tile's first position, clipped to
@@ -35,6 +43,8 @@ class TokenRegister(FocusBlock):
     -------
     i_stream : In(stream.Signature(match_input_layout(params)))
     o_stream : Out(stream.Signature(round_layout(params)))
+    x_store : Out(ArrayLayout(vector_layout(params), 2))
+        The two vector registers (``x_store[xsel]`` is a round beat's ``x``).
     clear : In(1)
         The job starts: the next token opens a tile.
     flush : In(1)
@@ -52,6 +62,7 @@ class TokenRegister(FocusBlock):
         super().__init__(params, lambda p: {
             "i_stream": In(stream.Signature(match_input_layout(p))),
             "o_stream": Out(stream.Signature(round_layout(p))),
+            "x_store": Out(data.ArrayLayout(vector_layout(p), 2)),
             "clear": In(1),
             "flush": In(1),
         })
@@ -64,18 +75,22 @@ class TokenRegister(FocusBlock):
         wb = p.window_bits
 
         valid = Signal()
-        held = Signal(round_layout(p))          # the token (its norm and round are added below)
+        held = Signal(round_layout(p))          # the token (its x, norm and round: below)
         rnd = Signal(range(rounds))
         tile_idx = Signal(tile_index_bits(p))   # tokens of the current tile taken so far
         tile_p0 = Signal(p.position_bits)       # the current tile's first position
-        m.submodules.norm = norm = VectorNorm(p)
+        x = self.x_store[held.xsel]
+        m.submodules.norm = norm = VectorNorm(p, rounds)
         m.d.comb += [
-            norm.x.eq(held.x),
+            norm.x.eq(x),
             o.valid.eq(valid),
             o.payload.eq(held),
+            o.payload.x.eq(x),
             o.payload.nx.eq(norm.norm),
             o.payload.round.eq(rnd),
         ]
+        if rounds > 1:
+            m.d.comb += [norm.step.eq(rnd), norm.advance.eq(o.valid & o.ready)]
 
         last_round = rnd == rounds - 1
         done = Signal()             # the token's last round leaves
@@ -94,9 +109,14 @@ class TokenRegister(FocusBlock):
         m.d.comb += distance.eq(pos - Mux(first, pos, tile_p0))
         with m.If(i.valid & i.ready):
             tile_last = (tile_idx == p.tile - 1) | i.payload.last
+            # The other vector register: the current one may still be read for the last lookup.
+            with m.If(held.xsel):
+                m.d.sync += self.x_store[0].eq(i.payload.vector)
+            with m.Else():
+                m.d.sync += self.x_store[1].eq(i.payload.vector)
             m.d.sync += [
                 valid.eq(1),
-                held.x.eq(i.payload.vector),
+                held.xsel.eq(~held.xsel),
                 held.position.eq(pos),
                 held.distance.eq(Mux(distance >> wb != 0, (1 << wb) - 1, distance[:wb])),
                 held.tile_first.eq(first),

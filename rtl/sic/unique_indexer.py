@@ -76,7 +76,7 @@ class UniqueIndexer(FocusBlock):
         m.d.comb += [
             advance.eq(~valid | o.ready),
             i.ready.eq(advance),
-            uid_rp.addr.eq(i.payload.best.slot),
+            uid_rp.addr.eq(i.payload.slot),
             uid_rp.en.eq(advance),
         ]
         with m.If(advance):
@@ -84,7 +84,7 @@ class UniqueIndexer(FocusBlock):
         with m.If(self.flush):
             m.d.sync += valid.eq(0)
 
-        tag, match = held.tag, held.best.sim
+        tag, match = held.tag, held.match
         base = Signal(pb)                           # the current tile's first unique index
         tile_count = Signal(range(p.tile + 1))      # unique vectors of the current tile
         base_eff = Signal(pb)

@@ -1,41 +1,92 @@
 """The squared norm of a sub-vector, computed once when a token enters the SIC window (spec 4.1)."""
 
-from amaranth.hdl import Module
+from amaranth.hdl import Array, Const, Module, Mux, Signal
 from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
-from .similarity_comparator import _tree_sum, vector_layout
+from .arith import sum_of_squares
+from .similarity_comparator import vector_layout
 
-__all__ = ["VectorNorm"]
+__all__ = ["VectorNorm", "norm_squarers"]
+
+
+def norm_squarers(p, steps):
+    """Squarers of a :class:`VectorNorm` spread over ``steps`` cycles: ceil(dim / steps)."""
+    return -(-p.dim // steps)
 
 
 class VectorNorm(FocusBlock):
-    """Combinational ``norm = sum(x[i]**2)``, exact, for V signed ``elem_bits`` elements.
+    """``norm = sum(x[i]**2)``, exact, for V signed ``elem_bits`` elements, with
+    ``s = ceil(V / steps)`` squarers: sized to the rate at which tokens arrive.
 
-    No state and no latency: the block matcher registers the result together with the token (the
-    norm is written into the window next to the vector, so each candidate's norm is read, never
-    recomputed). V squarers and a balanced adder tree of depth ceil(log2 V).
+    ``steps = 1`` (the default): combinational, no state, V squarers whose partial products are
+    added in one tree (:func:`~rtl.sic.arith.sum_of_squares`: a square needs about half the
+    partial products of a product). The block matcher uses it so with 7 comparators (a token per
+    cycle).
+
+    ``steps > 1``: the squares are spread over ``steps`` steps, one per cycle at most. Step r
+    squares elements ``r*s .. r*s + s - 1`` (those below V) and ``norm`` is the sum of the
+    steps before it (a register) plus its own squares (combinational): after the last step it is
+    the norm. ``advance`` ends the step at the clock edge (the register takes ``norm``); step 0
+    starts a new sum. The block matcher runs one step per round of a token (``rounds =
+    ceil(7 / comparators)`` cycles per token), so with one comparator 5 squarers do the work
+    of 32.
+
+    The block matcher writes the norm into the window next to the vector, so each candidate's
+    norm is read, never recomputed; it is used only by the selection and the threshold test,
+    late enough to wait for the last step.
 
     Parameters
     ----------
     params : FocusParams
         Uses ``dim`` and ``elem_bits``.
+    steps : int
+        Cycles the norm is spread over, 1 or more.
 
     Members
     -------
     x : In(vector_layout(params))
+        Held through the steps of one vector.
+    step : In(range(steps))
+        The step of this cycle (``steps > 1`` only).
+    advance : In(1)
+        The step ends at this clock edge (``steps > 1`` only).
     norm : Out(params.norm_bits)
-        Zero exactly when ``x`` is the zero vector (zero skip).
+        Zero exactly when ``x`` is the zero vector (after the last step).
     """
 
-    def __init__(self, params=None):
+    def __init__(self, params=None, steps=1):
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            raise ValueError(f"steps must be a positive integer, not {steps!r}")
+        self._steps = steps
         super().__init__(params, lambda p: {
             "x": In(vector_layout(p)),
+            **({"step": In(range(steps)), "advance": In(1)} if steps > 1 else {}),
             "norm": Out(p.norm_bits),
         })
 
+    @property
+    def steps(self):
+        return self._steps
+
     def elaborate(self, platform):
+        p = self._params
         m = Module()
         x = self.x
-        m.d.comb += self.norm.eq(_tree_sum(x[i] * x[i] for i in range(self._params.dim)))
+        if self._steps == 1:
+            m.d.comb += self.norm.eq(sum_of_squares(m, [x[i] for i in range(p.dim)], p.norm_bits))
+            return m
+
+        s = norm_squarers(p, self._steps)
+        zero = Const(0, x[0].shape())
+        picked = []
+        for j in range(s):
+            # Squarer j takes element r*s + j in step r (0 past the last element).
+            elements = [x[r * s + j] if r * s + j < p.dim else zero for r in range(self._steps)]
+            picked.append(Array(elements)[self.step])
+        partial = sum_of_squares(m, picked, p.norm_bits)
+        total = Signal(p.norm_bits)
+        m.d.comb += self.norm.eq(Mux(self.step == 0, 0, total) + partial)
+        with m.If(self.advance):
+            m.d.sync += total.eq(self.norm)
         return m

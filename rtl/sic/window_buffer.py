@@ -50,11 +50,21 @@ class WindowBuffer(FocusBlock):
     conflict-free only when the offsets ``{0, 1} + {0, HS} + {0, FS}`` tile the integers (they do
     not for HS = 2, FS = 5, for example); this buffer is conflict-free for every geometry and
     pruning pattern. Its storage is one copy per read port, ``lanes`` x window entries: synthesis
-    replicates a memory per read port (Yosys ``memory_libmap``). With one comparator (the paper's
-    configuration, 8 cycles per token) that is exactly the paper's storage. With 7 it is 7 copies:
-    on an FPGA that is still fewer block RAMs than 8 banks, since a block RAM is deeper than
-    window/8 entries and each bank costs a full block-RAM width; on an ASIC the paper's 8 banks
-    would be about 7 times smaller.
+    replicates a memory per read port (Yosys ``memory_libmap``). With one comparator (every
+    preset but the board's; 7 cycles per token) that is one copy, the paper's storage.
+
+    Seven reads per cycle (7 comparators) without 7 copies: the candidates of position p are
+    p - 1 and three pairs of consecutive positions {b - 1, b}, b = p - HS, p - FS, p - FS - HS.
+    Two banks by position parity serve a pair with one read of each bank, whatever FS, HS and the
+    pruning, so 4 read ports per bank of window/2 entries (3 with p - 1 taken from a register of
+    the last token written, which is p - 1 whenever p - 1 exists): 4 (3) windows of storage
+    instead of 7. Finer banks by position alone cannot do better for every stride (p - HS and
+    p - FS share a bank of B whenever FS = HS mod B). That is the ASIC answer (SRAM area goes
+    with bits and ports). On FPGA block RAM, copies are the right answer: a copy costs
+    ceil(width / 36) block RAMs at any depth up to 512 (the ECP5's 512 x 36 mode; the window is
+    256 deep), so halving the depth saves nothing, and the banks need as many or more read
+    ports in all (8, or 6 with the register, against 7 or 6 copies), plus the multiplexers that
+    steer each pair's reads to their lanes. This buffer keeps the copies (the presets need one).
 
     Latency 1: ``hit``, ``y``, ``ny`` and ``slot`` give the lookups issued with ``r_en`` in the
     previous cycle, and hold while ``r_en`` is low (the caller stalls by holding ``r_en`` low).

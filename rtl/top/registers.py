@@ -155,7 +155,8 @@ REGISTERS = (
         Field("DECODER", 10, error=True, description=(
             "the offset decoder rejected the stored code (not expected)")),
         Field("MATCHER", 11, error=True, description=(
-            "a SIC job's settings were rejected: FS + HS + 1 >= window, or SIC_LAYER >= layers")),
+            "a SIC job's settings were rejected: FS + HS + 1 >= window, SIC_LAYER >= layers, or "
+            "SIC_REPR.MEAN in a unit built with representatives = \"first\"")),
         Field("TOKENS", 12, error=True, description=(
             "the `tokens` stream's `last` did not come with the decoder's last index")),
         Field("BUS", 13, error=True, description=(
@@ -183,7 +184,8 @@ REGISTERS = (
     Register(0x0B, "SIC_LAYER", RW, 32, "the job's threshold table entry (>= layers: MATCHER)",
              sic=True),
     Register(0x0C, "SIC_REPR", RW, 1, "the representative of a unique vector", sic=True,
-             fields=(Field("MEAN", 0, description="0 first, 1 mean"),)),
+             fields=(Field("MEAN", 0, description="0 first, 1 mean (without the mean unit: "
+                                                  "MATCHER)"),)),
     Register(0x0D, "THETA_ADDR", RW, 32, "threshold table entry for THETA_DATA", sic=True),
     Register(0x0E, "THETA_DATA", WO, 32, "theta_q of entry THETA_ADDR; THETA_ADDR then "
                                          "increments (THETA_ADDR >= layers or theta_q >= "

@@ -9,7 +9,8 @@ Run through :func:`sim.runner.run_cocotb`, which passes the parameters as JSON i
   and writes the raw record (transfer cycles, output beats, counter snapshots) to ``FOCUS_JOB_OUT``.
 - ``regression``: ``FOCUS_JOBS`` (default 8) mixed jobs from
   :func:`sim.block_match.regression_jobs`, with bad jobs between them (FS + HS + 1 = window, a
-  repeated position, a decreasing last position), checked job by job against
+  repeated position, a decreasing last position; on a build without the mean unit, a ``mean``
+  job), checked job by job against
   :func:`golden.block_match`, under the four stall patterns (none, 30 % input idles only, 30 %
   output back-pressure only, both), with protocol monitors on all three stream ports, the error
   flag and the comparator-cycle counters checked. The seed is ``FOCUS_SEED`` (default 1).
@@ -144,8 +145,8 @@ class TB:
 
 
 def _bad_jobs(params, jobs):
-    """Bad jobs made from good ones: FS + HS + 1 = window, a repeated position, and a last
-    position that goes back."""
+    """Bad jobs made from good ones: FS + HS + 1 = window, a repeated position, a last position
+    that goes back, and (``representatives = "first"``) a job asking for ``mean``."""
     j0, j1, j2 = jobs[0], jobs[1 % len(jobs)], jobs[2 % len(jobs)]
     fs = params.window // 2
     bad_cfg = Job(j0.vectors[:5], j0.positions[:5], fs, params.window - 1 - fs)
@@ -155,7 +156,10 @@ def _bad_jobs(params, jobs):
     pos = j2.positions.copy()
     pos[-1] = pos[-2] - 1
     back = Job(j2.vectors, pos, j2.frame_stride, j2.row_stride, j2.layer, j2.mean)
-    return [bad_cfg, repeated, back]
+    bad = [bad_cfg, repeated, back]
+    if not params.mean_unit:
+        bad.append(Job(j0.vectors, j0.positions, j0.frame_stride, j0.row_stride, j0.layer, True))
+    return bad
 
 
 @cocotb.test(skip="FOCUS_JOB" not in os.environ)

@@ -1,0 +1,199 @@
+"""Exact signed sums of products and of squares as one addition of partial-product rows.
+
+A signed multiplier written as ``a * b`` becomes, in Yosys's generic flow, an array multiplier of
+the operands sign-extended to the product's width, and a sum of such products adds each product
+whole. Written as partial products instead (Baugh-Wooley: every row non-negative, the signs in
+one constant), a dot product of V terms is a single sum of ``V * n * m`` AND (or NAND) bits that
+Yosys compresses in one carry-save tree with one carry-propagate adder, and a square needs only
+about half of its partial products (``a_i a_j`` and ``a_j a_i`` are one bit of twice the weight).
+The results are exact: they equal the integer expressions bit for bit
+(``tests/test_block_matcher_arith.py`` checks them exhaustively for narrow operands).
+
+Every function takes the ``Module`` to put its intermediate signals in (the operands, the rows
+and the sum are signals: the netlist reads well, and the simulator compiles small
+expressions).
+
+:func:`counting` records the arithmetic built while it is active, for the multiplier figures of
+``python -m sim.bench.multipliers``.
+"""
+
+from contextlib import contextmanager
+
+from amaranth.hdl import Cat, Const, Signal
+
+__all__ = ["product_rows", "booth_rows", "square_rows", "row_sum", "product", "dot_product",
+           "sum_of_squares", "unsigned_square", "counting"]
+
+_records = None
+
+
+@contextmanager
+def counting():
+    """Within the block, every :func:`product`, :func:`dot_product`, :func:`sum_of_squares` and
+    :func:`unsigned_square` built appends ``(kind, terms, bit_products, pp_bits)`` to the list it
+    yields: ``kind`` one of ``"product"``, ``"dot"``, ``"squares"``, ``"square"``; ``terms`` the
+    products or squares summed; ``bit_products`` the sum of n x m over them (n, m the operand
+    widths: the size of the multipliers the expression stands for); ``pp_bits`` the
+    partial-product bits actually built (rows and negate bits)."""
+    global _records
+    outer, _records = _records, []
+    try:
+        yield _records
+    finally:
+        _records = outer
+
+
+def _record(kind, terms, bit_products, rows):
+    if _records is not None:
+        _records.append((kind, terms, bit_products, sum(len(row) for row, _ in rows)))
+
+
+def _bits(value):
+    value = value.as_value() if hasattr(value, "as_value") else value
+    return [value[i] for i in range(len(value))]
+
+
+def _signal(m, value, name):
+    """``value`` in a comb signal of its width (bits of it are then cheap to reference)."""
+    value = value.as_value() if hasattr(value, "as_value") else value
+    sig = Signal(len(value), name=name)
+    m.d.comb += sig.eq(value)
+    return sig
+
+
+def product_rows(m, a, b):
+    """Baugh-Wooley rows of ``a * b`` for signed ``a`` (n bits) and ``b`` (m bits).
+
+    Returns ``(rows, constant)``: ``a * b == sum(row << shift for row, shift in rows) +
+    constant``, every row an unsigned value of AND and NAND bits (n rows of m bits).
+    """
+    x, y = _bits(_signal(m, a, "bw_a")), _bits(_signal(m, b, "bw_b"))
+    n, w = len(x), len(y)
+    if n == 1 or w == 1:
+        raise ValueError("operands must have at least 2 bits")
+    rows = []
+    for i in range(n - 1):
+        # a_i * b_j for j < w-1, and the negative a_i * b_{w-1} as its complement.
+        rows.append((Cat(*(x[i] & y[j] for j in range(w - 1)), ~(x[i] & y[w - 1])), i))
+    # The top row: the negative a_{n-1} * b_j as complements, and the positive a_{n-1} b_{w-1}.
+    rows.append((Cat(*(~(x[n - 1] & y[j]) for j in range(w - 1)), x[n - 1] & y[w - 1]), n - 1))
+    # Each complement ~t stands for -t + 1: subtract the ones added.
+    constant = -((1 << (n - 1)) - 1) * (1 << (w - 1)) - ((1 << (w - 1)) - 1) * (1 << (n - 1))
+    return rows, constant
+
+
+def booth_rows(m, x, y, *, x_signed=True, y_signed=True):
+    """Radix-4 Booth rows of ``x * y``: ``x`` is recoded into ceil((n + 1) / 2) digits in
+    -2..2 (``n`` its width, plus a sign bit when unsigned), each selecting 0, +-y or +-2y.
+
+    Returns ``(rows, constant)`` as :func:`product_rows`: a row of ``m + 1`` bits and a negate
+    bit per digit (``m`` the width of ``y``, plus a sign bit when unsigned), about half the
+    partial products of :func:`product_rows` for wide operands. The digit selects (``one``,
+    ``two``, ``neg``) depend on ``x`` only, so products of one ``x`` with several ``y`` can
+    share them (Yosys merges the identical logic).
+    """
+    xb, yb = _bits(_signal(m, x, "booth_x")), _bits(_signal(m, y, "booth_y"))
+    if not x_signed:
+        xb = xb + [Const(0, 1)]
+    if not y_signed:
+        yb = yb + [Const(0, 1)]
+    if len(xb) % 2:
+        xb = xb + [xb[-1]]                  # sign-extend x to an even width
+    w = len(yb)                             # y as a w-bit signed value
+    yb = yb + [yb[-1]]                      # ... and its w+1-bit sign extension, for 2y
+    xb = [Const(0, 1)] + xb                 # x_{-1} = 0
+    rows, constant = [], 0
+    for k in range(len(xb) // 2):
+        lo, mid, hi = xb[2 * k], xb[2 * k + 1], xb[2 * k + 2]
+        one, two, neg = (Signal(name=f"booth_{name}{k}") for name in ("one", "two", "neg"))
+        m.d.comb += [
+            one.eq(lo ^ mid),
+            two.eq((hi & ~mid & ~lo) | (~hi & mid & lo)),
+            neg.eq(hi & ~(mid & lo)),
+        ]
+        # d * y = r + neg, r the (w+1)-bit two's complement of (one*y | two*2y) ^ neg; as an
+        # unsigned row r + 2**w (its sign bit flipped), the 2**w taken back in the constant.
+        bits = [((one & yb[j]) | (two & (yb[j - 1] if j else Const(0, 1)))) ^ neg
+                for j in range(w + 1)]
+        bits[w] = ~bits[w]
+        rows.append((Cat(*bits), 2 * k))
+        rows.append((neg, 2 * k))
+        constant -= 1 << (w + 2 * k)
+    return rows, constant
+
+
+def square_rows(m, a):
+    """Rows of ``a * a`` for signed ``a`` (n bits), with each pair a_i a_j (i != j) folded.
+
+    Returns ``(rows, constant)`` as :func:`product_rows`: n - 1 + (n - 1)(n - 2)/2 + n bits.
+    """
+    x = _bits(_signal(m, a, "square_a"))
+    n = len(x)
+    rows = []
+    # a = -s 2**(n-1) + u: a**2 = s 2**(2n-2) - s u 2**n + u**2, with
+    # u**2 = sum a_i 2**(2i) + sum_{i<j} a_i a_j 2**(i+j+1).
+    for i in range(n - 1):
+        rows.append((x[i], 2 * i))
+        for j in range(i + 1, n - 1):
+            rows.append((x[i] & x[j], i + j + 1))
+    rows.append((x[n - 1], 2 * n - 2))
+    if n > 1:
+        rows.append((Cat(*(~(x[n - 1] & x[i]) for i in range(n - 1))), n))
+    constant = -((1 << (n - 1)) - 1) * (1 << n) if n > 1 else 0
+    return rows, constant
+
+
+def row_sum(m, rows, constant, width, signed):
+    """``sum(rows) + constant`` as a ``width``-bit signal (signed or unsigned); the true result
+    must fit ``width`` bits (the sum is taken modulo 2**width)."""
+    terms = [row << shift for row, shift in rows] + [Const(constant % (1 << width), width)]
+    while len(terms) > 1:                   # balanced: the simulator recurses on deep trees
+        pairs = [terms[i] + terms[i + 1] for i in range(0, len(terms) - 1, 2)]
+        terms = pairs + ([terms[-1]] if len(terms) % 2 else [])
+    total = Signal(width, name="row_sum")
+    m.d.comb += total.eq(terms[0])
+    return total.as_signed() if signed else total
+
+
+def product(m, x, y, width, *, x_signed=False, y_signed=False):
+    """The exact product ``x * y`` (:func:`booth_rows`, ``x`` recoded) as ``width`` bits,
+    signed when either operand is; ``width`` must hold every possible result."""
+    rows, constant = booth_rows(m, x, y, x_signed=x_signed, y_signed=y_signed)
+    _record("product", 1, len(x) * len(y), rows)
+    return row_sum(m, rows, constant, width, signed=x_signed or y_signed)
+
+
+def dot_product(m, xs, ys, width):
+    """The exact signed dot product of two sequences of signed values, as ``width`` signed bits
+    (``width`` must hold every possible result): the Booth rows of every product
+    (:func:`booth_rows`, the ``xs`` recoded) in one sum."""
+    rows, constant = [], 0
+    for a, b in zip(xs, ys, strict=True):
+        r, c = booth_rows(m, a, b)
+        rows += r
+        constant += c
+    _record("dot", len(xs), sum(len(a) * len(b) for a, b in zip(xs, ys, strict=True)), rows)
+    return row_sum(m, rows, constant, width, signed=True)
+
+
+def sum_of_squares(m, xs, width):
+    """The exact sum of squares of signed values, as ``width`` unsigned bits."""
+    rows, constant = [], 0
+    for a in xs:
+        r, c = square_rows(m, a)
+        rows += r
+        constant += c
+    _record("squares", len(xs), sum(len(a) ** 2 for a in xs), rows)
+    return row_sum(m, rows, constant, width, signed=False)
+
+
+def unsigned_square(m, a, width):
+    """``a * a`` for unsigned ``a``, with the pairs a_i a_j folded, as ``width`` unsigned bits."""
+    x = _bits(_signal(m, a, "square_a"))
+    rows = []
+    for i in range(len(x)):
+        rows.append((x[i], 2 * i))
+        for j in range(i + 1, len(x)):
+            rows.append((x[i] & x[j], i + j + 1))
+    _record("square", 1, len(x) ** 2, rows)
+    return row_sum(m, rows, 0, width, signed=False)

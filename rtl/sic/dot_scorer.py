@@ -1,0 +1,164 @@
+"""The block matcher's per-pair unit: dot(x, y), dot**2 and whether the pair can be similar."""
+
+from amaranth.hdl import Module, Signal, signed, unsigned
+from amaranth.lib import data, stream
+from amaranth.lib.wiring import In, Out
+
+from ..block import FocusBlock
+from ..lib.clock_gate import ICG_CELL, add_gated
+from .arith import dot_product, unsigned_square
+from .similarity_comparator import vector_layout
+
+__all__ = ["DotScorer", "scorer_input_layout", "scorer_output_layout", "SCORER_LATENCY"]
+
+#: Cycles from an input transfer to its result being valid on ``o_stream`` (no back-pressure).
+SCORER_LATENCY = 2
+
+
+def _with_tag(fields, tag):
+    return data.StructLayout(fields if tag is None else {**fields, "tag": tag})
+
+
+def scorer_input_layout(p, tag=None):
+    """One pair: the token x, whether x is non-zero, the candidate y and whether y exists and is
+    non-zero (its squared norm is not 0); with a ``tag`` shape, also the caller's side data."""
+    return _with_tag({
+        "x": vector_layout(p),
+        "x_nonzero": 1,
+        "y": vector_layout(p),
+        "y_nonzero": 1,
+    }, tag)
+
+
+def scorer_output_layout(p, tag=None):
+    """``eligible``: both vectors non-zero and dot(x, y) > 0, the pairs that can be similar;
+    ``dsq`` = dot**2 (``dot_sq_bits``), meaningful only when ``eligible``; and the tag."""
+    return _with_tag({
+        "eligible": 1,
+        "dsq": unsigned(p.dot_sq_bits),
+    }, tag)
+
+
+class DotScorer(FocusBlock):
+    """Scores a (token, candidate) pair for the block matcher: ``eligible`` (x and y non-zero and
+    dot(x, y) > 0) and ``dsq = dot(x, y)**2``, exactly.
+
+    This is the part of the similarity test (:class:`~rtl.sic.similarity_comparator.\
+SimilarityComparator`) that depends on the pair. The rest, ``dot**2 * 2**(2F) > theta_q**2 * nx
+    * ny``, compares the rational dot**2 / ny with a per-token bound theta_q**2 * nx / 2**(2F),
+    and the "better" test between candidates compares the same rationals; so the block matcher
+    first picks each token's best eligible candidate by dot**2 / ny
+    (:class:`~rtl.sic.best_candidate.BestCandidate`) and tests only that one against the
+    threshold, once per token. A pair costs V products (their partial products added in one
+    tree, :func:`~rtl.sic.arith.dot_product`), one squarer of the positive dot (``norm_bits``
+    wide: dot <= nx, ny) and nothing else.
+
+    Latency 2 cycles (:data:`SCORER_LATENCY`: the dot product; dot**2), throughput one pair per
+    cycle. Under ``o_stream`` back-pressure the pipeline holds; nothing is lost or duplicated,
+    results leave in input order.
+
+    Zero skip and clock gating as in the similarity comparator: a pair with a zero vector (or no
+    candidate: ``y_nonzero`` low) passes as a control token only (``eligible = 0``), and each
+    stage's datapath registers are clocked only when the stage takes a valid, non-zero pair
+    (clock enable, or an ICG cell with ``gating="icg"``).
+
+    Parameters
+    ----------
+    params : FocusParams
+        Uses ``dim``, ``elem_bits`` and ``gating``.
+    icg_cell : str or None
+        Module name of the clock-gate cell for ``gating="icg"`` (``None``: a clock enable, for the
+        Amaranth simulator).
+    gate : bool
+        False clocks the datapath registers whenever the pipeline moves (the ungated baseline).
+    tag : shape-like or None
+        The caller's side data, carried with the control registers (never gated) and returned
+        with the result.
+
+    Members
+    -------
+    i_stream : In(stream.Signature(scorer_input_layout(params, tag)))
+    o_stream : Out(stream.Signature(scorer_output_layout(params, tag)))
+    active, gated : Out(32)
+        Pairs computed (both non-zero) and skipped with the datapath clocks off, since ``clear``.
+    clear : In(1)
+        Zeroes both counters.
+    flush : In(1)
+        Drops every pair in flight at the clock edge, including one taken in the same cycle
+        (which is still counted). An abort: a result being offered is withdrawn.
+    """
+
+    def __init__(self, params=None, *, icg_cell=ICG_CELL, gate=True, tag=None):
+        self._icg_cell = icg_cell
+        self._gate = gate
+        self._tag = tag
+        super().__init__(params, lambda p: {
+            "i_stream": In(stream.Signature(scorer_input_layout(p, tag))),
+            "o_stream": Out(stream.Signature(scorer_output_layout(p, tag))),
+            "active": Out(32),
+            "gated": Out(32),
+            "clear": In(1),
+            "flush": In(1),
+        })
+
+    def elaborate(self, platform):
+        p = self._params
+        m = Module()
+        i, o = self.i_stream, self.o_stream
+
+        valid = [Signal(name=f"valid{n}") for n in (1, 2)]
+        nonzero = [Signal(name=f"nonzero{n}") for n in (1, 2)]
+        advance = Signal()
+        m.d.comb += [advance.eq(~valid[1] | o.ready), i.ready.eq(advance)]
+
+        def gate(name, enable, statements):
+            add_gated(m, name, enable if self._gate else advance, statements, gating=p.gating,
+                      icg_cell=self._icg_cell)
+
+        in_nonzero = i.payload.x_nonzero & i.payload.y_nonzero
+        with m.If(advance):
+            m.d.sync += [
+                valid[0].eq(i.valid), nonzero[0].eq(i.valid & in_nonzero),
+                valid[1].eq(valid[0]), nonzero[1].eq(nonzero[0]),
+            ]
+        with m.If(self.flush):
+            m.d.sync += [v.eq(0) for v in valid]
+        if self._tag is not None:
+            tags = [Signal(self._tag, name=f"tag{n}") for n in (1, 2)]
+            with m.If(advance):
+                m.d.sync += [tags[0].eq(i.payload.tag), tags[1].eq(tags[0])]
+            m.d.comb += o.payload.tag.eq(tags[1])
+
+        # Stage 1: the dot product, its V products' partial products added at once
+        # (:mod:`rtl.sic.arith`).
+        dot1 = Signal(signed(p.dot_bits), reset_less=True)
+        x, y = i.payload.x, i.payload.y
+        gate("stage1", advance & i.valid & in_nonzero, [
+            dot1.eq(dot_product(m, [x[n] for n in range(p.dim)], [y[n] for n in range(p.dim)],
+                                p.dot_bits)),
+        ])
+
+        # Stage 2: dot > 0 and dot**2. A positive dot is below 2**(dot_bits-1) = 2**norm_bits,
+        # so its square is that of its low norm_bits bits, unsigned.
+        positive2 = Signal(reset_less=True)
+        dsq2 = Signal(unsigned(p.dot_sq_bits), reset_less=True)
+        magnitude = dot1[:p.norm_bits]
+        gate("stage2", advance & valid[0] & nonzero[0], [
+            positive2.eq(dot1 > 0),
+            dsq2.eq(unsigned_square(m, magnitude, p.dot_sq_bits)),
+        ])
+
+        m.d.comb += [
+            o.valid.eq(valid[1]),
+            o.payload.eligible.eq(nonzero[1] & positive2),
+            o.payload.dsq.eq(dsq2),
+        ]
+
+        with m.If(self.clear):
+            m.d.sync += [self.active.eq(0), self.gated.eq(0)]
+        with m.Elif(i.valid & i.ready):
+            with m.If(in_nonzero):
+                m.d.sync += self.active.eq(self.active + 1)
+            with m.Else():
+                m.d.sync += self.gated.eq(self.gated + 1)
+        return m
