@@ -104,16 +104,22 @@ def _check_job_inputs(vectors, positions, frame_stride, row_stride, theta_q, the
         params = fit_params(vec, theta_bits, tile, window)
     else:
         _check_params(params, vec, theta_bits, tile, window)
-    if representative == "mean" and not params.mean_unit:
-        raise ValueError(f"representative 'mean' needs a block matcher built with it, but "
-                         f"params.representatives = {params.representatives!r}: use "
-                         f"FocusParams.representatives = 'first+mean'")
+    check_representative_built(params, representative)
     if pos.size and pos.max() >= 1 << params.position_bits:
         raise ValueError(f"positions must be < 2**{params.position_bits} (the RTL's position "
                          f"width): max {pos.max()}")
     if frame_stride >= 1 << params.position_bits or row_stride >= 1 << params.position_bits:
         raise ValueError(f"frame_stride and row_stride must be < 2**{params.position_bits}")
     return orig, vec, pos, params
+
+
+def check_representative_built(params, representative):
+    """``ValueError`` when ``representative`` is ``mean`` but the unit built for ``params`` has
+    no mean unit (``FocusParams.representatives = "first"``)."""
+    if representative == "mean" and not params.mean_unit:
+        raise ValueError(f"representative 'mean' needs a block matcher built with it, but "
+                         f"params.representatives = {params.representatives!r}: use "
+                         f"FocusParams.representatives = 'first+mean'")
 
 
 def block_match(vectors, positions, *, frame_stride, row_stride, theta_q, theta_bits=8,

@@ -35,7 +35,7 @@ from rtl.top.focus_unit import FocusUnit
 from rtl.top.registers import REGISTER, Ctrl, Reg, Status
 
 from . import streams
-from .block_match import decode_beats
+from .block_match import check_representative_built, decode_beats
 from .runner import SIMULATORS, case_dir, check_simulator, run_cocotb
 from .sec import mask_from_beats, score_beats
 from .streams import rtl_failures
@@ -370,10 +370,7 @@ def focus(scores, tokens, keep, *, mode="spatial", order=None, word_bits=32, fra
             raise ValueError(f"scores need {needed} bits; at most 32 are supported")
         params = fit_params(M, needed, min(16, _signed_bits(tok)), **settings)
     _check_params(params, M, a, tok, settings)
-    if representative == "mean" and not params.mean_unit:
-        raise ValueError(f"representative 'mean' needs a block matcher built with it, but "
-                         f"params.representatives = {params.representatives!r}: use "
-                         f"FocusParams.representatives = 'first+mean'")
+    check_representative_built(params, representative)
     if R >= 1 << ROWS_BITS:
         raise ValueError(f"R = {R} is out of range: the analyzer counts at most "
                          f"{(1 << ROWS_BITS) - 1} rows")
