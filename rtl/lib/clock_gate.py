@@ -15,7 +15,8 @@ from amaranth.hdl import ClockDomain, ClockSignal, Instance, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["ICG_CELL", "ClockGate", "icg_verilog", "add_gated"]
+__all__ = ["ICG_CELL", "ClockGate", "icg_verilog", "add_gated", "gated_pipeline",
+           "count_activity"]
 
 ICG_CELL = "focus_icg"
 
@@ -90,3 +91,49 @@ def add_gated(m, name, enable, statements, *, gating, icg_cell=ICG_CELL):
     else:
         with m.If(en):
             m.d.sync += statements
+
+
+def gated_pipeline(m, i, o, depth, work, *, flush=None, tag=None):
+    """The ungated control of a ``depth``-stage pipeline from stream ``i`` to stream ``o`` whose
+    datapath registers are gated with :func:`add_gated`.
+
+    Each stage has a ``valid<k>`` flag and a ``nonzero<k>`` flag (the beat has work to do: the
+    stage's datapath is clocked only for such beats), and with ``tag`` (a width) a ``tag<k>``
+    that moves with them and reaches ``o.payload.tag``, so it always leaves with its own beat.
+    The pipeline moves, one stage a cycle, whenever its last stage is empty or ``o`` takes it:
+    ``i.ready`` is that condition, so it stalls as a whole. ``flush`` (a signal) empties every
+    stage at the clock edge, including a beat taken in the same cycle.
+
+    Drives ``i.ready`` and ``o.valid``; returns ``(advance, valid, nonzero)``, the move condition
+    and the per-stage flag lists (stage 1 first).
+    """
+    valid = [Signal(name=f"valid{k}") for k in range(1, depth + 1)]
+    nonzero = [Signal(name=f"nonzero{k}") for k in range(1, depth + 1)]
+    advance = Signal()
+    m.d.comb += [advance.eq(~valid[-1] | o.ready), i.ready.eq(advance), o.valid.eq(valid[-1])]
+    with m.If(advance):
+        m.d.sync += [valid[0].eq(i.valid), nonzero[0].eq(i.valid & work)]
+        m.d.sync += [valid[k].eq(valid[k - 1]) for k in range(1, depth)]
+        m.d.sync += [nonzero[k].eq(nonzero[k - 1]) for k in range(1, depth)]
+    if flush is not None:
+        with m.If(flush):
+            m.d.sync += [v.eq(0) for v in valid]
+    if tag is not None:
+        tags = [Signal(tag, name=f"tag{k}") for k in range(1, depth + 1)]
+        with m.If(advance):
+            m.d.sync += tags[0].eq(i.payload.tag)
+            m.d.sync += [tags[k].eq(tags[k - 1]) for k in range(1, depth)]
+        m.d.comb += o.payload.tag.eq(tags[-1])
+    return advance, valid, nonzero
+
+
+def count_activity(m, i, work, *, active, gated, clear):
+    """Count the beats ``i`` transfers into ``active`` (``work`` high) or ``gated`` (low);
+    ``clear`` zeroes both."""
+    with m.If(clear):
+        m.d.sync += [active.eq(0), gated.eq(0)]
+    with m.Elif(i.valid & i.ready):
+        with m.If(work):
+            m.d.sync += active.eq(active + 1)
+        with m.Else():
+            m.d.sync += gated.eq(gated + 1)

@@ -5,7 +5,7 @@ from amaranth.lib import data, stream
 from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
-from ..lib.clock_gate import ICG_CELL, add_gated
+from ..lib.clock_gate import ICG_CELL, add_gated, count_activity, gated_pipeline
 from .arith import dot_product, unsigned_square
 from .similarity_comparator import vector_layout
 
@@ -106,28 +106,13 @@ SimilarityComparator`) that depends on the pair. The rest, ``dot**2 * 2**(2F) > 
         m = Module()
         i, o = self.i_stream, self.o_stream
 
-        valid = [Signal(name=f"valid{n}") for n in (1, 2)]
-        nonzero = [Signal(name=f"nonzero{n}") for n in (1, 2)]
-        advance = Signal()
-        m.d.comb += [advance.eq(~valid[1] | o.ready), i.ready.eq(advance)]
+        in_nonzero = i.payload.x_nonzero & i.payload.y_nonzero
+        advance, valid, nonzero = gated_pipeline(m, i, o, 2, in_nonzero, flush=self.flush,
+                                                 tag=self._tag)
 
         def gate(name, enable, statements):
             add_gated(m, name, enable if self._gate else advance, statements, gating=p.gating,
                       icg_cell=self._icg_cell)
-
-        in_nonzero = i.payload.x_nonzero & i.payload.y_nonzero
-        with m.If(advance):
-            m.d.sync += [
-                valid[0].eq(i.valid), nonzero[0].eq(i.valid & in_nonzero),
-                valid[1].eq(valid[0]), nonzero[1].eq(nonzero[0]),
-            ]
-        with m.If(self.flush):
-            m.d.sync += [v.eq(0) for v in valid]
-        if self._tag is not None:
-            tags = [Signal(self._tag, name=f"tag{n}") for n in (1, 2)]
-            with m.If(advance):
-                m.d.sync += [tags[0].eq(i.payload.tag), tags[1].eq(tags[0])]
-            m.d.comb += o.payload.tag.eq(tags[1])
 
         # Stage 1: the dot product, its V products' partial products added at once
         # (:mod:`rtl.sic.arith`).
@@ -149,16 +134,8 @@ SimilarityComparator`) that depends on the pair. The rest, ``dot**2 * 2**(2F) > 
         ])
 
         m.d.comb += [
-            o.valid.eq(valid[1]),
             o.payload.eligible.eq(nonzero[1] & positive2),
             o.payload.dsq.eq(dsq2),
         ]
-
-        with m.If(self.clear):
-            m.d.sync += [self.active.eq(0), self.gated.eq(0)]
-        with m.Elif(i.valid & i.ready):
-            with m.If(in_nonzero):
-                m.d.sync += self.active.eq(self.active + 1)
-            with m.Else():
-                m.d.sync += self.gated.eq(self.gated + 1)
+        count_activity(m, i, in_nonzero, active=self.active, gated=self.gated, clear=self.clear)
         return m

@@ -5,7 +5,7 @@ from amaranth.lib import data, stream
 from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
-from ..lib.clock_gate import ICG_CELL, add_gated
+from ..lib.clock_gate import ICG_CELL, add_gated, count_activity, gated_pipeline
 
 __all__ = ["SimilarityComparator", "vector_layout", "comparator_input_layout",
            "comparator_output_layout", "COMPARATOR_LATENCY"]
@@ -127,35 +127,14 @@ class SimilarityComparator(FocusBlock):
         i, o = self.i_stream, self.o_stream
         F = p.theta_bits
 
+        # Control: valid and non-zero flags per stage, never gated.
+        in_nonzero = (i.payload.nx != 0) & (i.payload.ny != 0)
+        advance, valid, nonzero = gated_pipeline(
+            m, i, o, 3, in_nonzero, flush=self.flush if self._flush else None, tag=self._tag)
+
         def gate(name, enable, statements):
             add_gated(m, name, enable if self._gate else advance, statements, gating=p.gating,
                       icg_cell=self._icg_cell)
-
-        # Control: valid and non-zero flags per stage, never gated.
-        valid = [Signal(name=f"valid{n}") for n in (1, 2, 3)]
-        nonzero = [Signal(name=f"nonzero{n}") for n in (1, 2, 3)]
-        advance = Signal()
-        m.d.comb += [
-            advance.eq(~valid[2] | o.ready),
-            i.ready.eq(advance),
-        ]
-        in_nonzero = (i.payload.nx != 0) & (i.payload.ny != 0)
-        with m.If(advance):
-            m.d.sync += [
-                valid[0].eq(i.valid), nonzero[0].eq(i.valid & in_nonzero),
-                valid[1].eq(valid[0]), nonzero[1].eq(nonzero[0]),
-                valid[2].eq(valid[1]), nonzero[2].eq(nonzero[1]),
-            ]
-        if self._flush:
-            with m.If(self.flush):
-                m.d.sync += [v.eq(0) for v in valid]
-        if self._tag is not None:
-            # The tag moves with the control flags: it always leaves with its own comparison.
-            tags = [Signal(self._tag, name=f"tag{n}") for n in (1, 2, 3)]
-            with m.If(advance):
-                m.d.sync += [tags[0].eq(i.payload.tag), tags[1].eq(tags[0]),
-                             tags[2].eq(tags[1])]
-            m.d.comb += o.payload.tag.eq(tags[2])
 
         # Stage 1: dot product, nx*ny, theta_q**2.
         dot1 = Signal(signed(p.dot_bits), reset_less=True)
@@ -189,18 +168,9 @@ class SimilarityComparator(FocusBlock):
         ])
 
         m.d.comb += [
-            o.valid.eq(valid[2]),
             o.payload.similar.eq(nonzero[2] & similar3),
             o.payload.dot.eq(Mux(nonzero[2], dot3, 0)),
             o.payload.dot_sq.eq(Mux(nonzero[2], dot_sq3, 0)),
         ]
-
-        # Per-comparison activity counters.
-        with m.If(self.clear):
-            m.d.sync += [self.active.eq(0), self.gated.eq(0)]
-        with m.Elif(i.valid & i.ready):
-            with m.If(in_nonzero):
-                m.d.sync += self.active.eq(self.active + 1)
-            with m.Else():
-                m.d.sync += self.gated.eq(self.gated + 1)
+        count_activity(m, i, in_nonzero, active=self.active, gated=self.gated, clear=self.clear)
         return m
