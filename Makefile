@@ -26,9 +26,10 @@ verilog: $(STAMP)
 	$(FOCUS) emit --preset $(PRESET) -o build/verilog/$(PRESET)
 
 # The whole regression: golden model, Amaranth simulations, cocotb on Icarus and Verilator,
-# emit and synth. Use ARGS to pass pytest options, e.g. make test ARGS="-k similar".
+# emit and synth; it ends with the 40 slowest tests. ARGS passes pytest options, e.g.
+# make test ARGS="-k similar".
 test: $(STAMP) lint
-	$(BIN)/python -m pytest -n $(JOBS) $(ARGS)
+	$(BIN)/python -m pytest -n $(JOBS) --durations=40 $(ARGS)
 
 # ruff over the tree (the rules are in pyproject.toml); make test runs it first.
 lint: $(STAMP)
