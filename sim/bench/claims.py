@@ -150,10 +150,10 @@ def claims_markdown(sim, sparsity, gated, offsets, frames):
                             if r["keep"] in (0.05, 0.25, 0.5)),
          "random masks, M = 1024", "holds only for high keep rates"),
         ("similarity within a 2x2x2 block is usually above 0.85",
-         f"best candidate above 0.85 for {pct(flt['best above 0.85'])} of tokens (float "
+         (f"best candidate above 0.85 for {pct(flt['best above 0.85'])} of tokens (float "
          f"features; int8: {pct(i8['best above 0.85'])}); median best cosine "
          f"{flt['median best']:.3f}; all (token, candidate) pairs: {pct(flt['pairs above 0.85'])} "
-         f"above 0.85",
+         f"above 0.85"),
          f"photo, {frames} panned frames, 14 x 14, V = 32",
          ("holds, narrowly" if flt["best above 0.85"] < 0.67 else "holds")
          if flt["best above 0.85"] > 0.5 else "does not hold"),
@@ -166,11 +166,11 @@ def claims_markdown(sim, sparsity, gated, offsets, frames):
          "same order: a fraction of a point"
          if max(abs(r["int8"] - r["fp16"]) for r in sparsity) < 0.01 else "larger than claimed"),
         ("+15 % speed from zero skip",
-         f"not built: the matcher spends ceil(7 / comparators) cycles per token whatever its "
+         (f"not built: the matcher spends ceil(7 / comparators) cycles per token whatever its "
          f"candidates. The slots a zero skip could drop: {pct(gated[None])} of comparator slots "
          f"on all tokens, {pct(gated[0.5])} with half the positions pruned; at one comparator "
          f"(one slot a cycle) skipping them would be up to {1 / (1 - gated[None]):.2f}x and "
-         f"{1 / (1 - gated[0.5]):.2f}x faster",
+         f"{1 / (1 - gated[0.5]):.2f}x faster"),
          f"photo, {frames} frames; counted from the candidates", "not measured (not built)"),
     ]
     lines = ["| claim | measured here | data | verdict |", "|---|---|---|---|"]
