@@ -117,8 +117,9 @@ def round_layout(p):
 
 def round_tag_layout(p):
     """What a round carries past the comparators to the selection and the map lookup: its first
-    and last round flags, where the token sits in its tile and job, and its own window slot (where
-    its unique index is kept)."""
+    and last round flags, where the token sits in its tile and job, its own window slot (where
+    its unique index is kept) and its position (for the map code's frame statistics; a
+    synthesizer removes its registers when no map coder uses it)."""
     return data.StructLayout({
         "first": 1,
         "last": 1,
@@ -126,16 +127,18 @@ def round_tag_layout(p):
         "tile_last": 1,
         "job_last": 1,
         "own_slot": unsigned(p.window_bits),
+        "position": unsigned(p.position_bits),
     })
 
 
 def lane_layout(p):
-    """One candidate lookup: its vector, its squared norm (0 when it does not exist) and its
-    window slot."""
+    """One candidate lookup: its vector, its squared norm (0 when it does not exist), its
+    window slot and its candidate number c (``code``, 1..7; 0 for an unused lane)."""
     return data.StructLayout({
         "y": vector_layout(p),
         "ny": unsigned(p.norm_bits),
         "slot": unsigned(p.window_bits),
+        "code": unsigned(3),
     })
 
 
@@ -154,12 +157,13 @@ def compare_layout(p):
 def candidate_layout(p):
     """A scored candidate: eligible or not (both vectors non-zero, dot > 0), dot**2, its squared
     norm and its window slot (what the "better" test ``dot1**2 * ny2 > dot2**2 * ny1``, the
-    threshold test and the map lookup need)."""
+    threshold test and the map lookup need), and its candidate number c (for the map code)."""
     return data.StructLayout({
         "eligible": 1,
         "dsq": unsigned(p.dot_sq_bits),
         "ny": unsigned(p.norm_bits),
         "slot": unsigned(p.window_bits),
+        "code": unsigned(3),
     })
 
 
@@ -178,11 +182,12 @@ def scored_layout(p):
 def best_layout(p):
     """A token's decision (:class:`~rtl.sic.best_candidate.BestCandidate` to
     :class:`~rtl.sic.unique_indexer.UniqueIndexer`): ``match`` (its best candidate is similar),
-    that candidate's window ``slot`` (meaningless without ``match``) and its last round's
-    tag."""
+    that candidate's window ``slot`` and number ``code`` (c, 1..7; both meaningless without
+    ``match``) and its last round's tag."""
     return data.StructLayout({
         "match": 1,
         "slot": unsigned(p.window_bits),
+        "code": unsigned(3),
         "tag": round_tag_layout(p),
     })
 
@@ -191,9 +196,12 @@ def indexed_layout(p):
     """A resolved token (:class:`~rtl.sic.unique_indexer.UniqueIndexer` to
     :class:`~rtl.sic.output_stage.OutputStage`): its map entry, its tile-local unique index, whether
     it opened a new group, its tile's first unique index and the tile's unique count so far (both
-    complete on the tile's last token), and where it sits in its tile and job."""
+    complete on the tile's last token), and where it sits in its tile and job; its map-code
+    symbol ``code`` (0 new, else the matched c) and its ``position``, for the map coder."""
     return data.StructLayout({
         "map": unsigned(p.position_bits),
+        "code": unsigned(3),
+        "position": unsigned(p.position_bits),
         "index": unsigned(tile_index_bits(p)),
         "new": 1,
         "base": unsigned(p.position_bits),
