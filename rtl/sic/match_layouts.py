@@ -23,6 +23,7 @@ __all__ = [
     "match_input_layout", "match_config_layout", "match_output_layout",
     "offsets_layout", "round_layout", "round_tag_layout", "lane_layout", "compare_layout",
     "candidate_layout", "scored_layout", "best_layout", "indexed_layout", "group_sum_layout",
+    "map_code_config_layout", "map_symbol_layout", "map_word_layout", "frame_stats_layout",
 ]
 
 #: Candidates per token (c = 1..7 of the 2x2x2 block).
@@ -83,6 +84,38 @@ def match_output_layout(p):
         "vector": vector_layout(p),
         "token": 1,
         "unique": 1,
+        "last": 1,
+    })
+
+
+def map_code_config_layout(p):
+    """The map code of a job (spec 4.5): ``variable`` (0: 3 bits per symbol; 1: the ranked
+    prefix code) and ``ranking``, element r the symbol of rank r (a permutation of 0..7)."""
+    return data.StructLayout({
+        "variable": 1,
+        "ranking": data.ArrayLayout(unsigned(3), 8),
+    })
+
+
+def map_word_layout(p):
+    """One ``word_bits`` word of the map code, MSB first; ``nbits`` is the string's length on
+    the ``last`` word, and the bits up to the end of this word on the others."""
+    return data.StructLayout({
+        "word": unsigned(p.word_bits),
+        "nbits": unsigned(p.position_bits),
+        "last": 1,
+    })
+
+
+def frame_stats_layout(p):
+    """One frame's match statistics (spec 4.6): frame f, its tokens (position // FS == f), how
+    many matched (symbol != 0) and how many matched the previous frame (symbol >= 4); ``last``
+    on the job's final frame."""
+    return data.StructLayout({
+        "frame": unsigned(p.position_bits),
+        "tokens": unsigned(p.position_bits),
+        "matched": unsigned(p.position_bits),
+        "previous": unsigned(p.position_bits),
         "last": 1,
     })
 
@@ -208,6 +241,16 @@ def indexed_layout(p):
         "count": unsigned(p.tile.bit_length()),
         "tile_last": 1,
         "job_last": 1,
+    })
+
+
+def map_symbol_layout(p):
+    """A token's map-code symbol (0 new, else the matched c), its position, and ``last`` on the
+    job's final token (the block matcher to its map coder and frame statistics)."""
+    return data.StructLayout({
+        "code": unsigned(3),
+        "position": unsigned(p.position_bits),
+        "last": 1,
     })
 
 
