@@ -7,7 +7,7 @@ from amaranth.lib import data, enum, stream
 from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
-from ..sec.bit_packer import BitPacker
+from ..lib.bit_packer import BitPacker
 from .match_layouts import map_code_config_layout, map_symbol_layout, map_word_layout
 
 __all__ = ["MapCoder", "MapCodeError", "HEADER_BITS_VARIABLE"]
