@@ -271,8 +271,9 @@ class MapDecoder(FocusBlock):
 
         with m.FSM(name="job"):
             with m.State("IDLE"):
-                m.d.comb += [s.idle.eq(~self.o_stream.valid), cfg.ready.eq(1)]
-                with m.If(cfg.valid):
+                # The next job starts once this one's last entry has left.
+                m.d.comb += [s.idle.eq(~self.o_stream.valid), cfg.ready.eq(~self.o_stream.valid)]
+                with m.If(cfg.valid & cfg.ready):
                     m.d.sync += [self.error.eq(0), self.cause.eq(MapDecodeError.NONE),
                                  s.fill.eq(0), s.loaded.eq(0), s.used.eq(0),
                                  s.words_done.eq(0), s.pos_done.eq(0), s.unique.eq(0),
