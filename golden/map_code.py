@@ -200,8 +200,9 @@ def decode_map(words, nbits, positions, *, frame_stride, row_stride, tile=1024, 
         Bad arguments; ``LENGTH``: not ceil(nbits / word_bits) words; ``HEADER``: nbits shorter
         than the header, or a ranking that is not a permutation; ``SHORT``: a symbol runs past
         nbits; ``CANDIDATE``: a symbol names a candidate that is not a token of the tile (or has
-        offset 0); ``TRAILING``: bits left after the last token's symbol. The message starts with
-        the cause and gives the bit position.
+        offset 0); ``TRAILING``: bits left after the last token's symbol; ``POSITION``: positions
+        not strictly increasing. The message starts with the cause (the names of
+        :class:`rtl.sic.map_decoder.MapDecodeError`) and gives the bit position.
     """
     fs, hs, _, _, tile, _ = check_config(frame_stride, row_stride, 0, 8, tile, window, "first")
     word_bits = check_word_bits(word_bits)
@@ -210,6 +211,11 @@ def decode_map(words, nbits, positions, *, frame_stride, row_stride, tile=1024, 
     if np.ndim(positions) != 1:
         raise ValueError(f"positions must be 1-D (one per token), not shape "
                          f"{np.shape(positions)}")
+    raw = np.asarray(positions)
+    if raw.size > 1 and np.issubdtype(raw.dtype, np.integer) and np.any(raw[1:] <= raw[:-1]):
+        i = int(np.flatnonzero(raw[1:] <= raw[:-1])[0]) + 1
+        raise ValueError(f"POSITION: positions must be strictly increasing: positions[{i}] = "
+                         f"{raw[i]} is not greater than positions[{i - 1}] = {raw[i - 1]}")
     pos = check_positions(positions, np.shape(positions)[0])
     if len(values) != -(-nbits // word_bits):
         raise ValueError(f"LENGTH: nbits = {nbits} needs {-(-nbits // word_bits)} word(s) of "

@@ -172,7 +172,7 @@ def test_rejections():
             mc.encode_map(args[0], variable=args[1], ranking=args[2])
     with pytest.raises(ValueError, match=r"^words\[0\] = 256 does not fit in word_bits = 8"):
         mc.decode_map([256], 4, [0], word_bits=8, **kw)
-    with pytest.raises(ValueError, match=r"^positions must be strictly increasing"):
+    with pytest.raises(ValueError, match=r"^POSITION: positions must be strictly increasing"):
         mc.decode_map(ok, nbits, [0, 1, 1, 6], **kw)
     with pytest.raises(ValueError, match=r"^frame_stride \+ row_stride \+ 1"):
         mc.decode_map(ok, nbits, pos, frame_stride=250, row_stride=10)

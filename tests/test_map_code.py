@@ -268,7 +268,7 @@ def test_decoder_rejections_name_golden_causes():
         "CANDIDATE": DecodeJob([int(w) for w in bad_c], cbits, pos, 4, 2),
         "CANDIDATE0": DecodeJob(ok, nbits, pos, 0, 2),         # c = 4 at offset FS = 0
         "HEADER": DecodeJob([var[0] ^ (1 << 12)] + var[1:], vbits, pos, 4, 2),   # rank repeats
-        "HEADER_SHORT": DecodeJob([1 << 15], 20, pos, 4, 2),
+        "HEADER_SHORT": DecodeJob([1 << 15, 0], 20, pos, 4, 2),
         "POSITION": DecodeJob(ok, nbits, np.array([0, 1, 1, 6]), 4, 2),
         "CONFIG": DecodeJob(ok, nbits, pos, 10, 5),
         "SHORT_VAR": DecodeJob(var, vbits - 2, pos, 4, 2),
@@ -282,7 +282,7 @@ def test_decoder_rejections_name_golden_causes():
         assert bad.error and bad.cause == want, f"{name}: {bad.cause}"
         if want != "CONFIG":
             assert golden_decode(p, job) == want, name
-        assert not after.error and [b["map"] for b in after.entries] == [0, 0, 1, 1]
+        assert not after.error and [b["map"] for b in after.entries] == [0, 0, 0, 0]
     assert all(not r.entries for r in results[::2][-2:-1])   # CONFIG: no entry
 
 

@@ -275,7 +275,7 @@ class MapDecoder(FocusBlock):
                 m.d.comb += [s.idle.eq(~self.o_stream.valid), cfg.ready.eq(~self.o_stream.valid)]
                 with m.If(cfg.valid & cfg.ready):
                     m.d.sync += [self.error.eq(0), self.cause.eq(MapDecodeError.NONE),
-                                 s.fill.eq(0), s.loaded.eq(0), s.used.eq(0),
+                                 s.buf.eq(0), s.fill.eq(0), s.loaded.eq(0), s.used.eq(0),
                                  s.words_done.eq(0), s.pos_done.eq(0), s.unique.eq(0),
                                  s.tile_count.eq(0), s.started.eq(0), s.tail.eq(0),
                                  s.finished.eq(0)]
