@@ -69,7 +69,7 @@ class JobResult:
     words: list = field(default_factory=list)       # code_stream beats (with map_code)
     frames: list = field(default_factory=list)      # frame_stream beats (with frame_stats)
     counts: list = field(default_factory=list)      # code_counts at the job's end
-    code_error: int = 0                             # code_cause at the job's end (0: none)
+    code_error: int = 0                             # code_error at the job's end (0: none)
 
 
 def fit_params(vectors, theta_bits=8, tile=1024, window=256):
@@ -293,9 +293,9 @@ def _split(jobs, raw):
             if port in extra:
                 got, when = extra[port]
                 setattr(result, attr, [got[n] for n in _between(when, begin, end)])
-        if "code_cause" in snap:
+        if "code_error" in snap:
             result.counts = [int(snap[name]) for name in _COUNT_NAMES]
-            result.code_error = int(snap["code_cause"])
+            result.code_error = int(snap["code_error"])
         results.append(result)
     return results
 
@@ -359,8 +359,8 @@ def _run_amaranth(params, thetas, cfgs, tokens, stalls, seed, max_cycles, vcd, g
                        frame_stats=frame_stats)
     outputs = _PORTS[2:] + (("code_stream",) if map_code else ()) \
         + (("frame_stream",) if frame_stats else ())
-    counters = _COUNTERS + (("code_cause",) + _COUNT_NAMES if map_code else ())
-    signals = [(name, getattr(dut, name)) for name in _COUNTERS + ("code_cause",)[:map_code]]
+    counters = _COUNTERS + (("code_error",) + _COUNT_NAMES if map_code else ())
+    signals = [(name, getattr(dut, name)) for name in _COUNTERS + ("code_error",)[:map_code]]
     signals += [(name, dut.code_counts[s]) for s, name in enumerate(_COUNT_NAMES)] \
         if map_code else []
     helpers = []

@@ -12,7 +12,7 @@ from .candidate_fetch import CandidateFetch
 from .comparator_bank import ComparatorBank
 from .frame_stats import FrameStats
 from .job_control import JobControl, MatchError
-from .map_coder import MapCodeError, MapCoder
+from .map_coder import MapCoder
 from .match_layouts import (
     frame_stats_layout,
     indexed_layout,
@@ -177,7 +177,6 @@ class BlockMatcher(FocusBlock):
                 "code_stream": Out(stream.Signature(map_word_layout(p))),
                 "code_counts": Out(data.ArrayLayout(p.position_bits, 8)),
                 "code_error": Out(1),
-                "code_cause": Out(MapCodeError),
             })
         if self._frame_stats:
             members["frame_stream"] = Out(stream.Signature(frame_stats_layout(p)))
@@ -301,8 +300,9 @@ class BlockMatcher(FocusBlock):
                 m.d.comb += [
                     sink.valid.eq(src.valid),
                     sink.payload.code.eq(src.payload.code),
-                    sink.payload.position.eq(src.payload.position),
                     sink.payload.last.eq(src.payload.job_last),
+                    *([sink.payload.position.eq(src.payload.position)]
+                      if "position" in sink.payload.shape().members else []),
                     src.ready.eq(sink.ready),
                 ]
         wiring.connect(m, vectors.r_stream, output.v_stream)
@@ -328,10 +328,9 @@ class BlockMatcher(FocusBlock):
                 coder.start.eq(job.go),
                 coder.variable.eq(code_cfg.variable),
                 coder.ranking.eq(code_cfg.ranking),
-                coder.abort.eq(job.flush),
+                coder.stop.eq(job.flush),
                 self.code_counts.eq(coder.counts),
                 self.code_error.eq(coder.error),
-                self.code_cause.eq(coder.cause),
             ]
             wiring.connect(m, coder.o_stream, wiring.flipped(self.code_stream))
             idle.append(coder.idle)
@@ -340,7 +339,7 @@ class BlockMatcher(FocusBlock):
             m.submodules.frames = frames = FrameStats(p)
             m.d.comb += [
                 frames.start.eq(job.go),
-                frames.abort.eq(job.flush),
+                frames.stop.eq(job.flush),
                 frames.frame_stride.eq(frame_stride),
             ]
             wiring.connect(m, frames.o_stream, wiring.flipped(self.frame_stream))

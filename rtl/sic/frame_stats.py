@@ -5,7 +5,7 @@ from amaranth.lib import stream
 from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
-from .match_layouts import frame_stats_layout, map_symbol_layout
+from .match_layouts import frame_stats_layout, frame_symbol_layout
 
 __all__ = ["FrameStats"]
 
@@ -18,7 +18,7 @@ class FrameStats(FocusBlock):
     token's, in order, empty frames included, ``last`` on the final one.
 
     A job: ``start`` pulses (``frame_stride`` is sampled), then symbols on ``i_stream`` (in
-    position order) up to the one with ``last``; ``abort`` ends the job early, with a ``last``
+    position order) up to the one with ``last``; ``stop`` ends the job early, with a ``last``
     beat for the frame in progress. There is no division: the block keeps the next frame's first
     position and, while a token lies beyond it, closes the frame (one beat, one cycle) and moves
     on by FS; the token waits meanwhile. So a token takes one cycle, plus one per frame it
@@ -29,8 +29,8 @@ class FrameStats(FocusBlock):
 
     Members
     -------
-    i_stream : In(stream.Signature(map_symbol_layout(params)))
-    start, abort : In(1)
+    i_stream : In(stream.Signature(frame_symbol_layout(params)))
+    start, stop : In(1)
     frame_stride : In(position_bits)
     o_stream : Out(stream.Signature(frame_stats_layout(params)))
     idle : Out(1)
@@ -38,9 +38,9 @@ class FrameStats(FocusBlock):
 
     def __init__(self, params=None):
         super().__init__(params, lambda p: {
-            "i_stream": In(stream.Signature(map_symbol_layout(p))),
+            "i_stream": In(stream.Signature(frame_symbol_layout(p))),
             "start": In(1),
-            "abort": In(1),
+            "stop": In(1),
             "frame_stride": In(p.position_bits),
             "o_stream": Out(stream.Signature(frame_stats_layout(p))),
             "idle": Out(1),
@@ -57,7 +57,7 @@ class FrameStats(FocusBlock):
         boundary = Signal(pb + 1)               # the first position of frame + 1
         tokens, matched, previous = Signal(pb), Signal(pb), Signal(pb)
         running = Signal()
-        stopping = Signal()                     # an abort waits for the beat register
+        stopping = Signal()                     # a stop waits for the beat register
         free = Signal()
         m.d.comb += [
             free.eq(~o.valid | o.ready),
@@ -78,7 +78,7 @@ class FrameStats(FocusBlock):
 
         beyond = (fs != 0) & (i.payload.position >= boundary)
         code = i.payload.code
-        with m.If(self.abort):
+        with m.If(self.stop):
             m.d.sync += stopping.eq(1)
         with m.If(self.start):
             m.d.sync += [running.eq(1), stopping.eq(0), fs.eq(self.frame_stride), frame.eq(0),

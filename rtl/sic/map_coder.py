@@ -3,24 +3,17 @@
 
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
-from amaranth.lib import data, enum, stream
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
-from ..lib.bit_packer import BitPacker
+from ..lib.bit_packer import BitPacker, packer_field_layout
 from .match_layouts import map_code_config_layout, map_symbol_layout, map_word_layout
 
-__all__ = ["MapCoder", "MapCodeError", "HEADER_BITS_VARIABLE"]
+__all__ = ["MapCoder", "HEADER_BITS_VARIABLE"]
 
 #: The variable code's header: the flag and 8 ranking entries of 3 bits.
 HEADER_BITS_VARIABLE = 25
-
-
-class MapCodeError(enum.Enum, shape=1):
-    """Why the map coder raised ``error``."""
-    NONE = 0
-    #: The job's ranking (variable code) is not a permutation of 0..7.
-    RANKING = 1
 
 
 class MapCoder(FocusBlock):
@@ -31,12 +24,12 @@ class MapCoder(FocusBlock):
     bits).
 
     A job: ``start`` pulses (``variable`` and ``ranking`` are sampled then), then symbols on
-    ``i_stream`` up to the one with ``last``; or ``abort`` ends the job early (the symbols so
+    ``i_stream`` up to the one with ``last``; or ``stop`` ends the job early (the symbols so
     far are packed and the job's words end as usual, with ``last``). Out come the words
     (:func:`~rtl.sic.match_layouts.map_word_layout`): ``nbits`` is the string's length on the
     last word and the bits up to the end of the word on the others. A ranking that is not a
-    permutation raises ``error`` (``cause`` ``RANKING``): the job writes no word, its symbols
-    are taken and dropped up to ``last`` (or ``abort``). ``error`` holds until the next
+    permutation raises ``error`` (the coder's one error): the job writes no word, its symbols
+    are taken and dropped up to ``last`` (or ``stop``). ``error`` holds until the next
     ``start``.
 
     Latency and throughput: the header is packed the cycle after ``start``, then one symbol per
@@ -53,13 +46,14 @@ class MapCoder(FocusBlock):
     variable : In(1)
     ranking : In(data.ArrayLayout(3, 8))
         The symbols from rank 0 to rank 7.
-    abort : In(1)
+    stop : In(1)
     o_stream : Out(stream.Signature(map_word_layout(params)))
     counts : Out(data.ArrayLayout(position_bits, 8))
         How often each symbol occurred in the job so far (cleared by ``start``): the host's
         input for the next job's ranking.
-    idle, error : Out(1)
-    cause : Out(MapCodeError)
+    idle : Out(1)
+    error : Out(1)
+        The job's ranking is not a permutation of 0..7.
     """
 
     def __init__(self, params=None):
@@ -68,12 +62,11 @@ class MapCoder(FocusBlock):
             "start": In(1),
             "variable": In(1),
             "ranking": In(map_code_config_layout(p).members["ranking"]),
-            "abort": In(1),
+            "stop": In(1),
             "o_stream": Out(stream.Signature(map_word_layout(p))),
             "counts": Out(data.ArrayLayout(p.position_bits, 8)),
             "idle": Out(1),
             "error": Out(1),
-            "cause": Out(MapCodeError),
         })
 
     def elaborate(self, platform):
@@ -82,17 +75,25 @@ class MapCoder(FocusBlock):
         i, o = self.i_stream, self.o_stream
         pb, wb = p.position_bits, p.word_bits
         m.submodules.packer = packer = BitPacker(p, HEADER_BITS_VARIABLE)
-        field = packer.i_stream
+        # The fields go through a stream of their own (so that the packer's port names do not
+        # clash with this block's in the netlist).
+        field = stream.Signature(packer_field_layout(HEADER_BITS_VARIABLE)).create(
+            path=("field",))
+        wiring.connect(m, field, packer.i_stream)
 
-        variable = Signal()
-        ranking = Signal.like(self.ranking)
+        variable = Signal(name="job_variable")
+        ranking = Signal.like(self.ranking, name="job_ranking")
         rank_of = Signal(data.ArrayLayout(3, 8))         # rank of each symbol
-        aborted = Signal()          # abort was high: the job ends (registered, so that ``abort``
+        stopped = Signal()          # stop was high: the job ends (registered, so that ``stop``
         #                             does not feed ``i_stream.ready``)
-        with m.If(self.abort):
-            m.d.sync += aborted.eq(1)
+        with m.If(self.stop):
+            m.d.sync += stopped.eq(1)
         with m.If(self.start):
-            m.d.sync += aborted.eq(0)
+            m.d.sync += stopped.eq(0)
+        # The symbol counters (a register array read out as the ``counts`` port: updating the
+        # port's elements in place trips an assertion in Yosys 0.70's abc9 on ECP5).
+        counts = [Signal(pb, name=f"count{s}") for s in range(8)]
+        m.d.comb += [self.counts[s].eq(counts[s]) for s in range(8)]
         total = Signal(pb)                               # string bits packed so far
         word_end = Signal(pb)                            # bits up to the end of the next word
         m.d.comb += [
@@ -126,15 +127,15 @@ class MapCoder(FocusBlock):
                 with m.If(self.start):
                     m.d.sync += [variable.eq(self.variable), ranking.eq(self.ranking),
                                  total.eq(0), word_end.eq(0),
-                                 self.error.eq(0), self.cause.eq(MapCodeError.NONE)]
-                    m.d.sync += [self.counts[s].eq(0) for s in range(8)]
+                                 self.error.eq(0)]
+                    m.d.sync += [counts[s].eq(0) for s in range(8)]
                     for s in range(8):
                         m.d.sync += rank_of[s].eq(0)
                         for r in range(8):
                             with m.If(self.ranking[r] == s):
                                 m.d.sync += rank_of[s].eq(r)
                     with m.If(self.variable & ~complete):
-                        m.d.sync += [self.error.eq(1), self.cause.eq(MapCodeError.RANKING)]
+                        m.d.sync += self.error.eq(1)
                         m.next = "DROP"
                     with m.Else():
                         m.next = "HEADER"
@@ -150,18 +151,19 @@ class MapCoder(FocusBlock):
                     m.next = "SYMBOLS"
             with m.State("SYMBOLS"):
                 m.d.comb += [
-                    field.valid.eq(i.valid & ~aborted),
+                    field.valid.eq(i.valid & ~stopped),
                     field.payload.value.eq(Mux(variable, var_value, i.payload.code)),
                     field.payload.length.eq(Mux(variable, var_length, 3)),
-                    i.ready.eq(field.ready & ~aborted),
+                    i.ready.eq(field.ready & ~stopped),
                 ]
                 with m.If(i.valid & i.ready):
-                    m.d.sync += [total.eq(total + field.payload.length),
-                                 self.counts[i.payload.code].eq(
-                                     self.counts[i.payload.code] + 1)]
+                    m.d.sync += total.eq(total + field.payload.length)
+                    for sym in range(8):
+                        with m.If(i.payload.code == sym):
+                            m.d.sync += counts[sym].eq(counts[sym] + 1)
                     with m.If(i.payload.last):
                         m.next = "FLUSH"
-                with m.If(aborted):
+                with m.If(stopped):
                     m.next = "FLUSH"
             with m.State("FLUSH"):
                 m.d.comb += packer.flush.eq(1)
@@ -169,6 +171,6 @@ class MapCoder(FocusBlock):
                     m.next = "IDLE"
             with m.State("DROP"):
                 m.d.comb += i.ready.eq(1)
-                with m.If((i.valid & i.payload.last) | aborted):
+                with m.If((i.valid & i.payload.last) | stopped):
                     m.next = "IDLE"
         return m

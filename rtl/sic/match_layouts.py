@@ -23,7 +23,8 @@ __all__ = [
     "match_input_layout", "match_config_layout", "match_output_layout",
     "offsets_layout", "round_layout", "round_tag_layout", "lane_layout", "compare_layout",
     "candidate_layout", "scored_layout", "best_layout", "indexed_layout", "group_sum_layout",
-    "map_code_config_layout", "map_symbol_layout", "map_word_layout", "frame_stats_layout",
+    "map_code_config_layout", "map_symbol_layout", "frame_symbol_layout", "map_word_layout",
+    "frame_stats_layout",
 ]
 
 #: Candidates per token (c = 1..7 of the 2x2x2 block).
@@ -245,8 +246,17 @@ def indexed_layout(p):
 
 
 def map_symbol_layout(p):
-    """A token's map-code symbol (0 new, else the matched c), its position, and ``last`` on the
-    job's final token (the block matcher to its map coder and frame statistics)."""
+    """A token's map-code symbol (0 new, else the matched c) and ``last`` on the job's final
+    token (the block matcher to its map coder)."""
+    return data.StructLayout({
+        "code": unsigned(3),
+        "last": 1,
+    })
+
+
+def frame_symbol_layout(p):
+    """A token's map-code symbol, its position, and ``last`` on the job's final token (the
+    block matcher to its frame statistics)."""
     return data.StructLayout({
         "code": unsigned(3),
         "position": unsigned(p.position_bits),
