@@ -135,6 +135,14 @@ class BlockMatcher(FocusBlock):
         enable, for the Amaranth simulator).
     gate : bool
         False builds the scorers without clock gating (a baseline for power comparisons).
+    map_code : bool
+        True adds the :class:`~rtl.sic.map_coder.MapCoder` (spec 4.5): ``code_cfg``,
+        ``code_stream``, ``code_counts`` and ``code_error``. The map output is unchanged.
+    frame_stats : bool
+        True adds the :class:`~rtl.sic.frame_stats.FrameStats` (spec 4.6): ``frame_stream``.
+        With either, each resolved token also goes (through a
+        :class:`~rtl.lib.stream_fork.StreamFork`) to them, a stall on their streams stops the
+        matcher, and the next configuration beat waits until their last beats have left.
 
     Members
     -------
@@ -156,6 +164,17 @@ class BlockMatcher(FocusBlock):
         non-zero candidate (datapath clocks off). Their sum is ``comparators * rounds * S``.
     uniques : Out(position_bits)
         Unique vectors of the job so far.
+    code_cfg : In(map_code_config_layout(params))
+        (``map_code``) The job's map code (``variable``, ``ranking``), sampled with its
+        configuration beat.
+    code_stream : Out(stream.Signature(map_word_layout(params)))
+        (``map_code``) The job's map-code words.
+    code_counts : Out(data.ArrayLayout(position_bits, 8))
+        (``map_code``) How often each symbol occurred in the job (cleared when it starts).
+    code_error : Out(1)
+        (``map_code``) The job's ranking is not a permutation: it writes no word.
+    frame_stream : Out(stream.Signature(frame_stats_layout(params)))
+        (``frame_stats``) One beat per frame of the job.
     """
 
     def __init__(self, params=None, *, icg_cell=ICG_CELL, gate=True, map_code=False,

@@ -35,9 +35,9 @@ class MapCoder(FocusBlock):
     Latency and throughput: the header is packed the cycle after ``start``, then one symbol per
     cycle (every field is shorter than a word, so the packer takes a field per cycle); a symbol
     taken in cycle t is in a word offered from t + 2 (once the word is full, or at the end of the
-    job). The last word is offered 2 or 3 cycles after the last symbol. ``idle`` is high once
-    that word has been taken. Back-pressure: ``i_stream.ready`` falls while a full word waits
-    on ``o_stream``; nothing is lost.
+    job), so the last word is offered from the second cycle after the last symbol is taken.
+    ``idle`` is high once that word has been taken. Back-pressure: ``i_stream.ready`` falls
+    while a full word waits on ``o_stream``; nothing is lost.
 
     Members
     -------
