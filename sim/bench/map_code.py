@@ -156,7 +156,7 @@ def bench_bits(out, frames, rtl):
     ax.set_ylabel("bits per token-column")
     ax.set_xticks(THRESHOLDS)
     ax.set_title(f"Similarity map size, photograph ({frames} frames)")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="center right")
     fig.tight_layout()
     fig.savefig(out / "bits.png", dpi=120)
     plt.close(fig)
