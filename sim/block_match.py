@@ -39,6 +39,7 @@ _BLOCK = "block_matcher"
 #: The stream ports, in the order the runner drives them; the counters read at each job's end.
 _PORTS = ("cfg_stream", "i_stream", "o_stream")
 _COUNTERS = ("active", "gated", "uniques", "error")
+_COUNT_NAMES = tuple(f"code_count{s}" for s in range(8))
 
 
 @dataclass
@@ -51,6 +52,8 @@ class Job:
     row_stride: int
     layer: int = 0
     mean: bool = False
+    variable: bool = False          # the map code (a matcher built with map_code): spec 4.5
+    ranking: tuple = tuple(range(8))
 
 
 @dataclass
@@ -63,6 +66,10 @@ class JobResult:
     uniques: int                    # the block's unique counter at the end of the job
     cycles: int                     # first input transfer to last output transfer, inclusive
     stats: dict = field(default_factory=dict)
+    words: list = field(default_factory=list)       # code_stream beats (with map_code)
+    frames: list = field(default_factory=list)      # frame_stream beats (with frame_stats)
+    counts: list = field(default_factory=list)      # code_counts at the job's end
+    code_error: int = 0                             # code_error at the job's end (0: none)
 
 
 def fit_params(vectors, theta_bits=8, tile=1024, window=256):
@@ -256,9 +263,14 @@ def _cycle_budget(params, jobs, stalls):
     return 2000 + forced + int((tokens * per + 40 * len(jobs)) * 4 / (1.0 - p) ** 2)
 
 
+def _between(cycles, begin, end):
+    return [n for n, c in enumerate(cycles) if c >= begin and (end is None or c < end)]
+
+
 def _split(jobs, raw):
     """Per-job results from a run's raw record (transfer cycles, beats, snapshots)."""
     cfg_cycles, in_cycles = raw["cfg_cycles"], raw["in_cycles"]
+    extra = raw.get("extra", {})
     beats, out_cycles, snaps = raw["beats"], raw["out_cycles"], raw["snapshots"]
     if len(cfg_cycles) != len(jobs):
         raise RuntimeError(f"{len(cfg_cycles)} of {len(jobs)} configuration beats were taken")
@@ -273,15 +285,23 @@ def _split(jobs, raw):
         last_out = out_cycles[picked[-1]] if picked else None
         cycles = last_out - first_in + 1 if picked and first_in is not None else 0
         snap = snaps[j + 1]
-        results.append(JobResult(
+        result = JobResult(
             beats=[beats[n] for n in picked], error=bool(snap["error"]),
             active=int(snap["active"]), gated=int(snap["gated"]), uniques=int(snap["uniques"]),
-            cycles=cycles, stats={"first_input": first_in, "last_output": last_out}))
+            cycles=cycles, stats={"first_input": first_in, "last_output": last_out})
+        for port, attr in (("code_stream", "words"), ("frame_stream", "frames")):
+            if port in extra:
+                got, when = extra[port]
+                setattr(result, attr, [got[n] for n in _between(when, begin, end)])
+        if "code_error" in snap:
+            result.counts = [int(snap[name]) for name in _COUNT_NAMES]
+            result.code_error = int(snap["code_error"])
+        results.append(result)
     return results
 
 
 def run_jobs(params, jobs, *, thetas=(), simulator="amaranth", stalls=0.0, seed=0, vcd=None,
-             gate=True, max_cycles=None):
+             gate=True, max_cycles=None, map_code=False, frame_stats=False):
     """Run ``jobs`` (a list of :class:`Job`) through one simulation of the block matcher.
 
     Parameters
@@ -305,6 +325,11 @@ def run_jobs(params, jobs, *, thetas=(), simulator="amaranth", stalls=0.0, seed=
     max_cycles : int or None
         A hang is a failure: the run raises ``AssertionError`` after this many cycles
         (default: a generous bound from the job sizes and ``stalls``).
+    map_code, frame_stats : bool
+        Amaranth only: build the matcher with its map coder (each job's ``variable`` and
+        ``ranking`` are set on ``code_cfg`` for its configuration beat; the words land in
+        ``JobResult.words``, the symbol counts and the coder's cause in ``counts`` and
+        ``code_error``) and / or its frame statistics (``JobResult.frames``).
 
     Returns
     -------
@@ -313,19 +338,47 @@ def run_jobs(params, jobs, *, thetas=(), simulator="amaranth", stalls=0.0, seed=
     check_simulator(simulator)
     if simulator != "amaranth" and isinstance(stalls, Mapping):
         raise ValueError("per-port stalls are supported by the Amaranth simulator only")
+    if simulator != "amaranth" and (map_code or frame_stats):
+        raise ValueError("map_code and frame_stats are supported by the Amaranth simulator only")
     if max_cycles is None:
         max_cycles = _cycle_budget(params, jobs, stalls)
     cfgs, tokens = _payloads(jobs)
     thetas = [int(t) for t in thetas]
     if simulator == "amaranth":
-        raw = _run_amaranth(params, thetas, cfgs, tokens, stalls, seed, max_cycles, vcd, gate)
+        raw = _run_amaranth(params, thetas, cfgs, tokens, stalls, seed, max_cycles, vcd, gate,
+                            jobs if map_code else None, frame_stats)
     else:
         raw = _run_cocotb(params, thetas, jobs, simulator, stalls, seed, max_cycles)
     return _split(jobs, raw)
 
 
-def _run_amaranth(params, thetas, cfgs, tokens, stalls, seed, max_cycles, vcd, gate):
-    dut = BlockMatcher(params, icg_cell=None, gate=gate)
+def _run_amaranth(params, thetas, cfgs, tokens, stalls, seed, max_cycles, vcd, gate,
+                  code_jobs=None, frame_stats=False):
+    map_code = code_jobs is not None
+    dut = BlockMatcher(params, icg_cell=None, gate=gate, map_code=map_code,
+                       frame_stats=frame_stats)
+    outputs = _PORTS[2:] + (("code_stream",) if map_code else ()) \
+        + (("frame_stream",) if frame_stats else ())
+    counters = _COUNTERS + (("code_error",) + _COUNT_NAMES if map_code else ())
+    signals = [(name, getattr(dut, name)) for name in _COUNTERS + ("code_error",)[:map_code]]
+    signals += [(name, dut.code_counts[s]) for s, name in enumerate(_COUNT_NAMES)] \
+        if map_code else []
+    helpers = []
+    if map_code:
+        def code_setting(k):
+            job = code_jobs[min(k, len(code_jobs) - 1)]
+            return {"variable": int(bool(job.variable)), "ranking": [int(s) for s in job.ranking]}
+
+        async def code_settings(ctx):
+            """code_cfg holds job k's setting until job k's configuration beat is taken."""
+            k = 0
+            ctx.set(dut.code_cfg, code_setting(0))
+            async for _, _, valid, ready in ctx.tick().sample(dut.cfg_stream.valid,
+                                                               dut.cfg_stream.ready):
+                if valid and ready:
+                    k += 1
+                    ctx.set(dut.code_cfg, code_setting(k))
+        helpers.append(code_settings)
 
     async def write_thetas(ctx):
         for layer, value in enumerate(thetas):
@@ -346,16 +399,19 @@ def _run_amaranth(params, thetas, cfgs, tokens, stalls, seed, max_cycles, vcd, g
     # Configuration beats and tokens are offered at once: the block takes a job's configuration
     # beat only when idle, and its tokens only after it.
     run = streams.run_jobs(dut, [{"cfg_stream": cfgs, "i_stream": tokens}], inputs=_PORTS[:2],
-                           outputs=_PORTS[2:], feed="parallel", end=None, stalls=stalls,
-                           seed=seed, max_cycles=max_cycles, trace=_COUNTERS,
-                           probes=_COUNTERS, before=write_thetas, until=until, vcd=vcd)
+                           outputs=outputs, feed="parallel", end=None, stalls=stalls,
+                           seed=seed, max_cycles=max_cycles, trace=signals,
+                           probes=dict(signals), before=write_thetas, until=until, vcd=vcd,
+                           helpers=helpers)
     # Snapshots: one at each configuration transfer (the values before that edge: the previous
     # job's), and one at the end; job j's counters are snapshots[j + 1].
     cfg_cycles = run.transfers["cfg_stream"]
-    snapshots = [{name: run.trace[name][c] for name in _COUNTERS} for c in cfg_cycles]
+    snapshots = [{name: run.trace[name][c] for name in counters} for c in cfg_cycles]
+    final = {name: streams._plain(v) for name, v in run.final.items()}
+    extra = {port: (run.beats[port], run.transfers[port]) for port in outputs[1:]}
     return {"cfg_cycles": cfg_cycles, "in_cycles": run.transfers["i_stream"],
             "out_cycles": run.transfers["o_stream"], "beats": run.beats["o_stream"],
-            "snapshots": snapshots + [{name: int(v) for name, v in run.final.items()}]}
+            "snapshots": snapshots + [final], "extra": extra}
 
 
 def _run_cocotb(params, thetas, jobs, simulator, stalls, seed, max_cycles):

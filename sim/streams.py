@@ -336,7 +336,7 @@ class JobRun:
 
 def run_jobs(dut, jobs, *, inputs, outputs, feed="serial", end="outputs", stalls=0.0, seed=0,
              max_cycles=None, count_from=None, trace=(), probes=(), before=None, until=None,
-             linger=0, program=None, vcd=None, name=None):
+             linger=0, program=None, vcd=None, name=None, helpers=()):
     """Run ``jobs`` through ``dut`` in one Amaranth simulation; returns a :class:`JobRun`.
 
     Parameters
@@ -395,6 +395,9 @@ def run_jobs(dut, jobs, *, inputs, outputs, feed="serial", end="outputs", stalls
         Write a VCD of the run there. None: ``build/vcd/<name>.vcd`` when the environment
         variable ``FOCUS_VCD`` is set (not empty, not ``0``); ``name`` defaults to the current
         pytest id.
+    helpers : sequence of async callables
+        More testbenches, run in the background (``await helper(ctx)``), e.g. to drive a
+        non-stream port per job.
     """
     if feed not in FEEDS:
         raise ValueError(f"feed must be one of {', '.join(FEEDS)}, not {feed!r}")
@@ -463,6 +466,8 @@ def run_jobs(dut, jobs, *, inputs, outputs, feed="serial", end="outputs", stalls
         raise AssertionError(f"{type(dut).__name__} timed out after {max_cycles} cycles "
                              f"(transfers: {progress}{done})")
     sim.add_testbench(watchdog, background=True)
+    for helper in helpers:
+        sim.add_testbench(helper, background=True)
 
     for port, stream in ports.items():
         sim.add_testbench(stream_monitor(stream, port, run.transfers[port], on_transfer(port)),

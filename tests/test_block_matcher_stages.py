@@ -136,7 +136,8 @@ def scored_rounds(p, tokens, seed):
         cands = {}
         nx = int(rng.integers(1, 12))
         tag = {"tile_first": int(rng.integers(0, 2)), "tile_last": int(rng.integers(0, 2)),
-               "job_last": int(n == tokens - 1), "own_slot": int(rng.integers(0, 16))}
+               "job_last": int(n == tokens - 1), "own_slot": int(rng.integers(0, 16)),
+               "position": int(rng.integers(0, 1 << 32))}
         for r in range(rounds):
             lanes = []
             for j in range(k):
@@ -144,12 +145,13 @@ def scored_rounds(p, tokens, seed):
                 if c > CANDIDATES or rng.random() < 0.3:
                     lane = {"eligible": 0,
                             "dsq": 0 if c > CANDIDATES else int(rng.integers(0, 50)),
-                            "ny": 0 if c > CANDIDATES else int(rng.integers(0, 50)), "slot": c}
+                            "ny": 0 if c > CANDIDATES else int(rng.integers(0, 50)), "slot": c,
+                            "code": c % 8}
                 else:
                     ratio = RATIOS[int(rng.integers(0, len(RATIOS)))]
                     scale = int(rng.integers(1, 6))
                     lane = {"eligible": 1, "dsq": ratio.numerator * scale,
-                            "ny": ratio.denominator * scale, "slot": c}
+                            "ny": ratio.denominator * scale, "slot": c, "code": c}
                 lanes.append(lane)
                 cands[c] = lane
             # The token's norm counts on its last round only; earlier rounds carry noise.
@@ -207,6 +209,7 @@ def test_best_candidate_breaks_ties_to_the_smallest_c(comparators, stalls):
         assert got["match"] == (best is not None), f"token {n}: match"
         if best is not None:
             assert got["slot"] == best, f"token {n}: winner c = {got['slot']}, expected {best}"
+            assert got["code"] == best, f"token {n}: the winner's code"
     assert ties > 5, "too few exact ties for the best candidate"
     assert below > 5, "too few tokens whose best eligible candidate is below the threshold"
     if stalls == "no-stalls":
@@ -308,14 +311,15 @@ def test_comparator_bank_results_leave_with_their_candidates(comparators, stalls
             y = np.clip(y, -128, 127)
             ny = int(sqnorm(y)) if rng.random() < 0.8 else 0
             slot = int(rng.integers(0, 16))
-            lanes.append({"y": y.tolist(), "ny": ny, "slot": slot})
+            lanes.append({"y": y.tolist(), "ny": ny, "slot": slot, "code": slot % 8})
             d = int(dot(x, y))
             eligible = ny != 0 and bool(x.any()) and d > 0
             want.append({"eligible": int(eligible), "dsq": d * d if eligible else None,
-                         "ny": ny, "slot": slot})
+                         "ny": ny, "slot": slot, "code": slot % 8})
         tag = {"first": int(rng.integers(0, 2)), "last": int(rng.integers(0, 2)),
                "tile_first": int(rng.integers(0, 2)), "tile_last": int(rng.integers(0, 2)),
-               "job_last": int(rng.integers(0, 2)), "own_slot": int(rng.integers(0, 16))}
+               "job_last": int(rng.integers(0, 2)), "own_slot": int(rng.integers(0, 16)),
+               "position": int(rng.integers(0, 1 << 32))}
         nx = int(rng.integers(0, 1 << p.norm_bits))
         beats.append({"x": x.tolist(), "nx": nx, "lanes": lanes, "tag": tag})
         expected.append({"cands": want, "nx": nx, "tag": tag})
@@ -393,11 +397,13 @@ def indexer_job(p, count, seed):
         else:
             group, uniques = uniques, uniques + 1
         group_of[s] = group
-        beats.append({"match": int(match), "slot": q % slots,
+        code = int(rng.integers(1, 8))
+        beats.append({"match": int(match), "slot": q % slots, "code": code,
                       "tag": {"first": 1, "last": 1, "tile_first": int(first),
                               "tile_last": int(last), "job_last": int(s == count - 1),
-                              "own_slot": s % slots}})
-        expected.append({"map": group, "index": group - tile_base, "new": int(not match),
+                              "own_slot": s % slots, "position": 3 * s + 1}})
+        expected.append({"map": group, "code": code if match else 0, "position": 3 * s + 1,
+                         "index": group - tile_base, "new": int(not match),
                          "base": tile_base, "count": uniques - tile_base,
                          "tile_last": int(last), "job_last": int(s == count - 1)})
     return beats, expected

@@ -8,6 +8,9 @@ from ..sec.offset_encoder import OffsetEncoder
 from ..sec.semantic_concentrator import SemanticConcentrator
 from ..sec.topk_selector import TopKSelector
 from ..sic.block_matcher import BlockMatcher
+from ..sic.frame_stats import FrameStats
+from ..sic.map_coder import MapCoder
+from ..sic.map_decoder import MapDecoder
 from ..sic.similarity_comparator import SimilarityComparator
 from ..tile.focus_gemm import FocusGemm
 from ..tile.fp16_multiplier import FP16Multiplier
@@ -31,6 +34,13 @@ BLOCKS = {
     "sec": lambda p, icg_cell: SemanticConcentrator(p),
     "focus_unit": lambda p, icg_cell: FocusUnit(p, icg_cell=icg_cell),
     "focus_gemm": lambda p, icg_cell: FocusGemm(p),
+    # The compressed similarity map (spec 4.5, 4.6): the matcher with its map coder and frame
+    # statistics, those two alone, and the consumer's decoder.
+    "block_matcher_map_code": lambda p, icg_cell: BlockMatcher(p, icg_cell=icg_cell,
+                                                               map_code=True, frame_stats=True),
+    "map_coder": lambda p, icg_cell: MapCoder(p),
+    "frame_stats": lambda p, icg_cell: FrameStats(p),
+    "map_decoder": lambda p, icg_cell: MapDecoder(p),
 }
 
 #: Reference designs, not part of the Focus unit, so not in BLOCKS (nor walked by default): only

@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
 from ..layouts import mask_beat_layout, offset_word_layout
-from .bit_packer import BitPacker, packer_field_layout
+from ..lib.bit_packer import BitPacker, packer_field_layout
 
 __all__ = ["OffsetEncoder", "EncodeError", "encoder_config_layout", "code_field_bits",
            "bit_length"]
@@ -83,7 +83,7 @@ class OffsetEncoder(FocusBlock):
        the seven compares were the encoder's critical path: 10.5 MHz on the iCE40, against 31
        MHz now.)
     3. **Emit.** The header, then one code per cycle read back from the gap memory, go into a
-       :class:`rtl.sec.bit_packer.BitPacker` that writes at most one word per cycle. Codes
+       :class:`rtl.lib.bit_packer.BitPacker` that writes at most one word per cycle. Codes
        longer than a word hold the packer for ceil(length/word_bits) cycles: emission is
        ``max(n + 1, words)`` cycles.
 

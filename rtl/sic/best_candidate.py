@@ -179,8 +179,9 @@ class BestCandidate(FocusBlock):
         match = best.eligible & ((best.dsq << shift) > right)
         valid = valid_register("decided_valid", best_valid)
         tag = register("decided_tag", round_tag_layout(p), best_tag)
-        decision = register("decided", data.StructLayout({"match": 1, "slot": p.window_bits}),
-                            Cat(match, best.slot))
+        decision = register("decided", data.StructLayout({"match": 1, "slot": p.window_bits,
+                                                          "code": 3}),
+                            Cat(match, best.slot, best.code))
 
         # Delay stages: the same latency for every comparator count.
         for n in range(pads):
@@ -194,6 +195,7 @@ class BestCandidate(FocusBlock):
             o.valid.eq(valid),
             o.payload.match.eq(decision.match),
             o.payload.slot.eq(decision.slot),
+            o.payload.code.eq(decision.code),
             o.payload.tag.eq(tag),
         ]
         return m

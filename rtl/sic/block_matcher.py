@@ -1,7 +1,7 @@
 """The SIC block matcher (spec 4.2): 2x2x2 block matching, similarity map and unique vectors."""
 
-from amaranth.hdl import Module, ResetInserter
-from amaranth.lib import fifo, stream, wiring
+from amaranth.hdl import Cat, Module, ResetInserter, Signal
+from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
@@ -10,8 +10,14 @@ from ..lib.stream_fork import StreamFork
 from .best_candidate import BestCandidate
 from .candidate_fetch import CandidateFetch
 from .comparator_bank import ComparatorBank
+from .frame_stats import FrameStats
 from .job_control import JobControl, MatchError
+from .map_coder import MapCoder
 from .match_layouts import (
+    frame_stats_layout,
+    indexed_layout,
+    map_code_config_layout,
+    map_word_layout,
     match_config_layout,
     match_input_layout,
     match_output_layout,
@@ -129,6 +135,14 @@ class BlockMatcher(FocusBlock):
         enable, for the Amaranth simulator).
     gate : bool
         False builds the scorers without clock gating (a baseline for power comparisons).
+    map_code : bool
+        True adds the :class:`~rtl.sic.map_coder.MapCoder` (spec 4.5): ``code_cfg``,
+        ``code_stream``, ``code_counts`` and ``code_error``. The map output is unchanged.
+    frame_stats : bool
+        True adds the :class:`~rtl.sic.frame_stats.FrameStats` (spec 4.6): ``frame_stream``.
+        With either, each resolved token also goes (through a
+        :class:`~rtl.lib.stream_fork.StreamFork`) to them, a stall on their streams stops the
+        matcher, and the next configuration beat waits until their last beats have left.
 
     Members
     -------
@@ -150,12 +164,56 @@ class BlockMatcher(FocusBlock):
         non-zero candidate (datapath clocks off). Their sum is ``comparators * rounds * S``.
     uniques : Out(position_bits)
         Unique vectors of the job so far.
+    code_cfg : In(map_code_config_layout(params))
+        (``map_code``) The job's map code (``variable``, ``ranking``), sampled with its
+        configuration beat.
+    code_stream : Out(stream.Signature(map_word_layout(params)))
+        (``map_code``) The job's map-code words.
+    code_counts : Out(data.ArrayLayout(position_bits, 8))
+        (``map_code``) How often each symbol occurred in the job (cleared when it starts).
+    code_error : Out(1)
+        (``map_code``) The job's ranking is not a permutation: it writes no word.
+    frame_stream : Out(stream.Signature(frame_stats_layout(params)))
+        (``frame_stats``) One beat per frame of the job.
     """
 
-    def __init__(self, params=None, *, icg_cell=ICG_CELL, gate=True):
+    def __init__(self, params=None, *, icg_cell=ICG_CELL, gate=True, map_code=False,
+                 frame_stats=False):
+        for name, value in (("map_code", map_code), ("frame_stats", frame_stats)):
+            if not isinstance(value, bool):
+                raise TypeError(f"{name} must be True or False, not {value!r}")
         self._icg_cell = icg_cell
         self._gate = gate
-        super().__init__(params, lambda p: {
+        self._map_code = map_code
+        self._frame_stats = frame_stats
+        super().__init__(params, lambda p: {**self._members(p), **self._extra_members(p)})
+
+    def _extra_members(self, p):
+        members = {}
+        if self._map_code:
+            members.update({
+                "code_cfg": In(map_code_config_layout(p)),
+                "code_stream": Out(stream.Signature(map_word_layout(p))),
+                "code_counts": Out(data.ArrayLayout(p.position_bits, 8)),
+                "code_error": Out(1),
+            })
+        if self._frame_stats:
+            members["frame_stream"] = Out(stream.Signature(frame_stats_layout(p)))
+        return members
+
+    @property
+    def map_code(self):
+        """Built with the map coder (``code_stream``)."""
+        return self._map_code
+
+    @property
+    def frame_stats(self):
+        """Built with the frame statistics (``frame_stream``)."""
+        return self._frame_stats
+
+    @staticmethod
+    def _members(p):
+        return {
             "cfg_stream": In(stream.Signature(match_config_layout(p))),
             "i_stream": In(stream.Signature(match_input_layout(p))),
             "o_stream": Out(stream.Signature(match_output_layout(p))),
@@ -168,7 +226,7 @@ class BlockMatcher(FocusBlock):
             "active": Out(32),
             "gated": Out(32),
             "uniques": Out(p.position_bits),
-        })
+        }
 
     def elaborate(self, platform):
         p = self._params
@@ -180,12 +238,23 @@ class BlockMatcher(FocusBlock):
             thetas.w_en.eq(self.theta_we),
             thetas.w_addr.eq(self.theta_addr),
             thetas.w_data.eq(self.theta_data),
-            self.busy.eq(job.busy),
             self.error.eq(job.error),
             self.cause.eq(job.cause),
         ]
         wiring.connect(m, job.theta, thetas.read)
-        wiring.connect(m, cfg=wiring.flipped(self.cfg_stream), job=job.cfg_stream)
+        extras = self._extras(m, job)
+        if extras is None:
+            m.d.comb += self.busy.eq(job.busy)
+            wiring.connect(m, cfg=wiring.flipped(self.cfg_stream), job=job.cfg_stream)
+        else:
+            # The next job waits until the map code and the statistics of this one are out.
+            idle, extra_inputs = extras
+            m.d.comb += [
+                self.busy.eq(job.busy | ~idle),
+                job.cfg_stream.valid.eq(self.cfg_stream.valid & idle),
+                job.cfg_stream.payload.eq(self.cfg_stream.payload),
+                self.cfg_stream.ready.eq(job.cfg_stream.ready & idle),
+            ]
         wiring.connect(m, tokens=wiring.flipped(self.i_stream), job=job.i_stream)
 
         # The pipeline. Every stage takes the job's start (``clear``) and ``flush``.
@@ -236,7 +305,65 @@ class BlockMatcher(FocusBlock):
         wiring.connect(m, fetch.o_stream, bank.i_stream)
         wiring.connect(m, bank.o_stream, select.i_stream)
         wiring.connect(m, select.o_stream, index.i_stream)
-        wiring.connect(m, index.o_stream, output.i_stream)
+        if extras is None:
+            wiring.connect(m, index.o_stream, output.i_stream)
+        else:
+            # Each resolved token goes to the output stage and to the map coder and/or the frame
+            # statistics; the fork drops its beat with the rest of a flushed job.
+            fork = StreamFork(indexed_layout(p), 1 + len(extra_inputs))
+            m.submodules.symbols = ResetInserter({"sync": job.flush})(fork)
+            wiring.connect(m, index.o_stream, fork.i_stream)
+            wiring.connect(m, fork.o_streams[0], output.i_stream)
+            for k, sink in enumerate(extra_inputs):
+                src = fork.o_streams[k + 1]
+                m.d.comb += [
+                    sink.valid.eq(src.valid),
+                    sink.payload.code.eq(src.payload.code),
+                    sink.payload.last.eq(src.payload.job_last),
+                    *([sink.payload.position.eq(src.payload.position)]
+                      if "position" in sink.payload.shape().members else []),
+                    src.ready.eq(sink.ready),
+                ]
         wiring.connect(m, vectors.r_stream, output.v_stream)
         wiring.connect(m, output.o_stream, wiring.flipped(self.o_stream))
         return m
+
+    def _extras(self, m, job):
+        """The map coder and the frame statistics, as built: None, or (all of them idle, their
+        symbol inputs)."""
+        if not (self._map_code or self._frame_stats):
+            return None
+        p = self._params
+        idle, inputs = [], []
+        code_cfg = Signal(map_code_config_layout(p))
+        frame_stride = Signal(p.position_bits)
+        with m.If(job.start):
+            m.d.sync += frame_stride.eq(self.cfg_stream.payload.frame_stride)
+            if self._map_code:
+                m.d.sync += code_cfg.eq(self.code_cfg)
+        if self._map_code:
+            m.submodules.coder = coder = MapCoder(p)
+            m.d.comb += [
+                coder.start.eq(job.go),
+                coder.variable.eq(code_cfg.variable),
+                coder.ranking.eq(code_cfg.ranking),
+                coder.stop.eq(job.flush),
+                self.code_counts.eq(coder.counts),
+                self.code_error.eq(coder.error),
+            ]
+            wiring.connect(m, coder.o_stream, wiring.flipped(self.code_stream))
+            idle.append(coder.idle)
+            inputs.append(coder.i_stream)
+        if self._frame_stats:
+            m.submodules.frames = frames = FrameStats(p)
+            m.d.comb += [
+                frames.start.eq(job.go),
+                frames.stop.eq(job.flush),
+                frames.frame_stride.eq(frame_stride),
+            ]
+            wiring.connect(m, frames.o_stream, wiring.flipped(self.frame_stream))
+            idle.append(frames.idle)
+            inputs.append(frames.i_stream)
+        all_idle = Signal()
+        m.d.comb += all_idle.eq(Cat(*idle).all())
+        return all_idle, inputs

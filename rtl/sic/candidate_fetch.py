@@ -112,6 +112,7 @@ class CandidateFetch(FocusBlock):
         d_xsel = Signal()
         d_nx = Signal(p.norm_bits)
         d_tag = Signal(round_tag_layout(p))
+        d_round = Signal.like(rnd)
         with m.If(d_accept):
             m.d.sync += [
                 d_valid.eq(go),
@@ -123,6 +124,8 @@ class CandidateFetch(FocusBlock):
                 d_tag.tile_last.eq(i.payload.tile_last),
                 d_tag.job_last.eq(i.payload.job_last),
                 d_tag.own_slot.eq(i.payload.position[:wb]),
+                d_tag.position.eq(i.payload.position),
+                d_round.eq(rnd),
             ]
         m.d.comb += [
             o.valid.eq(d_valid),
@@ -136,6 +139,10 @@ class CandidateFetch(FocusBlock):
                 o.payload.lanes[j].ny.eq(window.ny[j]),
                 o.payload.lanes[j].slot.eq(window.slot[j]),
             ]
+            codes = [Const(c if c <= CANDIDATES else 0, 3) for c in
+                     (r * k + j + 1 for r in range(rounds))]
+            m.d.comb += o.payload.lanes[j].code.eq(Array(codes)[d_round] if rounds > 1
+                                                   else codes[0])
 
         with m.If(self.flush):
             m.d.sync += d_valid.eq(0)

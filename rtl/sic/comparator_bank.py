@@ -69,7 +69,7 @@ class ComparatorBank(FocusBlock):
         p = self._params
         m = Module()
         i, o = self.i_stream, self.o_stream
-        lane_tag = data.StructLayout({"ny": p.norm_bits, "slot": p.window_bits})
+        lane_tag = data.StructLayout({"ny": p.norm_bits, "slot": p.window_bits, "code": 3})
         first_tag = data.StructLayout({"lane": lane_tag, "round": round_tag_layout(p),
                                        "nx": p.norm_bits})
         x_nonzero = i.payload.x.as_value().any()
@@ -91,6 +91,7 @@ class ComparatorBank(FocusBlock):
                 comp.i_stream.payload.y_nonzero.eq(lane.ny != 0),
                 tag_in.ny.eq(lane.ny),
                 tag_in.slot.eq(lane.slot),
+                tag_in.code.eq(lane.code),
                 comp.o_stream.ready.eq(o.ready),
                 comp.clear.eq(self.clear),
                 comp.flush.eq(self.flush),
@@ -98,6 +99,7 @@ class ComparatorBank(FocusBlock):
                 o.payload.cands[j].dsq.eq(comp.o_stream.payload.dsq),
                 o.payload.cands[j].ny.eq(tag_out.ny),
                 o.payload.cands[j].slot.eq(tag_out.slot),
+                o.payload.cands[j].code.eq(tag_out.code),
             ]
         # Lockstep: comparator 0 speaks for all of them.
         m.d.comb += [

@@ -68,6 +68,9 @@ class JobControl(FocusBlock):
         The configuration beat is taken this cycle: the stages clear their job state.
     flush : Out(1)
         A bad position is taken this cycle: the stages drop everything in flight.
+    go : Out(1)
+        The job's configuration is good and its tokens are passed on from the next cycle on (the
+        map coder and the frame statistics start their job).
     offsets : Out(offsets_layout(params))
     mean : Out(1)
         The job's representative is ``mean``.
@@ -89,6 +92,7 @@ class JobControl(FocusBlock):
             "theta": Out(threshold_read_signature(p)),
             "start": Out(1),
             "flush": Out(1),
+            "go": Out(1),
             "offsets": Out(offsets_layout(p)),
             "mean": Out(1),
             "theta_sq": Out(2 * p.theta_bits),
@@ -156,6 +160,7 @@ class JobControl(FocusBlock):
                     m.d.sync += [self.error.eq(1), self.cause.eq(bad_cfg)]
                     m.next = "DROP"
                 with m.Else():
+                    m.d.comb += self.go.eq(1)
                     m.next = "RUN"
             with m.State("RUN"):
                 m.d.comb += [

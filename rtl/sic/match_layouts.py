@@ -23,6 +23,8 @@ __all__ = [
     "match_input_layout", "match_config_layout", "match_output_layout",
     "offsets_layout", "round_layout", "round_tag_layout", "lane_layout", "compare_layout",
     "candidate_layout", "scored_layout", "best_layout", "indexed_layout", "group_sum_layout",
+    "map_code_config_layout", "map_symbol_layout", "frame_symbol_layout", "map_word_layout",
+    "frame_stats_layout",
 ]
 
 #: Candidates per token (c = 1..7 of the 2x2x2 block).
@@ -87,6 +89,38 @@ def match_output_layout(p):
     })
 
 
+def map_code_config_layout(p):
+    """The map code of a job (spec 4.5): ``variable`` (0: 3 bits per symbol; 1: the ranked
+    prefix code) and ``ranking``, element r the symbol of rank r (a permutation of 0..7)."""
+    return data.StructLayout({
+        "variable": 1,
+        "ranking": data.ArrayLayout(unsigned(3), 8),
+    })
+
+
+def map_word_layout(p):
+    """One ``word_bits`` word of the map code, MSB first; ``nbits`` is the string's length on
+    the ``last`` word, and the bits up to the end of this word on the others."""
+    return data.StructLayout({
+        "word": unsigned(p.word_bits),
+        "nbits": unsigned(p.position_bits),
+        "last": 1,
+    })
+
+
+def frame_stats_layout(p):
+    """One frame's match statistics (spec 4.6): frame f, its tokens (position // FS == f), how
+    many matched (symbol != 0) and how many matched the previous frame (symbol >= 4); ``last``
+    on the job's final frame."""
+    return data.StructLayout({
+        "frame": unsigned(p.position_bits),
+        "tokens": unsigned(p.position_bits),
+        "matched": unsigned(p.position_bits),
+        "previous": unsigned(p.position_bits),
+        "last": 1,
+    })
+
+
 # ---- between the stages -------------------------------------------------------------------------
 
 def offsets_layout(p):
@@ -117,8 +151,9 @@ def round_layout(p):
 
 def round_tag_layout(p):
     """What a round carries past the comparators to the selection and the map lookup: its first
-    and last round flags, where the token sits in its tile and job, and its own window slot (where
-    its unique index is kept)."""
+    and last round flags, where the token sits in its tile and job, its own window slot (where
+    its unique index is kept) and its position (for the map code's frame statistics; a
+    synthesizer removes its registers when no map coder uses it)."""
     return data.StructLayout({
         "first": 1,
         "last": 1,
@@ -126,16 +161,18 @@ def round_tag_layout(p):
         "tile_last": 1,
         "job_last": 1,
         "own_slot": unsigned(p.window_bits),
+        "position": unsigned(p.position_bits),
     })
 
 
 def lane_layout(p):
-    """One candidate lookup: its vector, its squared norm (0 when it does not exist) and its
-    window slot."""
+    """One candidate lookup: its vector, its squared norm (0 when it does not exist), its
+    window slot and its candidate number c (``code``, 1..7; 0 for an unused lane)."""
     return data.StructLayout({
         "y": vector_layout(p),
         "ny": unsigned(p.norm_bits),
         "slot": unsigned(p.window_bits),
+        "code": unsigned(3),
     })
 
 
@@ -154,12 +191,13 @@ def compare_layout(p):
 def candidate_layout(p):
     """A scored candidate: eligible or not (both vectors non-zero, dot > 0), dot**2, its squared
     norm and its window slot (what the "better" test ``dot1**2 * ny2 > dot2**2 * ny1``, the
-    threshold test and the map lookup need)."""
+    threshold test and the map lookup need), and its candidate number c (for the map code)."""
     return data.StructLayout({
         "eligible": 1,
         "dsq": unsigned(p.dot_sq_bits),
         "ny": unsigned(p.norm_bits),
         "slot": unsigned(p.window_bits),
+        "code": unsigned(3),
     })
 
 
@@ -178,11 +216,12 @@ def scored_layout(p):
 def best_layout(p):
     """A token's decision (:class:`~rtl.sic.best_candidate.BestCandidate` to
     :class:`~rtl.sic.unique_indexer.UniqueIndexer`): ``match`` (its best candidate is similar),
-    that candidate's window ``slot`` (meaningless without ``match``) and its last round's
-    tag."""
+    that candidate's window ``slot`` and number ``code`` (c, 1..7; both meaningless without
+    ``match``) and its last round's tag."""
     return data.StructLayout({
         "match": 1,
         "slot": unsigned(p.window_bits),
+        "code": unsigned(3),
         "tag": round_tag_layout(p),
     })
 
@@ -191,15 +230,37 @@ def indexed_layout(p):
     """A resolved token (:class:`~rtl.sic.unique_indexer.UniqueIndexer` to
     :class:`~rtl.sic.output_stage.OutputStage`): its map entry, its tile-local unique index, whether
     it opened a new group, its tile's first unique index and the tile's unique count so far (both
-    complete on the tile's last token), and where it sits in its tile and job."""
+    complete on the tile's last token), and where it sits in its tile and job; its map-code
+    symbol ``code`` (0 new, else the matched c) and its ``position``, for the map coder."""
     return data.StructLayout({
         "map": unsigned(p.position_bits),
+        "code": unsigned(3),
+        "position": unsigned(p.position_bits),
         "index": unsigned(tile_index_bits(p)),
         "new": 1,
         "base": unsigned(p.position_bits),
         "count": unsigned(p.tile.bit_length()),
         "tile_last": 1,
         "job_last": 1,
+    })
+
+
+def map_symbol_layout(p):
+    """A token's map-code symbol (0 new, else the matched c) and ``last`` on the job's final
+    token (the block matcher to its map coder)."""
+    return data.StructLayout({
+        "code": unsigned(3),
+        "last": 1,
+    })
+
+
+def frame_symbol_layout(p):
+    """A token's map-code symbol, its position, and ``last`` on the job's final token (the
+    block matcher to its frame statistics)."""
+    return data.StructLayout({
+        "code": unsigned(3),
+        "position": unsigned(p.position_bits),
+        "last": 1,
     })
 
 

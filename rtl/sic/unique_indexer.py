@@ -103,6 +103,8 @@ class UniqueIndexer(FocusBlock):
             o.payload.map.eq(base_eff + u),
             o.payload.index.eq(u),
             o.payload.new.eq(~match),
+            o.payload.code.eq(Mux(match, held.code, 0)),
+            o.payload.position.eq(tag.position),
             o.payload.base.eq(base_eff),
             o.payload.count.eq(count_eff + ~match),
             o.payload.tile_last.eq(tag.tile_last),

@@ -1,4 +1,5 @@
-"""The offset encoder's bit packer (spec 3.3): variable-length fields in, offset-code words out."""
+"""A bit packer (spec 3.3, 4.5): variable-length fields in, words out, for the offset encoder
+and the map coder."""
 
 from amaranth.hdl import Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream

@@ -1,0 +1,114 @@
+"""Per-frame match statistics of a block-matcher job (spec 4.6), for skipping static frames."""
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import stream
+from amaranth.lib.wiring import In, Out
+
+from ..block import FocusBlock
+from .match_layouts import frame_stats_layout, frame_symbol_layout
+
+__all__ = ["FrameStats"]
+
+
+class FrameStats(FocusBlock):
+    """Counts, per frame f (the tokens with ``position // FS == f``; the whole job is frame 0
+    when FS = 0), its tokens, those that matched (symbol != 0) and those that matched a
+    candidate of the previous frame (symbol >= 4, i.e. c = 4..7), as
+    :func:`golden.map_code.frame_stats`: one ``o_stream`` beat per frame, frames 0 up to the last
+    token's, in order, empty frames included, ``last`` on the final one.
+
+    A job: ``start`` pulses (``frame_stride`` is sampled), then symbols on ``i_stream`` (in
+    position order) up to the one with ``last``; ``stop`` ends the job early, with a ``last``
+    beat for the frame in progress. There is no division: the block keeps the next frame's first
+    position and, while a token lies beyond it, closes the frame (one beat, one cycle) and moves
+    on by FS; the token waits meanwhile. So a token takes one cycle, plus one per frame it
+    closes. The final beat leaves the cycle after the last token. Back-pressure: the beat
+    register holds while ``o_stream`` is not ready, and ``i_stream`` waits while a frame is to
+    be closed into a full register. ``idle`` is high when no job is in progress and no beat is
+    on offer.
+
+    Members
+    -------
+    i_stream : In(stream.Signature(frame_symbol_layout(params)))
+    start, stop : In(1)
+    frame_stride : In(position_bits)
+    o_stream : Out(stream.Signature(frame_stats_layout(params)))
+    idle : Out(1)
+    """
+
+    def __init__(self, params=None):
+        super().__init__(params, lambda p: {
+            "i_stream": In(stream.Signature(frame_symbol_layout(p))),
+            "start": In(1),
+            "stop": In(1),
+            "frame_stride": In(p.position_bits),
+            "o_stream": Out(stream.Signature(frame_stats_layout(p))),
+            "idle": Out(1),
+        })
+
+    def elaborate(self, platform):
+        p = self._params
+        m = Module()
+        i, o = self.i_stream, self.o_stream
+        pb = p.position_bits
+
+        fs = Signal(pb)
+        frame = Signal(pb)
+        boundary = Signal(pb + 1)               # the first position of frame + 1
+        tokens, matched, previous = Signal(pb), Signal(pb), Signal(pb)
+        running = Signal()
+        stopping = Signal()                     # a stop waits for the beat register
+        free = Signal()
+        m.d.comb += [
+            free.eq(~o.valid | o.ready),
+            self.idle.eq(~running & ~o.valid),
+        ]
+        with m.If(o.valid & o.ready):
+            m.d.sync += o.valid.eq(0)
+
+        def emit(last):
+            m.d.sync += [
+                o.valid.eq(1),
+                o.payload.frame.eq(frame),
+                o.payload.tokens.eq(tokens),
+                o.payload.matched.eq(matched),
+                o.payload.previous.eq(previous),
+                o.payload.last.eq(last),
+            ]
+
+        beyond = (fs != 0) & (i.payload.position >= boundary)
+        code = i.payload.code
+        with m.If(self.stop):
+            m.d.sync += stopping.eq(1)
+        with m.If(self.start):
+            m.d.sync += [running.eq(1), stopping.eq(0), fs.eq(self.frame_stride), frame.eq(0),
+                         boundary.eq(self.frame_stride), tokens.eq(0), matched.eq(0),
+                         previous.eq(0)]
+        with m.Elif(running & stopping):
+            with m.If(free):
+                emit(1)
+                m.d.sync += [running.eq(0), stopping.eq(0)]
+        with m.Elif(running & i.valid & free):
+            with m.If(beyond):
+                # Close this frame; the token waits for its own.
+                emit(0)
+                m.d.sync += [frame.eq(frame + 1), boundary.eq(boundary + fs),
+                             tokens.eq(0), matched.eq(0), previous.eq(0)]
+            with m.Else():
+                m.d.comb += i.ready.eq(1)
+                now_tokens = tokens + 1
+                now_matched = matched + (code != 0)
+                now_previous = previous + (code >= 4)
+                m.d.sync += [tokens.eq(now_tokens), matched.eq(now_matched),
+                             previous.eq(now_previous)]
+                with m.If(i.payload.last):
+                    m.d.sync += [
+                        o.valid.eq(1),
+                        o.payload.frame.eq(frame),
+                        o.payload.tokens.eq(now_tokens),
+                        o.payload.matched.eq(now_matched),
+                        o.payload.previous.eq(now_previous),
+                        o.payload.last.eq(1),
+                        running.eq(0),
+                    ]
+        return m

@@ -1,0 +1,351 @@
+"""The map decoder (spec 4.5): map-code words and the tokens' positions in, map entries out."""
+
+from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
+from amaranth.lib import data, enum, memory, stream
+from amaranth.lib.wiring import In, Out
+
+from ..block import FocusBlock
+from .match_layouts import CANDIDATES, map_word_layout
+from .window_buffer import window_slots
+
+__all__ = ["MapDecoder", "MapDecodeError", "map_decoder_config_layout", "map_position_layout",
+           "map_entry_layout"]
+
+#: Bits the decoder buffers beyond one word: the variable code's header (25) fits with a word.
+_SLACK = 32
+_HEADER_VARIABLE = 25
+
+
+class MapDecodeError(enum.Enum, shape=3):
+    """Why the map decoder raised ``error`` (golden's message starts with the same name)."""
+    NONE = 0
+    #: frame_stride + row_stride + 1 >= window.
+    CONFIG = 1
+    #: The last word's ``nbits`` does not end in that word (too few or too many words).
+    LENGTH = 2
+    #: nbits shorter than the header, or a ranking that is not a permutation of 0..7.
+    HEADER = 3
+    #: A symbol runs past nbits.
+    SHORT = 4
+    #: A symbol names a candidate that is not a token of the tile (or has offset 0).
+    CANDIDATE = 5
+    #: Bits left after the last token's symbol.
+    TRAILING = 6
+    #: A position not greater than the previous one.
+    POSITION = 7
+
+
+def map_decoder_config_layout(p):
+    """A job's geometry: FS and HS (FS + HS + 1 < ``window``)."""
+    return data.StructLayout({"frame_stride": unsigned(p.position_bits),
+                              "row_stride": unsigned(p.position_bits)})
+
+
+def map_position_layout(p):
+    """A token's position (strictly increasing), ``last`` on the job's final token."""
+    return data.StructLayout({"position": unsigned(p.position_bits), "last": 1})
+
+
+def map_entry_layout(p):
+    """A token's map entry, its symbol (0 new, else c) and ``last`` on the job's final token."""
+    return data.StructLayout({"map": unsigned(p.position_bits), "code": unsigned(3), "last": 1})
+
+
+def _slot_layout(p):
+    return data.StructLayout({"tag": unsigned(p.position_bits), "serial": unsigned(32),
+                              "map": unsigned(p.position_bits)})
+
+
+class MapDecoder(FocusBlock):
+    """Rebuilds the block matcher's map from its map code (:class:`~rtl.sic.map_coder.MapCoder`)
+    and the tokens' positions, exactly as :func:`golden.map_code.decode_map`: symbol 0 takes the
+    next unique index (from 0 per job), symbol c the map entry of the token at position ``p -
+    offset_c`` of the same tile.
+
+    A job: one ``cfg_stream`` beat (FS, HS), then the words on ``i_stream`` up to the one with
+    ``last`` (its ``nbits`` is the string's length; the other words' ``nbits`` is ignored) and
+    the positions on ``pos_stream`` up to the one with ``last``; one ``o_stream`` beat per
+    position, in order.
+
+    Structure: a bit buffer of ``word_bits + 32`` bits, which takes a word whenever it has room
+    (in parallel with the parsing); a parse step, combinational, that reads the header (one
+    cycle) or the next symbol (one per token) from the top of the buffer and issues the read of
+    its candidate's slot in a window memory of ``2**window_bits`` entries (each token's
+    position, tile serial number and map entry, stored at slot ``position mod 2**window_bits``,
+    read-through for the token just before); a register stage that checks the candidate and
+    forms the entry. Latency: a token's entry is offered the cycle after its parse. Throughput:
+    one token per cycle while the buffer holds its symbol (a symbol waits for a word only while
+    fewer than 5 bits, 3 with the fixed code, are buffered and the last word has not come);
+    the header takes a cycle and waits for 25 bits (or the last word). Back-pressure: parsing
+    stops while the entry register is full and not taken; the word and position streams wait.
+
+    Errors (``error`` rises with ``cause``, :class:`MapDecodeError`; no further entry is written;
+    the rest of the job's words and positions are taken and dropped up to their ``last``; then
+    the block is idle, ``error`` and ``cause`` holding until the next configuration beat):
+    ``CONFIG`` on the configuration beat; ``LENGTH`` as the last word arrives; ``HEADER``,
+    ``SHORT``, ``POSITION`` while parsing; ``CANDIDATE`` in the register stage; ``TRAILING`` after
+    the last token, once the last word is in. Each is raised when the decoder reaches it, so
+    with several faults the reported one can differ from golden's (which checks ``LENGTH`` and
+    the positions first); whether a job is rejected never differs.
+
+    Members
+    -------
+    cfg_stream : In(stream.Signature(map_decoder_config_layout(params)))
+    i_stream : In(stream.Signature(map_word_layout(params)))
+    pos_stream : In(stream.Signature(map_position_layout(params)))
+    o_stream : Out(stream.Signature(map_entry_layout(params)))
+    busy, error : Out(1)
+    cause : Out(MapDecodeError)
+    """
+
+    def __init__(self, params=None):
+        super().__init__(params, lambda p: {
+            "cfg_stream": In(stream.Signature(map_decoder_config_layout(p))),
+            "i_stream": In(stream.Signature(map_word_layout(p))),
+            "pos_stream": In(stream.Signature(map_position_layout(p))),
+            "o_stream": Out(stream.Signature(map_entry_layout(p))),
+            "busy": Out(1),
+            "error": Out(1),
+            "cause": Out(MapDecodeError),
+        })
+
+    def elaborate(self, platform):
+        p = self._params
+        m = Module()
+        s = _State(p)
+        m.submodules.slots = s.mem
+        self._buffer(m, s)
+        self._parse(m, s)
+        self._resolve(m, s)
+        self._control(m, s)
+        return m
+
+    # ---- the bit buffer ---------------------------------------------------------------------
+
+    def _buffer(self, m, s):
+        """Words in; ``consume`` bits out of the top each cycle. After the last token's symbol
+        (``tail``) words are only counted, for the ``LENGTH`` and ``TRAILING`` checks."""
+        p, i = self._params, self.i_stream
+        wb, cap = p.word_bits, s.cap
+        take = Signal()
+        m.d.comb += [
+            take.eq(s.words_open & ~s.words_done & ((s.fill <= cap - wb) | s.tail)),
+            i.ready.eq(take | (s.drain & ~s.words_done)),
+            s.valid_fill.eq(Mux(s.words_done, s.fill - s.pad, s.fill)),
+        ]
+        rest = Signal.like(s.fill)
+        shifted = Signal(cap)
+        word_in = Signal(cap + wb)
+        room = Signal(range(cap + 1))                   # where the word goes: behind the rest
+        m.d.comb += [
+            rest.eq(s.fill - s.consume),
+            room.eq(cap - rest),
+            shifted.eq(s.buf << s.consume),
+            word_in.eq(i.payload.word << room),
+        ]
+        m.d.sync += s.used.eq(s.used + s.consume)
+        arrive = take & i.valid
+        with m.If(arrive & ~s.tail):
+            m.d.sync += [s.buf.eq(shifted | word_in[wb:]), s.fill.eq(rest + wb)]
+        with m.Elif(~s.tail):
+            m.d.sync += [s.buf.eq(shifted), s.fill.eq(rest)]
+        with m.If(arrive):
+            m.d.sync += s.loaded.eq(s.loaded + wb)
+            with m.If(i.payload.last):
+                over = s.loaded + wb - i.payload.nbits     # padding bits of the last word
+                m.d.sync += [s.pad.eq(over[:len(s.pad)]), s.nbits.eq(i.payload.nbits)]
+                with m.If((i.payload.nbits <= s.loaded) | (i.payload.nbits > s.loaded + wb)):
+                    m.d.comb += s.fault.eq(MapDecodeError.LENGTH)
+        with m.If(i.valid & i.ready & i.payload.last):
+            m.d.sync += s.words_done.eq(1)
+
+    # ---- the parse step ---------------------------------------------------------------------
+
+    def _parse(self, m, s):
+        """The next token's symbol from the top of the buffer, its candidate's slot read."""
+        p, pos = self._params, self.pos_stream
+        top = s.buf[s.cap - 5:]                             # the next 5 bits, MSB first
+        var_rank, var_len = Signal(3), Signal(3)
+        with m.If(~top[4]):
+            m.d.comb += [var_rank.eq(0), var_len.eq(1)]
+        with m.Elif(top[2:4] != 0b11):
+            m.d.comb += [var_rank.eq(1 + top[2:4]), var_len.eq(3)]
+        with m.Else():
+            m.d.comb += [var_rank.eq(4 + top[0:2]), var_len.eq(5)]
+        sym_len, code = Signal(3), Signal(3)
+        m.d.comb += [sym_len.eq(Mux(s.variable, var_len, 3)),
+                     code.eq(Mux(s.variable, s.ranking[var_rank], top[2:5]))]
+        # A symbol is parsed once 5 (fixed: 3) bits are in, or all of them: the last word is in.
+        ready_bits = s.words_done | (s.fill >= Mux(s.variable, 5, 3))
+        bad_pos = s.started & (pos.payload.position <= s.prev_pos)
+        off = Signal(p.position_bits + 1)
+        with m.Switch(code):
+            for c in range(1, CANDIDATES + 1):
+                with m.Case(c):
+                    m.d.comb += off.eq(s.offsets[c - 1])
+        q = Signal(p.position_bits + 1)
+        go, ok = Signal(), Signal()
+        m.d.comb += [
+            q.eq(pos.payload.position - off),
+            go.eq(s.parsing & pos.valid & ready_bits & s.advance),
+            ok.eq(go & ~bad_pos & (s.valid_fill >= sym_len)),
+            s.rd.addr.eq(q[:p.window_bits]),
+            s.rd.en.eq(s.advance),
+        ]
+        with m.If(s.advance):
+            m.d.sync += s.r_valid.eq(0)
+        with m.If(go & bad_pos):
+            m.d.comb += s.fault.eq(MapDecodeError.POSITION)
+        with m.Elif(go & ~ok):
+            m.d.comb += s.fault.eq(MapDecodeError.SHORT)
+        first = s.tile_count == 0
+        with m.If(ok):
+            m.d.comb += [pos.ready.eq(1), s.consume.eq(sym_len)]
+            m.d.sync += [
+                s.r_valid.eq(1),
+                s.r_code.eq(code),
+                s.r_q.eq(q),
+                s.r_pos.eq(pos.payload.position),
+                s.r_off_zero.eq((code != 0) & (off == 0)),
+                s.r_last.eq(pos.payload.last),
+                s.r_serial.eq(Mux(first, s.serial + 1, s.serial)),
+                s.serial.eq(Mux(first, s.serial + 1, s.serial)),
+                s.tile_count.eq(Mux(s.tile_count == p.tile - 1, 0, s.tile_count + 1)),
+                s.started.eq(1),
+                s.prev_pos.eq(pos.payload.position),
+            ]
+            with m.If(pos.payload.last):
+                m.d.sync += [s.parsing.eq(0), s.tail.eq(1)]
+        with m.If(s.drain):
+            m.d.comb += pos.ready.eq(~s.pos_done)
+        with m.If(pos.valid & pos.ready & pos.payload.last):
+            m.d.sync += s.pos_done.eq(1)
+
+    # ---- the register stage -----------------------------------------------------------------
+
+    def _resolve(self, m, s):
+        """The candidate's entry checked (same position, same tile), the map entry formed."""
+        p, o = self._params, self.o_stream
+        entry = s.rd.data
+        found = ((entry.tag == s.r_q[:p.position_bits]) & ~s.r_q[p.position_bits]
+                 & (entry.serial == s.r_serial) & ~s.r_off_zero)
+        new = s.r_code == 0
+        value = Signal.like(o.payload.map)
+        m.d.comb += [
+            value.eq(Mux(new, s.unique, entry.map)),
+            s.advance.eq(~o.valid | o.ready),
+            s.wr.addr.eq(s.r_pos[:p.window_bits]),
+            s.wr.data.tag.eq(s.r_pos),
+            s.wr.data.serial.eq(s.r_serial),
+            s.wr.data.map.eq(value),
+        ]
+        with m.If(o.valid & o.ready):
+            m.d.sync += o.valid.eq(0)
+        with m.If(s.r_valid & s.advance):
+            with m.If(new | found):
+                m.d.comb += s.wr.en.eq(1)
+                m.d.sync += [o.valid.eq(1), o.payload.map.eq(value), o.payload.code.eq(s.r_code),
+                             o.payload.last.eq(s.r_last), s.unique.eq(s.unique + new)]
+                with m.If(s.r_last):
+                    m.d.sync += s.finished.eq(1)
+            with m.Else():
+                m.d.comb += s.fault.eq(MapDecodeError.CANDIDATE)
+
+    # ---- jobs and errors --------------------------------------------------------------------
+
+    def _control(self, m, s):
+        p, cfg = self._params, self.cfg_stream
+        fs, hs = cfg.payload.frame_stride, cfg.payload.row_stride
+        m.d.comb += self.busy.eq(~s.idle)
+        # The header: the variable flag, and for the variable code the ranking.
+        top = s.buf[s.cap - _HEADER_VARIABLE:]
+        variable = top[-1]
+        ranking = [top[21 - 3 * r:24 - 3 * r] for r in range(8)]
+        complete = Cat(Cat(ranking[r] == v for r in range(8)).any() for v in range(8)).all()
+
+        def on_fault():
+            with m.If(s.fault != MapDecodeError.NONE):
+                m.d.sync += [self.error.eq(1), self.cause.eq(s.fault), s.parsing.eq(0),
+                             s.r_valid.eq(0)]
+                m.next = "DRAIN"
+
+        with m.FSM(name="job"):
+            with m.State("IDLE"):
+                # The next job starts once this one's last entry has left.
+                m.d.comb += [s.idle.eq(~self.o_stream.valid), cfg.ready.eq(~self.o_stream.valid)]
+                with m.If(cfg.valid & cfg.ready):
+                    m.d.sync += [self.error.eq(0), self.cause.eq(MapDecodeError.NONE),
+                                 s.buf.eq(0), s.fill.eq(0), s.loaded.eq(0), s.used.eq(0),
+                                 s.words_done.eq(0), s.pos_done.eq(0), s.unique.eq(0),
+                                 s.tile_count.eq(0), s.started.eq(0), s.tail.eq(0),
+                                 s.finished.eq(0)]
+                    for c in range(1, CANDIDATES + 1):
+                        f, dh, dw = c >> 2, (c >> 1) & 1, c & 1
+                        m.d.sync += s.offsets[c - 1].eq((fs if f else 0) + (hs if dh else 0)
+                                                        + dw)
+                    with m.If(fs + hs + 1 >= p.window):
+                        m.d.sync += [self.error.eq(1), self.cause.eq(MapDecodeError.CONFIG)]
+                        m.next = "DRAIN"
+                    with m.Else():
+                        m.next = "HEADER"
+            with m.State("HEADER"):
+                m.d.comb += s.words_open.eq(1)
+                with m.If(s.words_done | (s.fill >= _HEADER_VARIABLE)):
+                    with m.If((s.valid_fill < 1)
+                              | (variable & ((s.valid_fill < _HEADER_VARIABLE) | ~complete))):
+                        m.d.comb += s.fault.eq(MapDecodeError.HEADER)
+                    with m.Else():
+                        m.d.comb += s.consume.eq(Mux(variable, _HEADER_VARIABLE, 1))
+                        m.d.sync += [s.variable.eq(variable), s.parsing.eq(1)]
+                        m.d.sync += [s.ranking[r].eq(ranking[r]) for r in range(8)]
+                        m.next = "RUN"
+                on_fault()
+            with m.State("RUN"):
+                m.d.comb += s.words_open.eq(1)
+                # After the last entry, once the last word is in: every bit used.
+                with m.If(s.finished & s.words_done):
+                    with m.If(s.nbits != s.used):
+                        m.d.comb += s.fault.eq(MapDecodeError.TRAILING)
+                    with m.Else():
+                        m.next = "IDLE"
+                on_fault()
+            with m.State("DRAIN"):
+                m.d.comb += s.drain.eq(1)
+                with m.If(s.words_done & s.pos_done):
+                    m.next = "IDLE"
+
+
+class _State:
+    """The decoder's registers and shared wires."""
+
+    def __init__(self, p):
+        pb = p.position_bits
+        self.cap = cap = p.word_bits + _SLACK
+        self.buf = Signal(cap)
+        self.fill = Signal(range(cap + 1))
+        self.valid_fill = Signal(range(cap + 1))
+        self.consume = Signal(range(_HEADER_VARIABLE + 1))
+        self.loaded = Signal(pb + 1)
+        self.pad = Signal(range(p.word_bits))
+        self.words_open, self.words_done, self.drain = Signal(), Signal(), Signal()
+        self.pos_done, self.parsing, self.started = Signal(), Signal(), Signal()
+        self.tail, self.finished = Signal(), Signal()   # the last symbol parsed / its entry out
+        self.used = Signal(pb)                          # string bits consumed
+        self.nbits = Signal(pb)                         # the last word's nbits
+        self.idle, self.advance = Signal(), Signal()
+        self.fault = Signal(MapDecodeError)
+        self.variable = Signal()
+        self.ranking = Signal(data.ArrayLayout(3, 8))
+        self.offsets = Signal(data.ArrayLayout(pb + 1, CANDIDATES))
+        self.prev_pos = Signal(pb)
+        self.unique = Signal(pb)
+        self.serial = Signal(32)
+        self.tile_count = Signal(range(p.tile))
+        self.r_valid, self.r_off_zero, self.r_last = Signal(), Signal(), Signal()
+        self.r_code = Signal(3)
+        self.r_q = Signal(pb + 1)
+        self.r_pos = Signal(pb)
+        self.r_serial = Signal(32)
+        self.mem = memory.Memory(shape=_slot_layout(p), depth=window_slots(p), init=[])
+        self.wr = self.mem.write_port()
+        self.rd = self.mem.read_port(transparent_for=(self.wr,))
