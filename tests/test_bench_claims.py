@@ -31,7 +31,7 @@ def test_candidate_pairs_equal_a_brute_force_search():
 def test_quick_run_writes_the_table(tmp_path):
     claims.main(["--quick", "-o", str(tmp_path)])
     text = (tmp_path / "claims.md").read_text()
-    assert text.count("\n|") == 5                      # header rule and four claims
+    assert text.count("\n|") == 7                      # header rule and six claims
     data = json.loads((tmp_path / "claims.json").read_text())
     assert 0 < data["block_similarity"]["float features"]["best above 0.85"] < 1
     assert (tmp_path / "block_similarity.png").stat().st_size > 0
