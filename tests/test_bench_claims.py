@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import pytest
 
 from sim.bench import claims
 
@@ -35,3 +36,13 @@ def test_quick_run_writes_the_table(tmp_path):
     data = json.loads((tmp_path / "claims.json").read_text())
     assert 0 < data["block_similarity"]["float features"]["best above 0.85"] < 1
     assert (tmp_path / "block_similarity.png").stat().st_size > 0
+
+
+def test_readme_block_is_replaced_and_markers_are_required(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("a\n<!-- claims:begin -->\nold\n<!-- claims:end -->\nb\n")
+    claims.write_into(readme, "new\n")
+    assert readme.read_text() == "a\n<!-- claims:begin -->\nnew\n<!-- claims:end -->\nb\n"
+    readme.write_text("no markers\n")
+    with pytest.raises(SystemExit, match="no <!-- claims:begin -->"):
+        claims.write_into(readme, "new\n")

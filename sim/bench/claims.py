@@ -248,6 +248,16 @@ def plot(sim, path):
     plt.close(fig)
 
 
+def write_into(readme, text):
+    """Replace the lines between the claims markers of ``readme`` with ``text``."""
+    begin, end = "<!-- claims:begin -->\n", "<!-- claims:end -->"
+    old = readme.read_text()
+    if begin not in old or end not in old:
+        raise SystemExit(f"{readme} has no {begin.strip()} ... {end} block")
+    head, rest = old.split(begin, 1)
+    readme.write_text(head + begin + text + end + rest.split(end, 1)[1])
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m sim.bench.claims", description=__doc__
                                      .split("\n")[0])
@@ -255,6 +265,8 @@ def main(argv=None):
     parser.add_argument("--frames", type=int, default=8)
     parser.add_argument("--trials", type=int, default=20, help="random masks per keep ratio")
     parser.add_argument("--quick", action="store_true", help="2 frames, 3 masks per ratio")
+    parser.add_argument("--readme", type=Path, help="also write the table into this README, "
+                        "between its <!-- claims:begin --> and <!-- claims:end --> lines")
     args = parser.parse_args(argv)
     frames, trials = (2, 3) if args.quick else (args.frames, args.trials)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -276,6 +288,8 @@ def main(argv=None):
                "offset_bits": offsets, "map_code": mapc, "frames_matched_behind": video}
     (args.out / "claims.json").write_text(json.dumps(summary, indent=1))
     plot(sim, args.out / "block_similarity.png")
+    if args.readme:
+        write_into(args.readme, text)
     print(text)
     progress(f"wrote {args.out}/claims.md, claims.json, block_similarity.png")
 
