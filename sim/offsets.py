@@ -23,9 +23,12 @@ which ``busy`` was first seen low after the job's inputs were all sent.
 import numpy as np
 
 from golden.offsets import (
+    EXPGOLOMB,
+    KEPT,
+    Scheme,
     check_code,
     check_mask,
-    check_order,
+    check_scheme,
     check_word_bits,
 )
 from golden.offsets import encode_offsets as golden_encode
@@ -89,11 +92,22 @@ def _check_params(params, M, word_bits):
 
 # ---- payloads --------------------------------------------------------------------------------
 
+def as_scheme(order):
+    """An encoder job's scheme: None (adaptive), an order 0..7 (kept set, Exp-Golomb, as before
+    the set and the family were added) or a :class:`golden.offsets.Scheme`."""
+    if order is None or isinstance(order, Scheme):
+        return order
+    return Scheme(KEPT, EXPGOLOMB, int(order))
+
+
 def encoder_job(mask, order, lanes):
-    """``{port: payloads}`` of one encoder job (``order`` None is adaptive)."""
+    """``{port: payloads}`` of one encoder job (``order``: None is adaptive, an int a kept-set
+    Exp-Golomb order, or a :class:`golden.offsets.Scheme`)."""
     mask = np.asarray(mask, bool)
-    cfg = {"tokens": int(mask.size), "order": 0 if order is None else int(order),
-           "adaptive": int(order is None)}
+    scheme = as_scheme(order)
+    fixed = scheme or Scheme(KEPT, EXPGOLOMB, 0)
+    cfg = {"tokens": int(mask.size), "order": fixed.order, "dropped": fixed.coded,
+           "rice": fixed.family, "adaptive": int(scheme is None)}
     return {"cfg_stream": [cfg], "i_stream": mask_beats(mask, lanes)}
 
 
