@@ -188,7 +188,6 @@ class OffsetEncoder(FocusBlock):
         in_base = Signal(cb + 1)        # token index of the next beat's lane 0
         got_final = Signal()            # the job's final beat (by M) has been accepted
         tail_sent = Signal()            # the tail gap has gone to stage B
-        tail_nz = Signal()              # the tail is not empty (it is in the gap memory at n)
         cur_bits = Signal(lanes)
         cur_valid = Signal()
         cur_base = Signal(cb + 1)
@@ -272,7 +271,7 @@ class OffsetEncoder(FocusBlock):
         with m.Elif(ingest & got_final & ~tail_sent):
             # The tokens after the last kept one: the dropped set's last codes.
             m.d.sync += [a_valid.eq(1), a_tail.eq(1), a_gap.eq(tokens - prev_end),
-                         tail_sent.eq(1), tail_nz.eq(tokens != prev_end)]
+                         tail_sent.eq(1)]
         with m.Else():
             m.d.sync += a_valid.eq(0)
 
@@ -297,6 +296,13 @@ class OffsetEncoder(FocusBlock):
         m.d.comb += [wr.addr.eq(n), wr.data.eq(a_gap), wr.en.eq(store)]
         with m.If(ingest & a_valid & ~a_tail):
             m.d.sync += n.eq(n + 1)
+        # The dropped set's codes end with the last non-zero gap: the kept tokens after it need
+        # no code, and the packer must see the job's last field just before it flushes.
+        last_end = Signal(range(p.tokens + 1))
+        with m.If(cfg_fire):
+            m.d.sync += last_end.eq(0)
+        with m.Elif(store & (a_gap != 0)):
+            m.d.sync += last_end.eq(n + 1)
         totals, bad = self._count(m, start=cfg_fire, go=ingest & a_valid, tail=a_tail, gap=a_gap,
                                   hb=hb, counting=counting)
 
@@ -313,7 +319,7 @@ class OffsetEncoder(FocusBlock):
 
         # ---- emit: gap memory -> fields -> packer -> output word ---------------------------------
         fields_done = self._feed_fields(m, rd, field, start=cfg_fire, run=emit, e=e, s=s, f=f,
-                                        hb=hb, n=n, tokens=tokens, tail_nz=tail_nz)
+                                        hb=hb, n=n, tokens=tokens, last_end=last_end)
         m.d.comb += [packer.nbits.eq(nbits), packer.flush.eq(emit & fields_done)]
         return m
 
@@ -362,18 +368,19 @@ class OffsetEncoder(FocusBlock):
             m.d.sync += [totals[c].eq(totals[c] + inc[c]) for c in range(SCHEME_COUNT)]
         return totals, bad
 
-    def _feed_fields(self, m, rd, field, *, start, run, e, s, f, hb, n, tokens, tail_nz):
+    def _feed_fields(self, m, rd, field, *, start, run, e, s, f, hb, n, tokens, last_end):
         """The field register ``field`` (a stream to the bit packer): while ``run``, the header
         ``e | s | f | count`` first, then the codes, one per cycle, from the gap memory (read
-        port ``rd``): for the kept set one code per kept gap; for the dropped set, walking the n
-        kept gaps and the tail, g codes for a gap g > 0 (the run of kept tokens before it, then
-        zeros) and none (one cycle) for a gap of 0. ``start`` begins a job. Returns a signal that
+        port ``rd``): for the kept set one code per kept gap; for the dropped set, walking the
+        kept gaps and the tail up to the last non-zero one (``last_end`` entries), g codes for a
+        gap g > 0 (the run of kept tokens before it, then zeros) and none (one cycle) for a gap
+        of 0. ``start`` begins a job. Returns a signal that
         is high once the last field has been taken (the packer may flush)."""
         p = self._params
         hdr_pending = Signal()
         rd_ptr = Signal(range(p.tokens + 1))
         entries = Signal(range(p.tokens + 1))
-        m.d.comb += entries.eq(n + (s & tail_nz))
+        m.d.comb += entries.eq(Mux(s, last_end, n))
         m_valid = Signal()              # rd.data holds a gap not yet moved to g
         # The gap register: the memory's read data is registered before the code is computed
         # from it (the block RAM's clock-to-output delay was most of the encoder's critical path).
