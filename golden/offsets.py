@@ -30,10 +30,9 @@ set, Exp-Golomb, order e) are ``order=e`` with the default ``coded`` and ``famil
 """
 
 from numbers import Integral
+from typing import NamedTuple
 
 import numpy as np
-
-from typing import NamedTuple
 
 from .results import OffsetCode
 

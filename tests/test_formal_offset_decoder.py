@@ -12,8 +12,9 @@ k-induction that
 - it never writes outside the mask: every index < M, at most ceil(M/lanes) mask beats, and no
   set padding bit.
 
-Cover tasks show that the proof is not vacuous: a job that decodes two or more kept tokens, jobs
-that end in six different errors, and a job that stays busy for BOUND - 1 cycles (so the bound
+Cover tasks show that the proof is not vacuous: a job that decodes two or more kept tokens (from
+a kept-set code, a dropped-set code through the walker, and a Rice code), jobs that end in seven
+different errors, and a job that stays busy for BOUND - 1 cycles (so the bound
 is tight) are all reachable.
 """
 
@@ -120,6 +121,10 @@ class DecoderHarness(Elaboratable):
         # ---- covers (one per cover task) --------------------------------------------------------
         if self.cover == "success":
             m.d.comb += Cover(o.valid & o.payload.last & ~dut.error & (kept >= 2))
+        elif self.cover == "dropped":       # a dropped-set code, decoded by the walker
+            m.d.comb += Cover(o.valid & o.payload.last & ~dut.error & dut.dropped & (kept >= 2))
+        elif self.cover == "rice":
+            m.d.comb += Cover(o.valid & o.payload.last & ~dut.error & dut.rice & (kept >= 2))
         elif self.cover == "long":
             m.d.comb += Cover(busy_for == BOUND - 1)
         elif self.cover is not None:
@@ -143,8 +148,8 @@ def test_decoder_always_returns_to_idle(work):
     assert code == 0 and "PASS" in log, f"the proof failed (see {work / 'prove'}):\n{log[-3000:]}"
 
 
-@pytest.mark.parametrize("cover", ["success", "long", "COUNT", "ZEROS", "INDEX", "TRAILING",
-                                   "SHORT", "CONFIG"])
+@pytest.mark.parametrize("cover", ["success", "dropped", "rice", "long", "COUNT", "ZEROS",
+                                   "UNARY", "INDEX", "TRAILING", "SHORT", "CONFIG"])
 def test_cover(work, cover):
     """The properties are not vacuous: each of these is reachable within the proof's depth."""
     code, log = _sby(work, f"cover_{cover}", "cover", BOUND + 6, cover)

@@ -140,21 +140,21 @@ def _code(bits, word_bits=8):
 
 # e = 0, M = 5 (count field 3 bits): header "000" + set + family + count.
 CAUSES = {
-    "CONFIG_zero": (*_code("000" "00" "001" + "1"), 0),
-    "CONFIG_big": (*_code("000" "00" "001" + "1"), 65),
-    "HEADER": (_code("000" "00" "001")[0], 7, 5),
-    "SHORT": (_code("000" "00" "001" + "1")[0], 17, 5),
-    "COUNT": (*_code("000" "00" "110"), 5),
-    "ZEROS": (*_code("000" "00" "001" + "0" * 7 + "1" + "0" * 7), 5),
-    "TRUNCATED": (*_code("000" "00" "001" + "001"), 5),
-    "TRUNCATED_rice": (*_code("010" "01" "001" + "001"), 5),   # Rice 2: the remainder is cut
-    "INDEX": (*_code("000" "00" "001" + "00110"), 5),          # gap 5: index 5 >= M = 5
-    "INDEX_dropped": (*_code("000" "10" "010" + "1" + "00101"), 5),   # dropped 0, then 0 + 5
-    "INDEX_rice": (*_code("000" "01" "001" + "000001"), 5),    # Rice 0, gap 5
-    "TRAILING": (*_code("000" "00" "001" + "1" + "0"), 5),
-    "TRAILING_dropped": (*_code("000" "11" "000" + "1"), 5),
-    "UNARY": (*_code("000" "01" "001" + "0" * 6 + "1"), 5),    # 2 * bit_length(5) = 6 zeros
-    "UNARY_end": (*_code("011" "11" "001" + "0" * 6), 5),      # the string ends in the zeros
+    "CONFIG_zero": (*_code("000" + "00" + "001" + "1"), 0),
+    "CONFIG_big": (*_code("000" + "00" + "001" + "1"), 65),
+    "HEADER": (_code("000" + "00" + "001")[0], 7, 5),
+    "SHORT": (_code("000" + "00" + "001" + "1")[0], 17, 5),
+    "COUNT": (*_code("000" + "00" + "110"), 5),
+    "ZEROS": (*_code("000" + "00" + "001" + "0" * 7 + "1" + "0" * 7), 5),
+    "TRUNCATED": (*_code("000" + "00" + "001" + "001"), 5),
+    "TRUNCATED_rice": (*_code("010" + "01" + "001" + "001"), 5),   # Rice 2: the remainder is cut
+    "INDEX": (*_code("000" + "00" + "001" + "00110"), 5),          # gap 5: index 5 >= M = 5
+    "INDEX_dropped": (*_code("000" + "10" + "010" + "1" + "00101"), 5),   # dropped 0, then 0 + 5
+    "INDEX_rice": (*_code("000" + "01" + "001" + "000001"), 5),    # Rice 0, gap 5
+    "TRAILING": (*_code("000" + "00" + "001" + "1" + "0"), 5),
+    "TRAILING_dropped": (*_code("000" + "11" + "000" + "1"), 5),
+    "UNARY": (*_code("000" + "01" + "001" + "0" * 6 + "1"), 5),    # 2 * bit_length(5) = 6 zeros
+    "UNARY_end": (*_code("011" + "11" + "001" + "0" * 6), 5),      # the string ends in the zeros
 }
 
 
@@ -191,7 +191,7 @@ def test_extra_words_and_padding_are_ignored():
 def test_error_drops_the_rest_of_the_job():
     """An error in the first word of a long job: the remaining words are taken and discarded
     without decoding, and nothing more is written."""
-    words = _code("000" "00" "001" + "00110")[0] + [0xFF] * 20
+    words = _code("000" + "00" + "001" + "00110")[0] + [0xFF] * 20
     results = run_decoder_jobs(SMALL, [(words, 13, 5)])
     assert results[0]["error"] == 1 and results[0]["idx_stream"] == []
     assert results[0]["o_stream"] == []
