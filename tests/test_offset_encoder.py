@@ -7,7 +7,8 @@ from helpers import OFFSET_SHAPES
 
 import golden
 import sim
-from golden.offsets import DROPPED, RICE, Scheme, adaptive_scheme, gaps_from_mask
+from golden.cycles import encode_fields
+from golden.offsets import DROPPED, RICE, Scheme, adaptive_scheme
 from rtl.params import FocusParams
 from rtl.sec.offset_encoder import EncodeError, OffsetEncoder
 from sim.offsets import (
@@ -43,27 +44,13 @@ def check_against_golden(p, jobs, results):
             f"RTL {words.tolist()} / {nbits}, golden {want.tolist()} / {want_nbits}")
 
 
-def emission_fields(mask, dropped):
-    """Cycles of the encoder's field stage: the header, then one code per kept gap (kept set);
-    or (dropped set) one cycle per kept gap and tail entry up to the last non-zero one, a gap g
-    taking max(1, g) cycles (g codes, or none for g = 0)."""
-    if not dropped:
-        return 1 + int(mask.sum())
-    kept = np.flatnonzero(mask)
-    tail = mask.size - (int(kept[-1]) + 1 if kept.size else 0)
-    entries = [*gaps_from_mask(mask).tolist(), tail]
-    nonzero = [k for k, g in enumerate(entries) if g]
-    walked = entries[:nonzero[-1] + 1] if nonzero else []
-    return 1 + sum(max(1, g) for g in walked)
-
-
 def cycle_terms(mask, lanes, words, dropped=False):
     """(ingest, emission) cycles of the documented model: a beat with p kept tokens takes
     max(1, p) cycles; emission takes max(fields, words) cycles (:func:`emission_fields`, one
     field per cycle, at most one word per cycle)."""
     count = -(-mask.size // lanes)
     pops = [int(mask[b * lanes:(b + 1) * lanes].sum()) for b in range(count)]
-    return sum(max(1, x) for x in pops), max(emission_fields(mask, dropped), words)
+    return sum(max(1, x) for x in pops), max(encode_fields(mask, dropped), words)
 
 
 @pytest.mark.parametrize("p", SHAPES, ids=tag)
@@ -78,7 +65,7 @@ def test_random_masks_match_golden(p):
         dropped = bool((int(result["o_stream"][0]["word"]) >> (p.word_bits - 4)) & 1)
         ingest, emission = cycle_terms(mask, p.lanes, len(result["o_stream"]), dropped)
         # With no code after the header no gap goes through the gap register: one cycle fewer.
-        low = ingest + emission + (42 if emission_fields(mask, dropped) > 1 else 41)
+        low = ingest + emission + (42 if encode_fields(mask, dropped) > 1 else 41)
         assert low <= result["cycles"] <= ingest + emission + 43, (
             f"M {mask.size}, n {int(mask.sum())}: {result['cycles']} cycles, model "
             f"{ingest} + {emission} + 41..43")
