@@ -99,15 +99,22 @@ class OffsetDecoder(FocusBlock):
     - ``idx_stream``: the kept indices in ascending order (:func:`index_layout`), ``last`` on the
       final one; a job with no kept token sends none.
 
+    The code lists the kept or the dropped tokens, in Exp-Golomb or Rice gaps (the header says
+    which); both outputs always give the kept tokens.
+
     Datapath, two stages. Stage 1 (the parse): a bit buffer of ``decode_field_bits +
     word_bits`` bits takes one word per cycle while it has room; each cycle the header, or one
-    code, is found at its top and consumed: a one-hot leading-one detect over Z =
-    bit_length(tokens) bits, the fit test against registered bit counts (compares with
-    constants), and the consumption as a select of precomputed shifts (by 1 + e, then by 2 *
-    leading zeros), so the loop from the buffer back to itself has no adder and no barrel
+    code, is found at its top and consumed: a one-hot leading-one detect over 2Z bits (Z =
+    bit_length(tokens); Exp-Golomb codes use the first Z, Rice ones the first 2 *
+    bit_length(M)), the fit test against registered bit counts (compares with constants), and
+    the consumption as a select of precomputed shifts (by 1 + e, then by the leading zeros k, or
+    2k for Exp-Golomb), so the loop from the buffer back to itself has no adder and no barrel
     shifter. Stage 2, the next cycle: the code's value from its registered bits, its index
-    (previous index + 1 + gap) and the index checks (INDEX, TRAILING). An index goes from stage 2
-    to ``idx_stream``'s register and, in the same cycle, to a
+    (previous index + 1 + gap) and the index checks (INDEX, TRAILING). A kept-set index goes
+    from stage 2 to the outputs; a dropped-set one to a walker that steps over the positions 0 ..
+    M-1, one per cycle, emitting the ones that are not dropped (each held a cycle until the next
+    is found, so the last one carries ``last``). A kept index goes to ``idx_stream``'s register
+    and, in the same cycle, to a
     :class:`rtl.sec.mask_builder.MaskBuilder` (through its queue of :data:`INDEX_FIFO_DEPTH`),
     which writes one mask beat per cycle: the decoder composes the two with ``wiring.connect``,
     starts the builder with the config beat, holds it aborted while no job runs or after an
@@ -117,27 +124,31 @@ class OffsetDecoder(FocusBlock):
     costs about b cycles there, absorbed by the queue. Back-pressure on either output holds
     stage 2, which holds stage 1 (no code is lost or repeated).
 
-    Cycles with no stalls, for a valid code of w words and n kept tokens, from the config beat to
-    the last output transfer, inclusive: at least ``max(w, n, ceil(M/lanes)) + 6`` (+ 5 for
-    n = 0) and at most ``w + n + ceil(M/lanes) + 6`` (:func:`golden.cycles.decode_cycles`);
-    near the lower end unless the queue overflows on gaps of many whole beats (clustered masks).
+    Cycles with no stalls, for a valid kept-set code of w words and n kept tokens, from the
+    config beat to the last output transfer, inclusive: at least ``max(w, n, ceil(M/lanes)) + 6``
+    (+ 5 for n = 0) and at most ``w + n + ceil(M/lanes) + 6``
+    (:func:`golden.cycles.decode_cycles`); near the lower end unless the queue overflows on gaps
+    of many whole beats (clustered masks). For a dropped-set code the walk replaces n by M:
+    between ``max(w, M, ceil(M/lanes)) + 6`` and ``w + M + ceil(M/lanes) + 9``.
 
     Malformed input (:class:`DecodeError`): M = 0 or M > ``tokens``, ``nbits`` shorter than the
-    header, words ending before ``nbits``, a count n > M, a code with Z or more leading zeros (so
-    also more than 31), a code running past ``nbits``, an index >= M, or codes ending before
-    ``nbits``. Each is found in the cycle the decoder reaches it (the config beat, the word flagged
-    ``last``, or the offending header or code; the index checks a cycle later, in stage 2, which
-    also wins over a stage-1 error of the next code). Then ``error`` rises with its ``cause``; the
-    rest of the job is dropped: no further index or mask beat is written (beats already written are
-    valid positions < M, but the job is incomplete: consumers must discard it), the queue is
-    cleared, and ``i_stream.ready`` stays high until the job's ``last`` word. The decoder is idle
-    (``busy`` low) :data:`DECODE_DRAIN_CYCLES` cycles after the later of the error and the ``last``
-    word's transfer, once a beat already offered on an output has been taken (stream rules forbid
-    withdrawing it). With always-valid words and always-ready outputs, a job of w words that writes
-    i <= M indices is idle within ``w + i + ceil(M/lanes) + 9`` cycles of its config beat, error or
-    not (the fuzz tests check this bound on thousands of streams; the formal test proves at a small
-    size that every job ends). ``error`` and ``cause`` hold until the next config beat. The decoder
-    never writes an index >= M, more than ceil(M/lanes) mask beats, or a set padding bit, and never
+    header, words ending before ``nbits``, a count n > M, an Exp-Golomb code with Z or more
+    leading zeros (so also more than 31), a Rice code with 2 * bit_length(M) or more (UNARY), a
+    code running past ``nbits``, an index >= M, or codes ending before ``nbits``. Each is found
+    in the cycle the decoder reaches it (the config beat, the word flagged ``last``, or the
+    offending header or code; the index checks a cycle later, in stage 2, which also wins over a
+    stage-1 error of the next code). Then ``error`` rises with its ``cause``; the rest of the
+    job is dropped: no further index or mask beat is written (beats already written are valid
+    positions < M, but the job is incomplete: consumers must discard it), the queue is cleared,
+    and ``i_stream.ready`` stays high until the job's ``last`` word. The decoder is idle
+    (``busy`` low) :data:`DECODE_DRAIN_CYCLES` cycles after the later of the error and the
+    ``last`` word's transfer, once a beat already offered on an output has been taken (stream
+    rules forbid withdrawing it). With always-valid words and always-ready outputs, a job of w
+    words that writes i <= M indices is idle within ``w + i + ceil(M/lanes) + 9`` cycles of its
+    config beat (``w + M + ceil(M/lanes) + 9`` for a dropped-set code), error or not (the fuzz
+    tests check this bound on thousands of streams; the formal test proves at a small size that
+    every job ends). ``error`` and ``cause`` hold until the next config beat. The decoder never
+    writes an index >= M, more than ceil(M/lanes) mask beats, or a set padding bit, and never
     waits for words it cannot get.
 
     Parameters
@@ -148,7 +159,8 @@ class OffsetDecoder(FocusBlock):
         False leaves out the mask builder (and its queue) and ``o_stream``: the decoder proper,
         code words to indices, with the same ports otherwise. It gives the kept indices at one
         per cycle whatever the gaps (a gap no longer costs a cycle per skipped beat), and a job
-        of w words and n indices takes ``max(w, n) + 6`` cycles or fewer.
+        of w words and n indices takes ``max(w, n) + 6`` cycles or fewer (``max(w, M) + 8`` for
+        a dropped-set code, the walk over M positions).
         :class:`rtl.top.focus_unit.FocusUnit` uses this: the SIC layouter needs positions, not
         the mask. Errors and their causes are the same.
 
@@ -170,8 +182,12 @@ class OffsetDecoder(FocusBlock):
         Why ``error`` is set (``NONE`` otherwise).
     order : Out(3)
         The order e read from the header.
+    dropped : Out(1)
+        The header's set bit: the code lists the dropped tokens.
+    rice : Out(1)
+        The header's family bit: Rice codes.
     kept : Out(range(tokens + 1))
-        The count n read from the header.
+        The kept count: the header's count n, or M - n for a dropped-set code.
     """
 
     def __init__(self, params=None, *, mask=True):

@@ -78,48 +78,55 @@ class OffsetEncoder(FocusBlock):
     """Encodes one keep mask per job as the offset code of spec 3.3, bit-exact to
     :func:`golden.offsets.encode_offsets`.
 
-    A job is one ``cfg_stream`` beat (:func:`encoder_config_layout`: M, fixed order or adaptive)
-    and ceil(M/lanes) ``i_stream`` mask beats (:func:`rtl.layouts.mask_beat_layout`, ``last`` on
-    the final one, padding bits 0). The job's words leave on ``o_stream``
-    (:func:`rtl.layouts.offset_word_layout`): the string ``e | n | EG_e(g_0) ...`` packed MSB first,
-    the final word zero-padded and flagged ``last``. ``nbits`` is valid on *every* word (the
-    encoder knows it before the first word leaves), so a consumer such as the offset decoder can
-    take its configuration from the first word.
+    A job is one ``cfg_stream`` beat (:func:`encoder_config_layout`: M, a fixed scheme or
+    adaptive) and ceil(M/lanes) ``i_stream`` mask beats (:func:`rtl.layouts.mask_beat_layout`,
+    ``last`` on the final one, padding bits 0). The job's words leave on ``o_stream``
+    (:func:`rtl.layouts.offset_word_layout`): the string ``e | s | f | n | codes`` packed MSB
+    first, the final word zero-padded and flagged ``last``: the gaps of the kept (s = 0) or the
+    dropped (s = 1) tokens, in Exp-Golomb (f = 0) or Rice (f = 1) of order e. ``nbits`` is valid
+    on *every* word (the encoder knows it before the first word leaves), so a consumer such as the
+    offset decoder can take its configuration from the first word.
 
-    How it buffers: the header needs the count n, and the adaptive order needs the code lengths of
-    every gap, before the first code can be written. The encoder therefore keeps the *gaps* (not
-    the mask) in a ``tokens`` x ``index_bits`` memory:
+    How it buffers: the header needs the count n, and the adaptive scheme needs the code lengths
+    of every gap, before the first code can be written. The encoder therefore keeps the kept
+    *gaps* (not the mask) in a ``tokens`` x ``index_bits + 1`` memory, then the tail (the tokens
+    after the last kept one):
 
     1. **Ingest.** Each cycle it takes the lowest set bit of the current mask beat, forms its gap
-       (kept index minus the previous kept index minus 1), writes it to the gap memory and adds
-       its Exp-Golomb length for all eight orders to eight running totals. A beat with p set bits
-       takes max(1, p) cycles (an empty beat one cycle); the next beat is accepted in the cycle
-       the current one runs out, so ``i_stream`` sees back-pressure only from beats with 2 or
-       more kept tokens. Ingest costs ``n + (empty beats)`` cycles, between max(ceil(M/lanes), n)
-       and ceil(M/lanes) + n.
-    2. **Choose.** Eight cycles, one order per cycle: the order (the fixed one, or the first
-       minimum of the eight totals) and ``nbits = 3 + bit_length(M) + total[e]``. (In one cycle
-       the seven compares were the encoder's critical path: 10.5 MHz on the iCE40, against 31
-       MHz now.)
-    3. **Emit.** The header, then one code per cycle read back from the gap memory, go into a
-       :class:`rtl.sec.bit_packer.BitPacker` that writes at most one word per cycle. Codes
-       longer than a word hold the packer for ceil(length/word_bits) cycles: emission is
-       ``max(n + 1, words)`` cycles.
+       (kept index minus the previous kept index minus 1) and writes it to the gap memory; after
+       the final beat, the tail. A second stage turns each gap into its code length in all 32
+       schemes and a third adds them to 32 totals: for the dropped set a kept gap g > 0 is g
+       dropped tokens, the first with the run of kept tokens before it as its gap, the others
+       with gap 0 (e + 1 bits in either family). A Rice scheme is marked unable to code the mask
+       when a quotient reaches 2 * bit_length(M). A beat with p set bits takes max(1, p) cycles
+       (an empty beat one cycle); the next beat is accepted in the cycle the current one runs
+       out, so ``i_stream`` sees back-pressure only from beats with 2 or more kept tokens.
+    2. **Choose.** 32 cycles, one scheme per cycle: the scheme (the fixed one, or the first
+       minimum among the schemes that can code the mask) and ``nbits = 5 + bit_length(M) +
+       total``. (A minimum over many in one cycle is a chain of compares and was once the
+       encoder's critical path.)
+    3. **Emit.** The header, then one field per cycle read back from the gap memory, go into a
+       :class:`rtl.sec.bit_packer.BitPacker` that writes at most one word per cycle: one code per
+       kept gap for the kept set; for the dropped set a walk over the gaps and the tail up to the
+       last non-zero one, a gap g > 0 giving g codes in g cycles and a gap of 0 one cycle without
+       a code (:func:`golden.cycles.encode_fields`). Codes longer than a word hold the packer for
+       ceil(length/word_bits) cycles: emission is ``max(fields, words)`` cycles.
 
-    Latency and throughput: with no stalls a job of M tokens, n kept, takes
-    ``sum over beats of max(1, kept in the beat) + max(n + 1, ceil(nbits/word_bits)) + 14`` to
-    ``+ 16`` cycles from its config beat to its last word, inclusive (the tests check this; compare
-    :func:`golden.cycles.encode_cycles`, whose ``max(ceil(M/lanes), n) + ceil(nbits/word_bits)``
-    assumes codes formed while the mask streams in). Jobs do not overlap, except that the next
-    config beat is accepted while the previous job's last word still waits in the output
-    register. Under ``o_stream`` back-pressure the packer holds; nothing is lost or duplicated.
+    Latency and throughput: with no stalls a job of M tokens takes ``sum over beats of max(1,
+    kept in the beat) + max(fields, ceil(nbits/word_bits)) + 42`` to ``+ 43`` cycles from its
+    config beat to its last word, inclusive (41 when no code follows the header; the tests
+    check this; compare :func:`golden.cycles.encode_cycles`, an estimate). Jobs do not overlap,
+    except that the next config beat is accepted while the previous job's last word still
+    waits in the output register. Under ``o_stream`` back-pressure the packer holds; nothing is
+    lost or duplicated.
 
     Errors: a config beat with M = 0 or M > ``tokens`` (``EncodeError.CONFIG``), a mask beat whose
-    ``last`` disagrees with M (``LAST``) or a set padding bit (``PADDING``) raise ``error`` with
+    ``last`` disagrees with M (``LAST``), a set padding bit (``PADDING``), or a fixed Rice scheme
+    that cannot code the mask (``QUOTIENT``, found once the mask is counted) raise ``error`` with
     its ``cause``. The job is dropped: no word is written for it, the rest of its mask beats are
     accepted and discarded up to the beat flagged ``last``, and the encoder is idle one cycle
-    after that beat (at once when the bad beat itself carries ``last``). ``error`` and ``cause``
-    hold until the next config beat is accepted.
+    after that beat (at once when the bad beat itself carries ``last``; after the choice for
+    ``QUOTIENT``). ``error`` and ``cause`` hold until the next config beat is accepted.
 
     Parameters
     ----------
@@ -142,9 +149,13 @@ class OffsetEncoder(FocusBlock):
     cause : Out(EncodeError)
         Why ``error`` is set (``NONE`` otherwise).
     kept : Out(range(tokens + 1))
-        The job's kept count n (final once ingest ends).
+        The job's kept count (final once ingest ends).
     order : Out(3)
         The job's order e (valid from the first word on).
+    dropped : Out(1)
+        The job's code lists the dropped set (valid from the first word on).
+    rice : Out(1)
+        The job's code is a Rice code (valid from the first word on).
     """
 
     def __init__(self, params=None):
