@@ -233,12 +233,17 @@ def cycle_runs(params, masks, log):
         n, W = int(mask.sum()), -(-M // p.lanes)
         pops = [int(mask[b * p.lanes:(b + 1) * p.lanes].sum()) for b in range(W)]
         ingest = sum(max(1, x) for x in pops)
+        head = words[0] >> (wb - 5)
+        dropped = bool((head >> 1) & 1)
+        fields = model.encode_fields(mask, dropped)
         rows.append({
             "kind": kind, "ratio": ratio, "n": n, "nbits": nbits, "words": len(words),
+            "scheme": "KD"[dropped] + "GR"[head & 1] + str(head >> 2),
             "enc": enc["cycles"], "enc_model": model.encode_cycles(M, n, nbits, p.lanes, wb),
-            "enc_rtl_model": ingest + max(n + 1, len(words)) + 7,
-            "dec": dec["cycles"], "dec_model": model.decode_cycles(nbits, n, M, p.lanes, wb),
-            "dec_low": max(len(words), n, W) + 5,
+            "enc_rtl_model": ingest + max(fields, len(words)) + (42 if fields > 1 else 41),
+            "dec": dec["cycles"],
+            "dec_model": model.decode_cycles(nbits, n, M, p.lanes, wb, dropped=dropped),
+            "dec_low": max(len(words), M if dropped else n, W) + 5,
         })
     return rows
 
@@ -246,24 +251,28 @@ def cycle_runs(params, masks, log):
 def cycles_markdown(results):
     lines = ["# Offset encoder and decoder: measured cycles against golden.cycles", "",
              ("Measured in the Amaranth simulator, no stalls, from the config beat to the last "
-             "output transfer (spec 6). Adaptive order. `model` is golden.cycles "
+             "output transfer (spec 6). Adaptive scheme (K/D kept or dropped set, G/R "
+             "Exp-Golomb or Rice, order). `model` is golden.cycles "
              f"(ENCODE_LATENCY = {model.ENCODE_LATENCY}, DECODE_LATENCY = "
              f"{model.DECODE_LATENCY})."), "",
              ("- encoder: model = max(ceil(M/a), n) + ceil(nbits/w) + ENCODE_LATENCY. The RTL "
-             "ingests one kept token per cycle (an empty beat costs a cycle) and then emits one "
-             "code per cycle, so it is described by `rtl model` = sum over beats of max(1, kept) "
-             "+ max(n + 1, words) + 7 (measured within -1..+1 of it)."),
-             ("- decoder: model = ceil(nbits/w) + n + ceil(M/a) + DECODE_LATENCY, an upper bound; "
-             "the RTL overlaps words, codes and mask beats, so it lies between `low` = "
-             "max(words, n, ceil(M/a)) + 5 and the model."), ""]
+             "ingests one kept token per cycle (an empty beat costs a cycle), chooses the scheme "
+             "in 32 cycles and then emits one field per cycle, so it is described by `rtl model` "
+             "= sum over beats of max(1, kept) + max(fields, words) + 42 (41 with no code; "
+             "fields = golden.cycles.encode_fields; measured within 0..+1 of it)."),
+             ("- decoder: model = ceil(nbits/w) + n + ceil(M/a) + DECODE_LATENCY (a dropped-set "
+             "code: M in place of n, + DECODE_WALK_LATENCY), an upper bound; the RTL overlaps "
+             "words, codes and mask beats, so it lies between `low` = max(words, n or M, "
+             "ceil(M/a)) + 5 and the model."), ""]
     for tag, rows in results.items():
         lines += [f"## {tag}", "",
-                  ("| masks | keep | n | nbits | words | enc | enc model | enc/model | "
+                  ("| masks | keep | n | scheme | nbits | words | enc | enc model | enc/model | "
                   "enc rtl model | dec | dec model | dec/model | dec low |"),
-                  "|" + "---|" * 13]
+                  "|" + "---|" * 14]
         for r in rows:
             lines.append(
-                f"| {r['kind']} | {r['ratio']:.0%} | {r['n']} | {r['nbits']} | {r['words']} | "
+                f"| {r['kind']} | {r['ratio']:.0%} | {r['n']} | {r['scheme']} | {r['nbits']} | "
+                f"{r['words']} | "
                 f"{r['enc']} | {r['enc_model']} | {r['enc'] / r['enc_model']:.2f} | "
                 f"{r['enc_rtl_model']} | {r['dec']} | {r['dec_model']} | "
                 f"{r['dec'] / r['dec_model']:.2f} | {r['dec_low']} |")
