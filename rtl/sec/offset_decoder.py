@@ -456,13 +456,16 @@ class OffsetDecoder(FocusBlock):
         push, out_last = Signal(), Signal()
         with m.If(start):
             m.d.sync += [wpos.eq(0), d_valid.eq(0), pend_valid.eq(0)]
-        at_drop = d_valid & (wpos == d_idx)
-        below = Mux(d_valid, wpos < d_idx, coded_done & (wpos < tokens))
+        # Compares, not equalities, so that the walk moves on from any state (a dropped index at
+        # or behind the walk is used up; nothing at or past M is emitted): the formal proof's
+        # induction relies on it.
+        at_drop = d_valid & ((wpos >= d_idx) | (wpos >= tokens))
+        below = (wpos < tokens) & Mux(d_valid, wpos < d_idx, coded_done)
         d_take = active & at_drop
         found = active & ~at_drop & below & (~pend_valid | room)
         flush = active & ~d_valid & coded_done & (wpos >= tokens) & pend_valid & room
         m.d.comb += walk_room.eq(~d_valid | d_take)
-        with m.If(d_take | found):
+        with m.If(found | (d_take & (wpos == d_idx))):
             m.d.sync += wpos.eq(wpos + 1)
         with m.If(coded):
             m.d.sync += [d_valid.eq(1), d_idx.eq(j)]
