@@ -356,16 +356,19 @@ class OffsetEncoder(FocusBlock):
             m.d.sync += [t.eq(0) for t in totals] + [b.eq(0) for b in bad]
         run = gap != 0
         for e in range(_ORDERS):
-            zero_codes = (gap - 1) * (e + 1)        # the dropped tokens after the first
+            # The g dropped tokens of a gap g > 0: the first one's code (the run of kept tokens
+            # before it), then g - 1 codes of 0 at e + 1 bits each; g * (e + 1) as shifts and
+            # adds (no multiplier), the - (e + 1) folded into the constants.
+            times = _times(gap, e + 1)
             keg = 2 * bit_length(gap + (1 << e)) - 1 - e
-            deg = 2 * bit_length(ones + (1 << e)) - 1 - e
+            deg = 2 * bit_length(ones + (1 << e)) - 2 - 2 * e
             krice = (gap >> e) + 1 + e
-            drice = (ones >> e) + 1 + e
+            drice = ones >> e
             with m.If(go):
                 m.d.sync += [
                     inc[e].eq(Mux(tail, 0, keg)), inc[8 + e].eq(Mux(tail, 0, krice)),
-                    inc[16 + e].eq(Mux(run, deg + zero_codes, 0)),
-                    inc[24 + e].eq(Mux(run, drice + zero_codes, 0)),
+                    inc[16 + e].eq(Mux(run, deg + times, 0)),
+                    inc[24 + e].eq(Mux(run, drice + times, 0)),
                 ]
                 with m.If(~tail & ((gap >> e) >= limit)):
                     m.d.sync += bad[8 + e].eq(1)
@@ -466,6 +469,16 @@ class OffsetEncoder(FocusBlock):
             m.d.sync += ck.eq(ck + 1)
         m.d.comb += chosen.eq(run & (ck == SCHEME_COUNT))
         return best_c, best
+
+
+def _times(value, k):
+    """``value * k`` for a constant k in 1..8, as at most two shifted copies (k = 7: 8v - v)."""
+    if k & (k - 1) == 0:
+        return value << (k.bit_length() - 1)
+    if k == 7:
+        return (value << 3) - value
+    low = k & -k
+    return (value << (low.bit_length() - 1)) + (value << ((k - low).bit_length() - 1))
 
 
 def _lowest_set(m, bits):
