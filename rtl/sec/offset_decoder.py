@@ -314,11 +314,11 @@ class OffsetDecoder(FocusBlock):
         # ---- stage 1: parse the header, or one code, at the top of the buffer -------------------
         first, fits_eg, fits_rice = _code_starts(m, p, buf, slack, win)
         hl, hdr, hdr_n = _header_fields(m, p, buf, hb)
+        # The leading zeros, from the one-hot first[] by ORs (a binary encoder, not a priority
+        # chain: at most one first[k] is high). Used only when a code fits, so some first[k] is.
         lz = Signal(range(win + 1))
-        m.d.comb += lz.eq(win)
-        for k in reversed(range(win)):
-            with m.If(first[k]):
-                m.d.comb += lz.eq(k)
+        m.d.comb += lz.eq(Cat(*(_or_all(first[k] for k in range(win) if k >> b & 1)
+                                for b in range(len(lz)) if any(k >> b & 1 for k in range(win)))))
         code_len = Signal(range(fw + 1))
         m.d.comb += code_len.eq(Mux(f, lz, 2 * lz) + 1 + e)
         fits = Signal()                 # a whole code is in the buffer
