@@ -135,7 +135,8 @@ class DecoderHarness(Elaboratable):
 
 def _sby(work, name, mode, depth, cover=None):
     harness = DecoderHarness(PARAMS, cover)
-    code, log, _ = run_sby(work, name, harness, harness.ports(), mode, depth)
+    # The induction took about 18 minutes on a shared 2-core machine (the basecase 14).
+    code, log, _ = run_sby(work, name, harness, harness.ports(), mode, depth, timeout=3600)
     return code, log
 
 
