@@ -40,8 +40,9 @@ RADIX_DIGIT_GAP = 3
 RADIX_MASK_LATENCY = 1
 # Offset encoder: gap counter, gap memory read and its register, code length, bit packer and
 # output register stages (8), plus the tail gap and the counting stage (2) and the choice of the
-# scheme, one of 32 per cycle (24 more than the 8 orders it once chose among).
-ENCODE_LATENCY = 34
+# scheme, one of 32 per cycle read and compared a cycle later (25 more than the 8 orders it once
+# chose among).
+ENCODE_LATENCY = 35
 # Offset decoder: word unpacker, code parse (leading zeros and length), value and index stage,
 # mask write stages.
 DECODE_LATENCY = 6

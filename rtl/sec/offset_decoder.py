@@ -516,18 +516,20 @@ def _code_starts(m, p, buf, slack, win):
 
 def _consume(m, loaded, e, f, first, zmax):
     """The buffer after the code at its top: shifted by the code's 1 + e bits past its leading
-    zeros, then by its leading zeros k (Rice) or 2 * k (Exp-Golomb), both as a one-hot select on
-    ``first`` (no barrel shifter)."""
+    zeros, then by its leading zeros k (Rice) or 2 * k (Exp-Golomb), as one one-hot select over
+    the shift amounts (the family folded into the selects, so no barrel shifter and no final
+    choice between the families)."""
     bb = len(loaded)
     after_e = Signal(bb)
     m.d.comb += after_e.eq(loaded << 1 + e)
-    rice = Signal(bb)
-    m.d.comb += rice.eq(_or_all(after_e.shift_left(k) & first[k].replicate(bb)
-                                for k in range(len(first))))
-    eg = Signal(bb)
-    m.d.comb += eg.eq(_or_all(after_e.shift_left(2 * k) & first[k].replicate(bb)
-                              for k in range(zmax)))
-    return Mux(f, rice, eg)
+    terms = []
+    for s in range(len(first)):
+        sel = Signal(name=f"shift{s}")
+        rice = f & first[s]
+        eg = (~f & first[s // 2]) if s % 2 == 0 and s // 2 < zmax else 0
+        m.d.comb += sel.eq(rice | eg)
+        terms.append(after_e.shift_left(s) & sel.replicate(bb))
+    return _or_all(terms)
 
 
 def _header_fields(m, p, buf, hb):

@@ -101,7 +101,8 @@ class OffsetEncoder(FocusBlock):
        when a quotient reaches 2 * bit_length(M). A beat with p set bits takes max(1, p) cycles
        (an empty beat one cycle); the next beat is accepted in the cycle the current one runs
        out, so ``i_stream`` sees back-pressure only from beats with 2 or more kept tokens.
-    2. **Choose.** 32 cycles, one scheme per cycle: the scheme (the fixed one, or the first
+    2. **Choose.** 33 cycles, one scheme per cycle (read, then compared a cycle later): the
+       scheme (the fixed one, or the first
        minimum among the schemes that can code the mask) and ``nbits = 5 + bit_length(M) +
        total``. (A minimum over many in one cycle is a chain of compares and was once the
        encoder's critical path.)
@@ -113,8 +114,8 @@ class OffsetEncoder(FocusBlock):
        ceil(length/word_bits) cycles: emission is ``max(fields, words)`` cycles.
 
     Latency and throughput: with no stalls a job of M tokens takes ``sum over beats of max(1,
-    kept in the beat) + max(fields, ceil(nbits/word_bits)) + 42`` to ``+ 43`` cycles from its
-    config beat to its last word, inclusive (41 when no code follows the header; the tests
+    kept in the beat) + max(fields, ceil(nbits/word_bits)) + 43`` to ``+ 44`` cycles from its
+    config beat to its last word, inclusive (42 when no code follows the header; the tests
     check this; compare :func:`golden.cycles.encode_cycles`, an estimate). Jobs do not overlap,
     except that the next config beat is accepted while the previous job's last word still
     waits in the output register. Under ``o_stream`` back-pressure the packer holds; nothing is
@@ -321,10 +322,12 @@ class OffsetEncoder(FocusBlock):
         best_c, best = self._choose(m, totals, bad, start=ingest & ingested, run=choose,
                                     chosen=chosen)
         pick = Mux(adaptive, best_c, fixed)
-        m.d.comb += refused.eq(~adaptive & bad[fixed])
+        fixed_total, fixed_bad = Signal.like(best), Signal()    # registered 32-way selects
+        m.d.sync += [fixed_total.eq(totals[fixed]), fixed_bad.eq(bad[fixed])]
+        m.d.comb += refused.eq(~adaptive & fixed_bad)
         with m.If(chosen):
             m.d.sync += [e.eq(pick[:3]), f.eq(pick[3]), s.eq(pick[4]),
-                         nbits.eq(HEADER_FIXED_BITS + hb + Mux(adaptive, best, totals[fixed]))]
+                         nbits.eq(HEADER_FIXED_BITS + hb + Mux(adaptive, best, fixed_total))]
             with m.If(refused):
                 m.d.sync += [error.eq(1), cause.eq(EncodeError.QUOTIENT)]
 
@@ -454,20 +457,28 @@ class OffsetEncoder(FocusBlock):
 
     def _choose(self, m, totals, bad, *, start, run, chosen):
         """The first minimum of the 32 schemes' ``totals`` among those that can code the mask
-        (not ``bad``), one scheme per cycle (32 cycles): one compare a cycle, since a minimum
-        over many in one cycle is a chain of compares and the encoder's critical path. Scheme 0
-        (kept set, Exp-Golomb, order 0) can always code the mask. ``start`` begins it; while
-        ``run``, ``chosen`` rises in the cycle the returned (scheme, total) is final."""
+        (not ``bad``), one scheme per cycle (33 cycles): a scheme's total is read (a 32-way
+        select, registered) in one cycle and compared with the best in the next, since a
+        minimum over many in one cycle is a chain of compares and was the encoder's critical
+        path. Scheme 0 (kept set, Exp-Golomb, order 0) can always code the mask. ``start``
+        begins it; while ``run``, ``chosen`` rises in the cycle the returned (scheme, total) is
+        final."""
+        p = self._params
         best_c = Signal(5)
-        best = Signal(self._params.nbits_bits)
+        best = Signal(p.nbits_bits)
         ck = Signal(range(SCHEME_COUNT + 1))
+        cand_v, cand_ok, cand_c = Signal(), Signal(), Signal(5)
+        cand = Signal(p.nbits_bits)
         with m.If(start):
-            m.d.sync += [ck.eq(1), best_c.eq(0), best.eq(totals[0])]
-        with m.If(run & (ck != SCHEME_COUNT)):
-            with m.If(~bad[ck[:5]] & (totals[ck[:5]] < best)):
-                m.d.sync += [best_c.eq(ck[:5]), best.eq(totals[ck[:5]])]
-            m.d.sync += ck.eq(ck + 1)
-        m.d.comb += chosen.eq(run & (ck == SCHEME_COUNT))
+            m.d.sync += [ck.eq(1), best_c.eq(0), best.eq(totals[0]), cand_v.eq(0)]
+        with m.If(run):
+            m.d.sync += [cand_v.eq(ck != SCHEME_COUNT), cand_c.eq(ck[:5]),
+                         cand.eq(totals[ck[:5]]), cand_ok.eq(~bad[ck[:5]])]
+            with m.If(ck != SCHEME_COUNT):
+                m.d.sync += ck.eq(ck + 1)
+            with m.If(cand_v & cand_ok & (cand < best)):
+                m.d.sync += [best_c.eq(cand_c), best.eq(cand)]
+        m.d.comb += chosen.eq(run & (ck == SCHEME_COUNT) & ~cand_v)
         return best_c, best
 
 

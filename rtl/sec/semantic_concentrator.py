@@ -79,15 +79,15 @@ class SemanticConcentrator(FocusBlock):
       one word per cycle.
 
     Measured, from the first score beat in to the last output out (the tests check it for every
-    job of a mixed regression, both sorters, lanes 1 to 32, word_bits 8 to 32; the 38 to 40 is
-    the encoder's 32-cycle choice of the scheme, its counting stages and its packer; 39 to 41
+    job of a mixed regression, both sorters, lanes 1 to 32, word_bits 8 to 32; the 39 to 41 is
+    the encoder's 33-cycle choice of the scheme, its counting stages and its packer; 40 to 42
     when a code follows the header, for the encoder's gap register; fields is
     :func:`golden.cycles.encode_fields`, n + 1 for a kept-set code)::
 
         cycles = importance_cycles(R, M, a, mode) - ceil(M/a)       # the analyzer, no readout
                + topk_cycles(M, k, a, score_bits, sorter) - ceil(M/a)   # the selector's sweep
                + sum over mask beats of max(1, kept in the beat)         # mask out, encoder in
-               + max(fields, words) + (38 to 40, 39 to 41 with a code)   # the code
+               + max(fields, words) + (39 to 41, 40 to 42 with a code)   # the code
 
     with the models of :mod:`golden.cycles`. It differs from the plain sum of the three blocks'
     models: inside SEC there is no importance readout and no vector loading (fewer cycles), but
