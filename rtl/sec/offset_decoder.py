@@ -292,11 +292,13 @@ class OffsetDecoder(FocusBlock):
         s2_valid, s2_last, s2_trail = Signal(), Signal(), Signal()
         s2_top = Signal(fw)             # the buffer's top fw bits when the code was parsed
         s2_shift = Signal(range(fw + 1))  # fw - the code's length
-        s2_lz = Signal(range(win + 1))  # the code's leading zeros (Rice: its quotient)
+        # The gap is v + s2_off: v - 2**e (Exp-Golomb), or (quotient << e) + v - 2**e (Rice),
+        # the offset formed at the parse, so stage 2 adds only three registered values.
+        s2_off = Signal(signed(win.bit_length() + 9))
         v = Signal(zmax + 8)
         m.d.comb += v.eq(s2_top >> s2_shift)
-        j = Signal(max(cb + 1, zmax + 8, len(s2_lz) + 7) + 2)
-        m.d.comb += j.eq(prev_end + Mux(f, s2_lz << e, 0) + v - (1 << e))
+        j = Signal(max(cb + 1, zmax + 8, len(s2_off)) + 2)
+        m.d.comb += j.eq(prev_end + v + s2_off)
         walk_room = Signal()            # the walker takes a dropped index this cycle
         s2_room = Mux(s, walk_room, room)
         s2_go = s2_valid & (error | s2_room)  # the entry leaves stage 2 this cycle
@@ -365,7 +367,7 @@ class OffsetDecoder(FocusBlock):
                         m.d.comb += [fail.eq(1), fail_cause.eq(DecodeError.TRUNCATED)]
         with m.If(take_code):
             m.d.sync += [s2_valid.eq(1), s2_top.eq(buf[bb - fw:]), s2_shift.eq(fw - code_len),
-                         s2_lz.eq(lz), s2_last.eq(codes_left == 1),
+                         s2_off.eq(Mux(f, lz << e, 0) - (1 << e)), s2_last.eq(codes_left == 1),
                          s2_trail.eq((codes_left == 1) & (rem != code_len))]
         with m.Elif(s2_go):
             m.d.sync += s2_valid.eq(0)
