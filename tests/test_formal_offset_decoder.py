@@ -135,7 +135,7 @@ class DecoderHarness(Elaboratable):
 
 def _sby(work, name, mode, depth, cover=None):
     harness = DecoderHarness(PARAMS, cover)
-    # The induction took about 18 minutes on a shared 2-core machine (the basecase 14).
+    # The proof took 5 to 18 minutes on a shared 2-core machine, depending on the load.
     code, log, _ = run_sby(work, name, harness, harness.ports(), mode, depth, timeout=3600)
     return code, log
 
