@@ -11,12 +11,15 @@ The pipeline latencies below are named so that later issues can refine them agai
 
 from numbers import Integral
 
+import numpy as np
+
 __all__ = [
     "SIMILAR_LATENCY", "IMPORTANCE_LATENCY", "TOPK_LATENCY", "BUBBLE_SORT_LATENCY",
     "RADIX_DIGIT_GAP", "RADIX_MASK_LATENCY", "ENCODE_LATENCY", "DECODE_LATENCY",
+    "DECODE_WALK_LATENCY",
     "BLOCK_MATCH_LATENCY", "TARGET_SLACK",
     "similar_cycles", "importance_cycles", "topk_cycles", "topk_target", "topk_paper",
-    "encode_cycles", "decode_cycles", "block_match_cycles", "block_match_target",
+    "encode_cycles", "encode_fields", "decode_cycles", "block_match_cycles", "block_match_target",
 ]
 
 # Similarity comparator: 3 register stages (products, sums, squared compare); one pair per cycle.
@@ -35,12 +38,16 @@ BUBBLE_SORT_LATENCY = 3
 # the digit chosen in two steps), and the mask pass's extra stage (the tie prefix count).
 RADIX_DIGIT_GAP = 3
 RADIX_MASK_LATENCY = 1
-# Offset encoder: gap counter, gap memory read and its register, Exp-Golomb length, bit packer
-# and output register stages.
-ENCODE_LATENCY = 8
+# Offset encoder: gap counter, gap memory read and its register, code length, bit packer and
+# output register stages (8), plus the tail gap and the counting stage (2) and the choice of the
+# scheme, one of 32 per cycle read and compared a cycle later (25 more than the 8 orders it once
+# chose among).
+ENCODE_LATENCY = 35
 # Offset decoder: word unpacker, code parse (leading zeros and length), value and index stage,
 # mask write stages.
 DECODE_LATENCY = 6
+# A dropped-set code: the walker's dropped-index and pending-index registers, and its last step.
+DECODE_WALK_LATENCY = 3
 # Block matcher (rtl.sic.block_matcher.matcher_latency): input register, window read, pair scorers
 # (2), selection and threshold test (5 for any comparator count), map lookup, output register.
 BLOCK_MATCH_LATENCY = 11
@@ -139,10 +146,13 @@ def topk_paper(M, keep, lanes):
 
 
 def encode_cycles(M, n_kept, nbits, lanes, word_bits=32):
-    """Cycles of the offset encoder.
+    """Cycles of the offset encoder (an estimate).
 
     ``max(ceil(M/a), n_kept) + ceil(nbits/word_bits) + ENCODE_LATENCY``: the mask is read a bits
-    per cycle, but at most one code is formed per cycle; then the words leave one per cycle.
+    per cycle, but at most one code is formed per cycle; then the words leave one per cycle. The
+    RTL (spec 3.3) ingests one kept token per cycle and then emits one field per cycle (for a
+    dropped-set code, one per dropped token and per kept token with gap 0), so it is above this
+    when many tokens are kept per beat.
     """
     M, n = _int(M, "M", 1), _int(n_kept, "n_kept")
     nbits, a, w = _int(nbits, "nbits", 1), _int(lanes, "lanes", 1), _int(word_bits, "word_bits", 1)
@@ -151,16 +161,38 @@ def encode_cycles(M, n_kept, nbits, lanes, word_bits=32):
     return max(_cdiv(M, a), n) + _cdiv(nbits, w) + ENCODE_LATENCY
 
 
-def decode_cycles(nbits, n_kept, M, lanes, word_bits=32):
-    """Cycles of the offset decoder.
+def encode_fields(mask, dropped=False):
+    """Cycles of the offset encoder's emission stage for a mask, before the words: the header,
+    then one cycle per code of the kept set (``dropped`` False), or, for the dropped set, one
+    cycle per kept gap and the tail (the tokens after the last kept one) up to the last non-zero
+    one, a gap g taking max(1, g) cycles (g codes, or a cycle with none for g = 0). The emission
+    takes ``max(encode_fields, words)`` cycles (spec 3.3)."""
+    m = np.asarray(mask, dtype=bool).reshape(-1)
+    kept = np.flatnonzero(m)
+    if not dropped:
+        return 1 + int(kept.size)
+    gaps = np.diff(kept, prepend=-1) - 1
+    tail = m.size - (int(kept[-1]) + 1 if kept.size else 0)
+    entries = np.append(gaps, tail)
+    nonzero = np.flatnonzero(entries)
+    walked = entries[:int(nonzero[-1]) + 1] if nonzero.size else entries[:0]
+    return 1 + int(np.maximum(walked, 1).sum())
+
+
+def decode_cycles(nbits, n_kept, M, lanes, word_bits=32, *, dropped=False):
+    """Cycles of the offset decoder (an upper bound).
 
     ``ceil(nbits/word_bits) + n_kept + ceil(M/a) + DECODE_LATENCY``: the words arrive one per
-    cycle, one code is decoded per cycle, and the mask leaves a bits per beat.
+    cycle, one code is decoded per cycle, and the mask leaves a bits per beat. A code of the
+    dropped set (``dropped``) is walked one position per cycle: M in place of n_kept, plus
+    ``DECODE_WALK_LATENCY``.
     """
     M, n = _int(M, "M", 1), _int(n_kept, "n_kept")
     nbits, a, w = _int(nbits, "nbits", 1), _int(lanes, "lanes", 1), _int(word_bits, "word_bits", 1)
     if n > M:
         raise ValueError(f"n_kept = {n} > M = {M}")
+    if dropped:
+        return _cdiv(nbits, w) + M + _cdiv(M, a) + DECODE_LATENCY + DECODE_WALK_LATENCY
     return _cdiv(nbits, w) + n + _cdiv(M, a) + DECODE_LATENCY
 
 

@@ -1,36 +1,71 @@
-"""The SEC offset code (spec 3.3): variable-length Exp-Golomb gaps between kept tokens.
+"""The SEC offset code (spec 3.3): variable-length gaps between coded tokens.
 
-The kept indices j_0 < j_1 < ... < j_(n-1) of a mask of M tokens become gaps::
+The code stores one of two sets of token indices: the kept tokens (``coded = 0``) or the
+dropped ones (``coded = 1``, shorter when most tokens are kept). Its indices
+j_0 < j_1 < ... < j_(n-1) become gaps::
 
-    g_0 = j_0,    g_i = j_i - j_(i-1) - 1        (dropped tokens before each kept one)
+    g_0 = j_0,    g_i = j_i - j_(i-1) - 1        (tokens of the other set before each one)
 
 and the bit string, MSB first, is::
 
-    e (3 bits) | n (bit_length(M) bits) | EG_e(g_0) | ... | EG_e(g_(n-1))
+    e (3 bits) | s (1 bit) | f (1 bit) | n (bit_length(M) bits) | C(g_0) | ... | C(g_(n-1))
 
-where the order-e Exp-Golomb code of g is, with v = g + 2**e and L = bit_length(v), L - 1 - e
-zeros followed by v in L bits; its length is ``2*L - 1 - e`` bits. For e = 0 this is H.264's
-ue(v). The string is packed MSB first into ``word_bits``-bit words, the last one zero-padded;
-``nbits`` is the length before padding.
+where s is the coded set (0 kept, 1 dropped), f the family (0 Exp-Golomb, 1 Rice), e the order,
+n the number of coded indices, and C the family's code of order e:
 
-The order is fixed (0..7) or adaptive: the e in 0..7 with the fewest bits for this mask, ties to
-the smaller e.
+- Exp-Golomb: with v = g + 2**e and L = bit_length(v), L - 1 - e zeros followed by v in L bits;
+  ``2*L - 1 - e`` bits. For e = 0 this is H.264's ue(v).
+- Rice (Golomb with m = 2**e): q = g >> e zeros, a one, then the e low bits of g;
+  ``q + 1 + e`` bits. A Rice code is valid only when q < :func:`rice_quotient_limit` (M) =
+  2 * bit_length(M): a longer unary part is malformed, and a mask with such a gap cannot use that
+  order.
+
+The string is packed MSB first into ``word_bits``-bit words, the last one zero-padded; ``nbits``
+is the length before padding.
+
+The scheme (s, f, e) is fixed or adaptive: of the 32 schemes, the eligible one with the fewest
+bits for this mask; ties go to the lowest index ``16*s + 8*f + e`` (kept before dropped,
+Exp-Golomb before Rice, then the smaller order). The fixed schemes of the earlier format (kept
+set, Exp-Golomb, order e) are ``order=e`` with the default ``coded`` and ``family``.
 """
 
 from numbers import Integral
+from typing import NamedTuple
 
 import numpy as np
 
 from .results import OffsetCode
 
+
+class Scheme(NamedTuple):
+    """An offset code's scheme: the coded set (``KEPT``/``DROPPED``), the family
+    (``EXPGOLOMB``/``RICE``) and the order 0..7. Its index is ``16*coded + 8*family + order``."""
+
+    coded: int
+    family: int
+    order: int
+
+    @property
+    def index(self):
+        return 16 * self.coded + 8 * self.family + self.order
+
+
+#: The 32 schemes in index order (the adaptive choice's tie order).
+SCHEMES = tuple(Scheme(s, f, e) for s in (0, 1) for f in (0, 1) for e in range(8))
+
 __all__ = [
-    "ORDER_BITS", "MAX_ORDER", "MAX_LEADING_ZEROS", "MAX_TOKENS",
+    "ORDER_BITS", "SCHEME_BITS", "MAX_ORDER", "MAX_LEADING_ZEROS", "MAX_TOKENS",
+    "KEPT", "DROPPED", "EXPGOLOMB", "RICE", "SCHEMES", "Scheme",
     "encode_offsets", "decode_offsets",
-    "gaps_from_mask", "header_bits", "expgolomb_bits", "code_bits", "all_code_bits",
-    "adaptive_order", "check_mask", "check_word_bits", "check_order", "check_code",
+    "gaps_from_mask", "header_bits", "expgolomb_bits", "rice_bits", "rice_quotient_limit",
+    "code_bits", "all_code_bits", "scheme_bits", "adaptive_order", "adaptive_scheme",
+    "check_mask", "check_word_bits", "check_order", "check_scheme", "check_code",
 ]
 
 ORDER_BITS = 3          # width of the order field in the header
+SCHEME_BITS = 2         # the set bit s and the family bit f, after the order
+KEPT, DROPPED = 0, 1    # the coded set (the header's s)
+EXPGOLOMB, RICE = 0, 1  # the family (the header's f)
 MAX_ORDER = 7           # orders 0 .. 7
 MAX_LEADING_ZEROS = 31  # the decoder rejects a code with more leading zeros
 MAX_TOKENS = 1 << 32    # a job's M: indices are 32-bit (the RTL's SIC positions, position_bits)
@@ -79,6 +114,33 @@ def check_order(order, allow_none=True):
     return int(order)
 
 
+_SETS = {"kept": KEPT, "dropped": DROPPED}
+_FAMILIES = {"expgolomb": EXPGOLOMB, "rice": RICE}
+
+
+def check_scheme(order=None, coded=None, family=None):
+    """The scheme a caller asks for: None (adaptive: ``order``, ``coded`` and ``family`` all
+    None) or a :class:`Scheme`. ``coded`` is ``"kept"`` (default) or ``"dropped"`` (or 0/1),
+    ``family`` ``"expgolomb"`` (default) or ``"rice"`` (or 0/1); both need a fixed ``order``."""
+    order = check_order(order)
+    if order is None:
+        if coded is not None or family is not None:
+            raise ValueError(f"coded = {coded!r} and family = {family!r} need a fixed order "
+                             f"(order = None is the adaptive scheme, which picks them)")
+        return None
+
+    def pick(value, names, what):
+        if value is None:
+            return 0
+        if isinstance(value, str) and value in names:
+            return names[value]
+        if not isinstance(value, bool) and isinstance(value, Integral) and value in (0, 1):
+            return int(value)
+        raise ValueError(f"{what} must be one of {sorted(names)} (or 0/1), not {value!r}")
+
+    return Scheme(pick(coded, _SETS, "coded"), pick(family, _FAMILIES, "family"), order)
+
+
 def _check_tokens(tokens, name="tokens"):
     """``tokens`` (a job's M) as an int in 1..2**32 (:data:`MAX_TOKENS`), checked before anything
     of that size is allocated."""
@@ -93,8 +155,14 @@ def _check_tokens(tokens, name="tokens"):
 # ---- sizes ---------------------------------------------------------------------------------------
 
 def header_bits(M):
-    """Bits of the header for a job of M tokens: ``3 + bit_length(M)`` (order, then count n)."""
-    return ORDER_BITS + _check_tokens(M, "M").bit_length()
+    """Bits of the header for a job of M tokens: ``5 + bit_length(M)`` (order, set, family, then
+    the count n)."""
+    return ORDER_BITS + SCHEME_BITS + _check_tokens(M, "M").bit_length()
+
+
+def rice_quotient_limit(M):
+    """A Rice code's quotient (its unary part, in zeros) must be below ``2 * bit_length(M)``."""
+    return 2 * _check_tokens(M, "M").bit_length()
 
 
 def gaps_from_mask(mask):
@@ -130,6 +198,21 @@ def expgolomb_bits(g, e):
     return 2 * _bit_length(g + (1 << e)) - 1 - e
 
 
+def rice_bits(g, e, limit=None):
+    """Length of the order-e Rice code of each gap: ``(g >> e) + 1 + e``. With ``limit``, a gap
+    whose quotient g >> e is ``limit`` or more has no code: its length is -1."""
+    e = check_order(e, allow_none=False)
+    g = _check_gaps(g)
+    out = (g >> e) + 1 + e
+    if limit is not None:
+        out = np.where((g >> e) >= limit, -1, out)
+    return out
+
+
+def _code_lengths(g, scheme_family, e, limit):
+    return (rice_bits(g, e, limit) if scheme_family == RICE else expgolomb_bits(g, e))
+
+
 def _as_gaps(mask_or_gaps, tokens=None):
     """(gaps, M) from a bool mask (M = its length) or from gaps (M = tokens, may be None)."""
     a = np.asarray(mask_or_gaps)
@@ -149,12 +232,44 @@ def _as_gaps(mask_or_gaps, tokens=None):
     return gaps, tokens
 
 
-def all_code_bits(mask_or_gaps, tokens=None):
-    """``nbits`` of the offset code for every order e = 0..7, as an int64 array of shape [8].
+def _as_mask(mask_or_gaps, tokens=None):
+    """The mask from a bool mask, or from gaps and ``tokens`` (M; required)."""
+    gaps, M = _as_gaps(mask_or_gaps, tokens)
+    if M is None:
+        raise ValueError("code_bits of gaps needs tokens (the job's M): the header's count field "
+                         "is bit_length(M) bits wide")
+    mask = np.zeros(M, dtype=bool)
+    mask[np.cumsum(gaps + 1) - 1] = True
+    return mask
 
-    ``nbits(e) = header_bits(M) + sum_i expgolomb_bits(g_i, e)``. A bool ``mask_or_gaps`` is a
-    mask (M = its length); an integer one is the gaps, and then ``tokens`` (M) is required
-    because the header's count field is bit_length(M) bits wide.
+
+def scheme_bits(mask_or_gaps, tokens=None):
+    """``nbits`` of the offset code for every scheme, an int64 array of shape [2, 2, 8] indexed
+    (coded, family, order); -1 where the scheme cannot code this mask (a Rice quotient at or
+    above :func:`rice_quotient_limit`).
+
+    A bool ``mask_or_gaps`` is a mask (M = its length); an integer one is the kept gaps, and
+    then ``tokens`` (M) is required.
+    """
+    mask = _as_mask(mask_or_gaps, tokens)
+    M = mask.size
+    limit = rice_quotient_limit(M)
+    out = np.zeros((2, 2, MAX_ORDER + 1), dtype=np.int64)
+    for s, coded in ((KEPT, mask), (DROPPED, ~mask)):
+        gaps = gaps_from_mask(coded)
+        for f in (EXPGOLOMB, RICE):
+            for e in range(MAX_ORDER + 1):
+                lengths = _code_lengths(gaps, f, e, limit)
+                out[s, f, e] = -1 if (lengths < 0).any() else header_bits(M) + int(lengths.sum())
+    return out
+
+
+def all_code_bits(mask_or_gaps, tokens=None):
+    """``nbits`` of the kept-set Exp-Golomb code for every order e = 0..7 (shape [8]).
+
+    ``nbits(e) = header_bits(M) + sum_i expgolomb_bits(g_i, e)`` over the kept gaps. A bool
+    ``mask_or_gaps`` is a mask (M = its length); an integer one is the gaps, and then ``tokens``
+    (M) is required because the header's count field is bit_length(M) bits wide.
     """
     gaps, M = _as_gaps(mask_or_gaps, tokens)
     if M is None:
@@ -164,27 +279,54 @@ def all_code_bits(mask_or_gaps, tokens=None):
     return header_bits(M) + np.array(body, dtype=np.int64)
 
 
-def code_bits(mask_or_gaps, order, tokens=None):
-    """``nbits``, the length of the offset code before padding, for one order.
+def adaptive_scheme(mask_or_gaps, tokens=None):
+    """The adaptive :class:`Scheme`: the eligible scheme with the fewest bits, ties to the lowest
+    index ``16*coded + 8*family + order``. The kept-set Exp-Golomb schemes are always eligible."""
+    flat = scheme_bits(mask_or_gaps, tokens).reshape(-1)
+    best = min((int(b), k) for k, b in enumerate(flat) if b >= 0)
+    return SCHEMES[best[1]]
 
-    ``nbits = 3 + bit_length(M) + sum_i (2*bit_length(g_i + 2**e) - 1 - e)``.
+
+def code_bits(mask_or_gaps, order, tokens=None, *, coded=None, family=None):
+    """``nbits``, the length of the offset code before padding, for one scheme.
 
     Parameters
     ----------
     mask_or_gaps : array_like
-        A bool mask (M = its length) or integer gaps (then ``tokens`` = M is required).
+        A bool mask (M = its length) or integer kept gaps (then ``tokens`` = M is required).
     order : int or None
-        0..7, or None for the adaptive order (the smallest length over 0..7).
+        0..7, or None for the adaptive scheme (the fewest bits over the 32 schemes).
     tokens : int, optional
         M, when gaps are given.
+    coded, family : as :func:`encode_offsets`.
+
+    Raises ``ValueError`` for a Rice scheme the mask cannot use.
     """
-    order = check_order(order)
-    sizes = all_code_bits(mask_or_gaps, tokens)
-    return int(sizes.min() if order is None else sizes[order])
+    scheme = check_scheme(order, coded, family)
+    sizes = scheme_bits(mask_or_gaps, tokens)
+    if scheme is None:
+        return int(sizes.reshape(-1)[adaptive_scheme(mask_or_gaps, tokens).index])
+    size = int(sizes[scheme])
+    if size < 0:
+        raise ValueError(_ineligible(scheme, mask_or_gaps, tokens))
+    return size
+
+
+def _ineligible(scheme, mask_or_gaps, tokens=None):
+    mask = _as_mask(mask_or_gaps, tokens)
+    coded = mask if scheme.coded == KEPT else ~mask
+    gaps = gaps_from_mask(coded)
+    limit = rice_quotient_limit(mask.size)
+    i = int(np.flatnonzero((gaps >> scheme.order) >= limit)[0])
+    what = "kept" if scheme.coded == KEPT else "dropped"
+    return (f"the Rice code of order {scheme.order} cannot code this mask: {what} gap {i} "
+            f"({int(gaps[i])}) has a quotient {int(gaps[i]) >> scheme.order} >= "
+            f"{limit} = 2 * bit_length(M)")
 
 
 def adaptive_order(mask_or_gaps):
-    """The adaptive order: ``argmin_e nbits(e)`` over e = 0..7, ties to the smaller e.
+    """The best kept-set Exp-Golomb order: ``argmin_e nbits(e)`` over e = 0..7, ties to the
+    smaller e (the adaptive choice before the set and the family were added).
 
     The header has the same length for every e, so gaps alone suffice.
     """
@@ -222,44 +364,61 @@ def _pack(values, widths, word_bits):
     return np.bitwise_or.reduce(rows, axis=1), nbits
 
 
-def encode_offsets(mask, order=None, word_bits=32):
+def encode_offsets(mask, order=None, word_bits=32, *, coded=None, family=None):
     """Encode a keep mask as the offset code of spec 3.3.
 
-    ``e (3) | n (bit_length(M)) | EG_e(g_0) ... EG_e(g_(n-1))``, MSB first, packed into
-    ``word_bits``-bit words, the last one zero-padded; EG_e(g) is L - 1 - e zeros then
-    v = g + 2**e in L = bit_length(v) bits.
+    ``e (3) | s (1) | f (1) | n (bit_length(M)) | C(g_0) ... C(g_(n-1))``, MSB first, packed
+    into ``word_bits``-bit words, the last one zero-padded; the g are the gaps of the coded set
+    (kept or dropped tokens) and C the family's order-e code (module doc).
 
     Parameters
     ----------
     mask : array_like of bool, shape [M]
         The keep mask of one job, M >= 1 (an integer array of 0s and 1s is accepted).
     order : int or None
-        The Exp-Golomb order e, 0..7; None picks the adaptive order (:func:`adaptive_order`).
+        The order e, 0..7; None picks the adaptive scheme (:func:`adaptive_scheme`: set, family
+        and order).
     word_bits : int
         8 to 64.
+    coded : "kept" (default) or "dropped", or None
+        With a fixed order: the set the code lists.
+    family : "expgolomb" (default) or "rice", or None
+        With a fixed order: the code family.
 
     Returns
     -------
     words : numpy.ndarray of uint64, shape [ceil(nbits / word_bits)]
         Each word holds ``word_bits`` bits of the string, its first bit in the word's MSB.
     nbits : int
-        The string's length before padding, ``code_bits(mask, e)``.
+        The string's length before padding, ``code_bits(mask, ...)``.
 
     Raises
     ------
     ValueError
-        For a mask that is not 1-D bool (or 0/1), an empty mask, an order outside 0..7, or
-        ``word_bits`` outside 8..64.
+        For a mask that is not 1-D bool (or 0/1), an empty mask, an order outside 0..7,
+        ``word_bits`` outside 8..64, a bad ``coded`` or ``family`` (or one given with the
+        adaptive order), or a fixed Rice scheme the mask cannot use (a quotient >=
+        2 * bit_length(M)).
     """
     mask = check_mask(mask)
-    order = check_order(order)
+    scheme = check_scheme(order, coded, family)
     word_bits = check_word_bits(word_bits)
     M = mask.size
-    gaps = gaps_from_mask(mask)
-    e = adaptive_order(gaps) if order is None else order
+    if scheme is None:
+        scheme = adaptive_scheme(mask)
+    s, f, e = scheme
+    gaps = gaps_from_mask(mask if s == KEPT else ~mask)
+    lengths = _code_lengths(gaps, f, e, rice_quotient_limit(M))
+    if (lengths < 0).any():
+        raise ValueError(_ineligible(scheme, mask))
     count_bits = M.bit_length()
-    values = np.concatenate([[(e << count_bits) | gaps.size], gaps + (1 << e)])
-    widths = np.concatenate([[ORDER_BITS + count_bits], expgolomb_bits(gaps, e)])
+    head = (((e << SCHEME_BITS) | (s << 1) | f) << count_bits) | gaps.size
+    if f == RICE:
+        codes = (1 << e) | (gaps & ((1 << e) - 1))
+    else:
+        codes = gaps + (1 << e)
+    values = np.concatenate([[head], codes])
+    widths = np.concatenate([[ORDER_BITS + SCHEME_BITS + count_bits], lengths])
     return OffsetCode(*_pack(values, widths, word_bits))
 
 
@@ -300,10 +459,12 @@ def check_code(words, nbits, tokens, word_bits):
 def decode_offsets(words, nbits, tokens, word_bits=32):
     """Decode an offset code (spec 3.3) back into the keep mask of a job of ``tokens`` tokens.
 
-    Reads ``e`` (3 bits), ``n`` (bit_length(M) bits, M = ``tokens``), then n order-e Exp-Golomb
-    codes: z zeros, a one, and z + e more bits, giving v; the gap is g = v - 2**e and the index
-    j_i = j_(i-1) + 1 + g (j_(-1) = -1). Bits past ``nbits`` (the padding, and any extra words)
-    are ignored.
+    Reads ``e`` (3 bits), ``s`` and ``f`` (1 bit each), ``n`` (bit_length(M) bits, M =
+    ``tokens``), then n codes of family f and order e: z zeros and a one, then e more bits r
+    (Rice: g = (z << e) + r) or z + e more bits giving v = 1 followed by them (Exp-Golomb:
+    g = v - 2**e); the index is j_i = j_(i-1) + 1 + g (j_(-1) = -1). The n indices are the kept
+    tokens (s = 0) or the dropped ones (s = 1). Bits past ``nbits`` (the padding, and any extra
+    words) are ignored.
 
     Parameters
     ----------
@@ -318,16 +479,16 @@ def decode_offsets(words, nbits, tokens, word_bits=32):
 
     Returns
     -------
-    numpy.ndarray of bool, shape [tokens].
+    numpy.ndarray of bool, shape [tokens]: the keep mask.
 
     Raises
     ------
     ValueError
         Naming the problem and the bit position (0 = first bit of the string) for malformed
         input: ``nbits`` larger than the words hold; a header truncated by ``nbits``; a count
-        n > M; a code with more than 31 leading zeros; a code that runs past ``nbits``; an index
-        >= M; codes that end before ``nbits`` (trailing bits). Also for bad argument types and
-        ranges.
+        n > M; an Exp-Golomb code with more than 31 leading zeros; a Rice code whose unary part
+        has 2 * bit_length(M) or more zeros; a code that runs past ``nbits``; an index >= M;
+        codes that end before ``nbits`` (trailing bits). Also for bad argument types and ranges.
     """
     values, nbits, M, word_bits = check_code(words, nbits, tokens, word_bits)
     capacity = len(values) * word_bits
@@ -335,39 +496,48 @@ def decode_offsets(words, nbits, tokens, word_bits=32):
         raise ValueError(f"nbits = {nbits} is larger than the {len(values)} word(s) hold "
                          f"({capacity} bits at word_bits = {word_bits})")
     count_bits = M.bit_length()
-    head = ORDER_BITS + count_bits
+    head = ORDER_BITS + SCHEME_BITS + count_bits
     if nbits < head:
         raise ValueError(f"header truncated: nbits = {nbits} but the header needs {head} bits "
-                         f"(3 for the order, {count_bits} for the count at M = {M})")
+                         f"(3 for the order, 2 for the set and the family, {count_bits} for the "
+                         f"count at M = {M})")
     stream = "".join(format(w, f"0{word_bits}b") for w in values)[:nbits]
     e = int(stream[:ORDER_BITS], 2)
-    n = int(stream[ORDER_BITS:head], 2)
+    s = int(stream[ORDER_BITS])
+    f = int(stream[ORDER_BITS + 1])
+    n = int(stream[ORDER_BITS + SCHEME_BITS:head], 2)
     if n > M:
         raise ValueError(f"count n = {n} > M = {M} (header count field at bit position "
-                         f"{ORDER_BITS})")
-    mask = np.zeros(M, dtype=bool)
+                         f"{ORDER_BITS + SCHEME_BITS})")
+    limit = rice_quotient_limit(M) if f == RICE else MAX_LEADING_ZEROS + 1
+    coded = np.zeros(M, dtype=bool)
     pos, prev = head, -1
     for i in range(n):
         start = pos
-        one = stream.find("1", pos, min(nbits, pos + MAX_LEADING_ZEROS + 1))
+        one = stream.find("1", pos, min(nbits, pos + limit))
         if one < 0:
-            if nbits - pos > MAX_LEADING_ZEROS:
+            if nbits - pos >= limit:
+                if f == RICE:
+                    raise ValueError(f"code {i} has a unary part of {limit} or more zeros (the "
+                                     f"Rice limit 2 * bit_length(M) at M = {M}; code starts at "
+                                     f"bit position {start})")
                 raise ValueError(f"code {i} has more than {MAX_LEADING_ZEROS} leading zeros "
                                  f"(code starts at bit position {start})")
             raise ValueError(f"code {i} runs past nbits = {nbits}: its prefix of zeros starting "
                              f"at bit position {start} never ends")
         z = one - pos
-        end = one + 1 + z + e
+        end = one + 1 + (e if f == RICE else z + e)
         if end > nbits:
             raise ValueError(f"code {i} runs past nbits = {nbits}: it starts at bit position "
                              f"{start} and needs {end - start} bits")
         v = int(stream[one:end], 2)
-        j = prev + 1 + v - (1 << e)
+        gap = (z << e) + v - (1 << e) if f == RICE else v - (1 << e)
+        j = prev + 1 + gap
         if j >= M:
             raise ValueError(f"code {i} at bit position {start} gives index {j} >= M = {M}")
-        mask[j] = True
+        coded[j] = True
         prev, pos = j, end
     if pos != nbits:
         raise ValueError(f"trailing bits: the {n} code(s) end at bit position {pos} but "
                          f"nbits = {nbits}")
-    return mask
+    return coded if s == KEPT else ~coded

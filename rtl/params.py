@@ -261,11 +261,19 @@ class FocusParams:
         return 3
 
     @property
+    def code_header_bits(self):
+        """Bits of the offset-code header at M = ``tokens`` (spec 3.3): the order (3), the coded
+        set and the family (1 each), the count (bit_length(tokens))."""
+        return self.order_bits + 2 + self.count_bits
+
+    @property
     def nbits_bits(self):
-        """Bits of ``nbits``, the offset-code length, for the worst case of any job."""
-        # Worst case: every token kept, each gap 0 with order 7 (8 bits), plus the header; or all
-        # gaps at order 0 with the largest gap. Bounded above by header + tokens * (2*index+8).
-        worst = self.order_bits + self.count_bits + self.tokens * (2 * self.index_bits + 8)
+        """Bits of ``nbits``, the offset-code length, for the worst case of any job and scheme."""
+        # Any scheme, either set: at most tokens codes, an Exp-Golomb code of at most
+        # 2*index_bits + 8 bits; a Rice string at most tokens + 8*tokens bits (its quotients sum
+        # to at most the gaps' sum); plus the header. Bounded above by header + tokens * (2*index
+        # + 8) (index_bits >= 1).
+        worst = self.code_header_bits + self.tokens * (2 * self.index_bits + 8)
         return worst.bit_length()
 
     @property
@@ -327,9 +335,11 @@ class FocusParams:
     def code_words(self):
         """Depth of the Focus unit's code memory: the longest offset code of any job, in words.
 
-        A kept token costs at most 8 bits (order 7, gap 0; a longer code covers more tokens), so
-        the string is at most ``8*tokens + 3 + count_bits`` bits."""
-        return -(-(8 * self.tokens + self.order_bits + self.count_bits) // self.word_bits)
+        The unit's SEC codes the kept set with Exp-Golomb, at a fixed order or adaptively (the
+        adaptive scheme is never longer than the kept set's Exp-Golomb code at order 7). A kept
+        token costs at most 8 bits there (order 7, gap 0; a longer code covers more tokens), so
+        the string is at most ``8*tokens + code_header_bits`` bits."""
+        return -(-(8 * self.tokens + self.code_header_bits) // self.word_bits)
 
     # ---- the Focus GEMM (rtl/tile/focus_gemm.py) -------------------------------------------------
 

@@ -23,10 +23,17 @@ which ``busy`` was first seen low after the job's inputs were all sent.
 import numpy as np
 
 from golden.offsets import (
+    DROPPED,
+    EXPGOLOMB,
+    KEPT,
+    RICE,
+    SCHEMES,
+    Scheme,
     check_code,
     check_mask,
-    check_order,
+    check_scheme,
     check_word_bits,
+    scheme_bits,
 )
 from golden.offsets import encode_offsets as golden_encode
 from golden.results import OffsetCode
@@ -51,14 +58,15 @@ DECODER_PORTS = (("cfg_stream", "i_stream"), ("o_stream", "idx_stream"))
 
 _DECODE_MESSAGES = {
     DecodeError.CONFIG: "the job's M is 0 or larger than the decoder's tokens",
-    DecodeError.HEADER: "nbits is shorter than the header (3 + bit_length(M) bits)",
+    DecodeError.HEADER: "nbits is shorter than the header (5 + bit_length(M) bits)",
     DecodeError.SHORT: "the words hold fewer than nbits bits",
     DecodeError.COUNT: "the header's count n is larger than M",
-    DecodeError.ZEROS: "a code has bit_length(tokens) or more leading zeros, so its index "
-                       "would be >= M",
+    DecodeError.ZEROS: "an Exp-Golomb code has bit_length(tokens) or more leading zeros, so "
+                       "its index would be >= M",
     DecodeError.TRUNCATED: "a code runs past nbits",
     DecodeError.INDEX: "a code gives an index >= M",
     DecodeError.TRAILING: "trailing bits: the codes end before nbits",
+    DecodeError.UNARY: "a Rice code's unary part has 2 * bit_length(M) or more zeros",
 }
 
 
@@ -89,11 +97,22 @@ def _check_params(params, M, word_bits):
 
 # ---- payloads --------------------------------------------------------------------------------
 
+def as_scheme(order):
+    """An encoder job's scheme: None (adaptive), an order 0..7 (kept set, Exp-Golomb, as before
+    the set and the family were added) or a :class:`golden.offsets.Scheme`."""
+    if order is None or isinstance(order, Scheme):
+        return order
+    return Scheme(KEPT, EXPGOLOMB, int(order))
+
+
 def encoder_job(mask, order, lanes):
-    """``{port: payloads}`` of one encoder job (``order`` None is adaptive)."""
+    """``{port: payloads}`` of one encoder job (``order``: None is adaptive, an int a kept-set
+    Exp-Golomb order, or a :class:`golden.offsets.Scheme`)."""
     mask = np.asarray(mask, bool)
-    cfg = {"tokens": int(mask.size), "order": 0 if order is None else int(order),
-           "adaptive": int(order is None)}
+    scheme = as_scheme(order)
+    fixed = scheme or Scheme(KEPT, EXPGOLOMB, 0)
+    cfg = {"tokens": int(mask.size), "order": fixed.order, "dropped": fixed.coded,
+           "rice": fixed.family, "adaptive": int(scheme is None)}
     return {"cfg_stream": [cfg], "i_stream": mask_beats(mask, lanes)}
 
 
@@ -174,31 +193,54 @@ def random_mask(M, rng):
     return rng.random(M) < min(1.0, rng.choice([1, 2, 3]) / M)
 
 
+def usable(mask, scheme):
+    """``scheme`` if it can code ``mask``, else the Exp-Golomb scheme of the same set and order
+    (a Rice quotient of 2 * bit_length(M) or more has no code)."""
+    if scheme is None or isinstance(scheme, int) or scheme.family == EXPGOLOMB:
+        return scheme
+    if scheme_bits(mask)[scheme] >= 0:
+        return scheme
+    return scheme._replace(family=EXPGOLOMB)
+
+
 def regression_masks(params, count, seed=0):
-    """``count`` encoder jobs ``(mask, order)``: first the edges (M = 1 and M = tokens; no token,
+    """``count`` encoder jobs ``(mask, scheme)``: first the edges (M = 1 and M = tokens; no token,
     every token, only the last one (the longest gap and code), the first and the last; at orders
-    0, adaptive and 7), then random masks with M over 1 .. tokens (edges favoured), densities
-    0 to 1 (empty, full, uniform, single, clustered, sparse with long gaps) and the orders None
-    (adaptive), 0 .. 7 in turn."""
+    0, adaptive and 7, then the dropped set in Rice at order 0 and Exp-Golomb at order 7), then
+    random masks with M over 1 .. tokens (edges favoured), densities 0 to 1 (empty, full,
+    uniform, single, clustered, sparse with long gaps) and the schemes None (adaptive), then the
+    32 fixed ones in turn (an int is a kept-set Exp-Golomb order; a Rice scheme that cannot code
+    the mask becomes the Exp-Golomb one: :func:`usable`)."""
     rng = np.random.default_rng(seed)
-    orders = [None, *range(8)]
+    orders = [None, *SCHEMES]
     top = params.tokens
     edges = []
-    for order in (0, None, 7):
+    for order in (0, None, 7, Scheme(DROPPED, RICE, 0), Scheme(DROPPED, EXPGOLOMB, 7)):
         only_last = np.zeros(top, bool)
         only_last[-1] = True            # the longest gap, tokens - 1: the longest codes
         ends = np.zeros(top, bool)
         ends[[0, -1]] = True
-        edges += [(only_last, order), (ends, order), (np.ones(top, bool), order),
-                  (np.zeros(top, bool), order), (np.ones(1, bool), order),
-                  (np.zeros(1, bool), order)]
-    jobs = [(random_mask(_sizes(params, rng), rng), orders[k % len(orders)])
-            for k in range(max(0, count - len(edges)))]
+        edges += [(mask, usable(mask, order))
+                  for mask in (only_last, ends, np.ones(top, bool), np.zeros(top, bool),
+                               np.ones(1, bool), np.zeros(1, bool))]
+    jobs = []
+    for k in range(max(0, count - len(edges))):
+        mask = random_mask(_sizes(params, rng), rng)
+        jobs.append((mask, usable(mask, orders[k % len(orders)])))
     return edges[:count] + jobs
 
 
+def golden_code(mask, order, word_bits):
+    """:func:`golden.offsets.encode_offsets` of an encoder job's mask and scheme (None, an
+    order, or a :class:`golden.offsets.Scheme`)."""
+    scheme = as_scheme(order)
+    if scheme is None:
+        return golden_encode(mask, None, word_bits)
+    return golden_encode(mask, scheme.order, word_bits, coded=scheme.coded, family=scheme.family)
+
+
 def _encode(mask, order, word_bits):
-    words, nbits = golden_encode(mask, order, word_bits)
+    words, nbits = golden_code(mask, usable(mask, order), word_bits)
     return [int(w) for w in words], nbits
 
 
@@ -215,7 +257,7 @@ def fuzz_codes(params, count, seed=0):
     while len(jobs) < count:
         M = _sizes(params, rng)
         mask = random_mask(M, rng)
-        words, nbits = _encode(mask, [None, *range(8)][rng.integers(9)], wb)
+        words, nbits = _encode(mask, [None, *SCHEMES][rng.integers(33)], wb)
         bits = [(w >> (wb - 1 - t)) & 1 for w in words for t in range(wb)]
         kind = int(rng.integers(10))
         if kind == 1:                   # flip 1 to 3 bits of the string
@@ -233,9 +275,9 @@ def fuzz_codes(params, count, seed=0):
         elif kind == 5:                 # count field raised (maybe above M)
             width = M.bit_length()
             count_field = min((1 << width) - 1, int(mask.sum()) + int(rng.integers(1, 4)))
-            bits[3:3 + width] = [(count_field >> (width - 1 - t)) & 1 for t in range(width)]
+            bits[5:5 + width] = [(count_field >> (width - 1 - t)) & 1 for t in range(width)]
         elif kind == 6:                 # a run of zeros over the codes
-            start = 3 + M.bit_length()
+            start = 5 + M.bit_length()
             if nbits > start:
                 at = int(rng.integers(start, nbits))
                 run = int(rng.integers(1, 40))
@@ -330,8 +372,8 @@ def _run_cocotb(block, params, payloads, simulator, stalls, seed):
 
 # ---- the spec 6 API --------------------------------------------------------------------------
 
-def encode_offsets(mask, order=None, word_bits=32, *, params=None, simulator="amaranth",
-                   stalls=0.0, stats=None, seed=0):
+def encode_offsets(mask, order=None, word_bits=32, *, coded=None, family=None, params=None,
+                   simulator="amaranth", stalls=0.0, stats=None, seed=0):
     """Encode a keep mask with the RTL encoder: the same ``(words, nbits)`` as
     :func:`golden.offsets.encode_offsets` for the same arguments.
 
@@ -339,9 +381,10 @@ def encode_offsets(mask, order=None, word_bits=32, *, params=None, simulator="am
     ----------
     mask : array_like of bool, shape [M]
     order : int or None
-        0..7, or None for the adaptive order.
+        0..7, or None for the adaptive scheme.
     word_bits : int
         8 to 64; must equal ``params.word_bits`` when ``params`` is given.
+    coded, family : as :func:`golden.offsets.encode_offsets` (a fixed scheme's set and family).
     params : FocusParams or None
         None: :func:`fit_params`. M > ``params.tokens`` raises ``ValueError``.
     simulator : str
@@ -349,27 +392,30 @@ def encode_offsets(mask, order=None, word_bits=32, *, params=None, simulator="am
     stalls : float
         Probability of an input idle and of an output back-pressure cycle (seeded by ``seed``).
     stats : dict or None
-        Filled with ``cycles`` (config beat to last word, inclusive), ``order`` (the e used) and
-        ``kept`` (n).
+        Filled with ``cycles`` (config beat to last word, inclusive), ``order`` (the e used),
+        ``coded`` and ``family`` (the set and family used, 0/1) and ``kept`` (n).
 
     Returns
     -------
     (numpy.ndarray of uint64, int)
     """
     mask = check_mask(mask)
-    order = check_order(order)
+    scheme = check_scheme(order, coded, family)
     word_bits = check_word_bits(word_bits)
     check_simulator(simulator)
     if params is None:
         params = fit_params(mask.size, word_bits)
     _check_params(params, mask.size, word_bits)
+    if scheme is not None and scheme_bits(mask)[scheme] < 0:
+        golden_code(mask, scheme, word_bits)      # golden's ValueError: this Rice cannot code it
     with rtl_failures("sim.encode_offsets"):
-        (result,) = run_encoder_jobs(params, [(mask, order)], simulator=simulator, stalls=stalls,
-                                     seed=seed)
+        (result,) = run_encoder_jobs(params, [(mask, scheme)], simulator=simulator,
+                                     stalls=stalls, seed=seed)
         words, nbits = encoder_result(result)
     if stats is not None:
-        stats.update(cycles=result["cycles"], order=int(words[0]) >> (word_bits - 3),
-                     kept=int(np.count_nonzero(mask)))
+        head = int(words[0]) >> (word_bits - 5)
+        stats.update(cycles=result["cycles"], order=head >> 2, coded=(head >> 1) & 1,
+                     family=head & 1, kept=int(np.count_nonzero(mask)))
     return OffsetCode(words, nbits)
 
 

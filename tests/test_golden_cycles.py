@@ -112,6 +112,9 @@ def test_encode_decode_cycles():
     assert encode_cycles(1024, 500, 900, 32, 32) == 500 + 29 + EL
     assert decode_cycles(300, 100, 1024, 4, 32) == 10 + 100 + 256 + DL
     assert decode_cycles(33, 0, 1, 1, 32) == 2 + 0 + 1 + DL
+    # A dropped-set code: the walk over all M positions, not the n kept ones.
+    assert decode_cycles(300, 900, 1024, 4, 32, dropped=True) == (
+        10 + 1024 + 256 + DL + cycles.DECODE_WALK_LATENCY)
     # wider words never cost more
     assert encode_cycles(1024, 100, 300, 4, 64) < encode_cycles(1024, 100, 300, 4, 8)
 

@@ -8,21 +8,31 @@ import golden
 
 
 def plain_code(mask, order, word_bits):
-    """Spec 3.3 with Python integers: e (3 bits), n (bit_length(M) bits), Exp-Golomb gaps."""
+    """Spec 3.3 with Python integers: e (3 bits), the set s and the family f (1 bit each), n
+    (bit_length(M) bits), then the gaps of the kept (s = 0) or dropped (s = 1) tokens in
+    Exp-Golomb (f = 0) or Rice (f = 1, quotients below 2 * bit_length(M)); a fixed order is the
+    kept set in Exp-Golomb, None the shortest scheme (ties: s, then f, then e smallest)."""
     M = len(mask)
-    kept = [j for j in range(M) if mask[j]]
-    gaps = [j - (kept[i - 1] + 1 if i else 0) for i, j in enumerate(kept)]
 
-    def bits(e):
-        out = format(e, "03b") + (format(len(kept), f"0{M.bit_length()}b"))
-        for g in gaps:
-            v = g + (1 << e)
-            out += "0" * (v.bit_length() - 1 - e) + format(v, "b")
+    def bits(e, s, f):
+        listed = [j for j in range(M) if bool(mask[j]) != bool(s)]
+        out = format(e, "03b") + str(s) + str(f) + format(len(listed), f"0{M.bit_length()}b")
+        for i, j in enumerate(listed):
+            g = j - (listed[i - 1] + 1 if i else 0)
+            if f:
+                if g >> e >= 2 * M.bit_length():
+                    return None
+                out += "0" * (g >> e) + "1" + (format(g % (1 << e), f"0{e}b") if e else "")
+            else:
+                v = g + (1 << e)
+                out += "0" * (v.bit_length() - 1 - e) + format(v, "b")
         return out
 
     if order is None:
-        order = min(range(8), key=lambda e: (len(bits(e)), e))
-    string = bits(order)
+        strings = [bits(e, s, f) for s in (0, 1) for f in (0, 1) for e in range(8)]
+        string = min((x for x in strings if x is not None), key=len)   # min keeps the first
+    else:
+        string = bits(order, 0, 0)
     padded = string + "0" * (-len(string) % word_bits)
     words = [int(padded[i:i + word_bits], 2) for i in range(0, len(padded), word_bits)]
     return words, len(string)

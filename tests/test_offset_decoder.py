@@ -19,6 +19,7 @@ from sim.offsets import (
     decoder_job,
     decoder_result,
     fuzz_codes,
+    golden_code,
     regression_masks,
     run_decoder_jobs,
     run_jobs,
@@ -43,15 +44,28 @@ def golden_or_none(words, nbits, M, word_bits):
 def valid_codes(p, count, seed):
     jobs = []
     for mask, order in regression_masks(p, count, seed=seed):
-        words, nbits = golden.encode_offsets(mask, order, p.word_bits)
+        words, nbits = golden_code(mask, order, p.word_bits)
         jobs.append(([int(w) for w in words], nbits, mask.size))
     return jobs
+
+
+def dropped_set(words, nbits, word_bits):
+    """Whether a string's header says the dropped set is coded (its bit 3; 0 when the string is
+    too short to hold it)."""
+    return bool(words) and nbits >= 4 and bool((words[0] >> (word_bits - 4)) & 1)
+
+
+def walked(words, nbits, M, indices, word_bits):
+    """What the bounds count as the decoder's index work: the indices written, or for a dropped-
+    set code the M positions its walker may step through."""
+    return M if dropped_set(words, nbits, word_bits) else indices
 
 
 def check_jobs(p, jobs, results, bound=True):
     """Each job ends in golden's mask (and the same indices) or, where golden raises, in the
     error flag; without stalls, within ``words + indices written + ceil(M/lanes) + 9`` cycles of
-    its config beat. Returns the number of rejected jobs."""
+    its config beat (for a dropped-set code M in place of the indices: the walk). Returns the
+    number of rejected jobs."""
     rejected = 0
     for k, ((words, nbits, M), result) in enumerate(zip(jobs, results, strict=True)):
         want = golden_or_none(words, nbits, M, p.word_bits)
@@ -66,22 +80,28 @@ def check_jobs(p, jobs, results, bound=True):
             assert np.array_equal(mask, want), f"{what}: RTL {mask}, golden {want}"
             assert indices.tolist() == np.flatnonzero(want).tolist()
         if bound:
-            limit = len(words) + len(result["idx_stream"]) + -(-M // p.lanes) + 9
+            work = walked(words, nbits, M, len(result["idx_stream"]), p.word_bits)
+            limit = len(words) + work + -(-M // p.lanes) + 9
             assert result["end"] <= limit, f"{what}: idle after {result['end']} > {limit}"
     return rejected
 
 
 @pytest.mark.parametrize("p", SHAPES, ids=tag)
 def test_valid_codes_match_golden(p):
-    """Golden's codes of edge and random masks, every order; the cycles lie between
-    max(words, n, ceil(M/lanes)) + 6 (5 for n = 0) and words + n + ceil(M/lanes) + 6."""
-    jobs = valid_codes(p, 80, seed=p.tokens + p.word_bits)
+    """Golden's codes of edge and random masks, every scheme; the cycles lie between
+    max(words, n, ceil(M/lanes)) + 6 (5 for n = 0) and words + n + ceil(M/lanes) + 6 for a
+    kept-set code, and between max(words, M, ceil(M/lanes)) + 6 and words + M +
+    ceil(M/lanes) + 9 for a dropped-set one (the walk over the M positions)."""
+    jobs = valid_codes(p, 100, seed=p.tokens + p.word_bits)
     results = run_decoder_jobs(p, jobs)
     assert check_jobs(p, jobs, results) == 0
-    for (words, _nbits, M), result in zip(jobs, results, strict=True):
+    for (words, nbits, M), result in zip(jobs, results, strict=True):
         n, beats = len(result["idx_stream"]), -(-M // p.lanes)
-        # A job with no kept token has no code through the index stage: one cycle fewer.
-        low, high = max(len(words), n, beats) + (6 if n else 5), len(words) + n + beats + 6
+        if dropped_set(words, nbits, p.word_bits):
+            low, high = max(len(words), M, beats) + 6, len(words) + M + beats + 9
+        else:
+            # A job with no kept token has no code through the index stage: one cycle fewer.
+            low, high = max(len(words), n, beats) + (6 if n else 5), len(words) + n + beats + 6
         assert low <= result["cycles"] <= high, (M, n, len(words), result["cycles"])
 
 
@@ -118,17 +138,23 @@ def _code(bits, word_bits=8):
     return [int(padded[k:k + word_bits], 2) for k in range(0, len(padded), word_bits)], len(bits)
 
 
-# e = 0, M = 5 (count field 3 bits): header "000" + count.
+# e = 0, M = 5 (count field 3 bits): header "000" + set + family + count.
 CAUSES = {
-    "CONFIG_zero": (*_code("000001" + "1"), 0),
-    "CONFIG_big": (*_code("000001" + "1"), 65),
-    "HEADER": (_code("000001")[0], 5, 5),
-    "SHORT": (_code("000001" + "1")[0], 17, 5),
-    "COUNT": (*_code("000110"), 5),
-    "ZEROS": (*_code("000001" + "0" * 7 + "1" + "0" * 7), 5),
-    "TRUNCATED": (*_code("000001" + "001"), 5),
-    "INDEX": (*_code("000001" + "00110"), 5),          # gap 5: index 5 >= M = 5
-    "TRAILING": (*_code("000001" + "1" + "0"), 5),
+    "CONFIG_zero": (*_code("000" + "00" + "001" + "1"), 0),
+    "CONFIG_big": (*_code("000" + "00" + "001" + "1"), 65),
+    "HEADER": (_code("000" + "00" + "001")[0], 7, 5),
+    "SHORT": (_code("000" + "00" + "001" + "1")[0], 17, 5),
+    "COUNT": (*_code("000" + "00" + "110"), 5),
+    "ZEROS": (*_code("000" + "00" + "001" + "0" * 7 + "1" + "0" * 7), 5),
+    "TRUNCATED": (*_code("000" + "00" + "001" + "001"), 5),
+    "TRUNCATED_rice": (*_code("010" + "01" + "001" + "001"), 5),   # Rice 2: the remainder is cut
+    "INDEX": (*_code("000" + "00" + "001" + "00110"), 5),          # gap 5: index 5 >= M = 5
+    "INDEX_dropped": (*_code("000" + "10" + "010" + "1" + "00101"), 5),   # dropped 0, then 0 + 5
+    "INDEX_rice": (*_code("000" + "01" + "001" + "000001"), 5),    # Rice 0, gap 5
+    "TRAILING": (*_code("000" + "00" + "001" + "1" + "0"), 5),
+    "TRAILING_dropped": (*_code("000" + "11" + "000" + "1"), 5),
+    "UNARY": (*_code("000" + "01" + "001" + "0" * 6 + "1"), 5),    # 2 * bit_length(5) = 6 zeros
+    "UNARY_end": (*_code("011" + "11" + "001" + "0" * 6), 5),      # the string ends in the zeros
 }
 
 
@@ -165,8 +191,8 @@ def test_extra_words_and_padding_are_ignored():
 def test_error_drops_the_rest_of_the_job():
     """An error in the first word of a long job: the remaining words are taken and discarded
     without decoding, and nothing more is written."""
-    words = _code("000001" + "00110")[0] + [0xFF] * 20
-    results = run_decoder_jobs(SMALL, [(words, 11, 5)])
+    words = _code("000" + "00" + "001" + "00110")[0] + [0xFF] * 20
+    results = run_decoder_jobs(SMALL, [(words, 13, 5)])
     assert results[0]["error"] == 1 and results[0]["idx_stream"] == []
     assert results[0]["o_stream"] == []
     assert results[0]["end"] <= len(words) + 4
@@ -200,7 +226,8 @@ def test_sim_malformed_code_raises_golden_error(case):
     with pytest.raises(ValueError) as got:
         sim.decode_offsets(words, nbits, M, 8)
     assert str(got.value) == str(want.value)
-    assert re.search(rf"\(RTL decoder cause {case}\)$", str(got.value.__cause__))
+    name = case.split("_")[0]
+    assert re.search(rf"\(RTL decoder cause {name}\)$", str(got.value.__cause__))
 
 
 def test_sim_names_the_tokens_beyond_the_rtl_limit():
@@ -244,7 +271,8 @@ INDEX_PORTS = (("cfg_stream", "i_stream"), ("idx_stream",))
 def check_index_jobs(p, jobs, results, bound=True):
     """Each job gives golden's kept indices, ``last`` on the final one, or, where golden raises,
     the error flag with no index >= M; without stalls it takes at most ``max(words, n) + 6``
-    cycles and is idle within ``words + n + 9`` cycles of its config beat. Returns the number
+    cycles (a dropped-set code: ``max(words, M) + 8``, the walk) and is idle within ``words + n
+    + 9`` cycles of its config beat (M in place of n for a dropped-set code). Returns the number
     of rejected jobs."""
     rejected = 0
     for k, ((words, nbits, M), result) in enumerate(zip(jobs, results, strict=True)):
@@ -262,8 +290,10 @@ def check_index_jobs(p, jobs, results, bound=True):
         assert indices == np.flatnonzero(want).tolist(), f"{what}: RTL {indices}"
         assert not beats or beats[-1]["last"], f"{what}: the final index lacks last"
         if bound:
-            assert result["cycles"] <= max(len(words), len(indices)) + 6, (what, result["cycles"])
-            assert result["end"] <= len(words) + len(indices) + 9, (what, result["end"])
+            work = walked(words, nbits, M, len(indices), p.word_bits)
+            slack = 8 if dropped_set(words, nbits, p.word_bits) else 6
+            assert result["cycles"] <= max(len(words), work) + slack, (what, result["cycles"])
+            assert result["end"] <= len(words) + work + 9, (what, result["end"])
     return rejected
 
 

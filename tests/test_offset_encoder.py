@@ -7,13 +7,15 @@ from helpers import OFFSET_SHAPES
 
 import golden
 import sim
-from golden.offsets import adaptive_order
+from golden.cycles import encode_fields
+from golden.offsets import DROPPED, RICE, Scheme, adaptive_scheme
 from rtl.params import FocusParams
 from rtl.sec.offset_encoder import EncodeError, OffsetEncoder
 from sim.offsets import (
     ENCODER_PORTS,
     encoder_job,
     encoder_result,
+    golden_code,
     mask_beats,
     regression_masks,
     run_encoder_jobs,
@@ -36,50 +38,53 @@ def tag(p):
 def check_against_golden(p, jobs, results):
     for k, ((mask, order), result) in enumerate(zip(jobs, results, strict=True)):
         words, nbits = encoder_result(result)
-        want, want_nbits = golden.encode_offsets(mask, order, p.word_bits)
+        want, want_nbits = golden_code(mask, order, p.word_bits)
         assert nbits == want_nbits and np.array_equal(words, want), (
             f"job {k}: M {mask.size}, order {order}, kept {np.flatnonzero(mask).tolist()}: "
             f"RTL {words.tolist()} / {nbits}, golden {want.tolist()} / {want_nbits}")
 
 
-def cycle_terms(mask, lanes, words):
+def cycle_terms(mask, lanes, words, dropped=False):
     """(ingest, emission) cycles of the documented model: a beat with p kept tokens takes
-    max(1, p) cycles; emission takes max(n + 1, words) cycles (header + one code per cycle, at
-    most one word per cycle)."""
+    max(1, p) cycles; emission takes max(fields, words) cycles (:func:`emission_fields`, one
+    field per cycle, at most one word per cycle)."""
     count = -(-mask.size // lanes)
     pops = [int(mask[b * lanes:(b + 1) * lanes].sum()) for b in range(count)]
-    return sum(max(1, x) for x in pops), max(int(mask.sum()) + 1, words)
+    return sum(max(1, x) for x in pops), max(encode_fields(mask, dropped), words)
 
 
 @pytest.mark.parametrize("p", SHAPES, ids=tag)
 def test_random_masks_match_golden(p):
-    """Edges and random masks (M 1..tokens, densities 0..1, every order and adaptive), back to
-    back, no stalls; the cycles follow the documented ingest + emission model to within 15..17
-    (14..17 with none kept)."""
-    jobs = regression_masks(p, 90, seed=p.tokens + p.word_bits)
+    """Edges and random masks (M 1..tokens, densities 0..1, every scheme and adaptive), back to
+    back, no stalls; the cycles follow the documented ingest + emission model to within 43..44
+    (42 with no code after the header)."""
+    jobs = regression_masks(p, 120, seed=p.tokens + p.word_bits)
     results = run_encoder_jobs(p, jobs)
     check_against_golden(p, jobs, results)
     for (mask, _order), result in zip(jobs, results, strict=True):
-        ingest, emission = cycle_terms(mask, p.lanes, len(result["o_stream"]))
-        # With no kept token no gap goes through the gap register: one cycle fewer.
-        low = ingest + emission + (15 if mask.any() else 14)
-        assert low <= result["cycles"] <= ingest + emission + 17, (
+        dropped = bool((int(result["o_stream"][0]["word"]) >> (p.word_bits - 4)) & 1)
+        ingest, emission = cycle_terms(mask, p.lanes, len(result["o_stream"]), dropped)
+        # With no code after the header no gap goes through the gap register: one cycle fewer.
+        low = ingest + emission + (43 if encode_fields(mask, dropped) > 1 else 42)
+        assert low <= result["cycles"] <= ingest + emission + 44, (
             f"M {mask.size}, n {int(mask.sum())}: {result['cycles']} cycles, model "
-            f"{ingest} + {emission} + 15..17")
+            f"{ingest} + {emission} + 42..44")
 
 
 @pytest.mark.parametrize("backpressure", [0.0, 0.3], ids=["nobp", "bp"])
 @pytest.mark.parametrize("idle", [0.0, 0.3], ids=["noidle", "idle"])
 def test_under_stalls(idle, backpressure):
-    """Input idles and output back-pressure (and both), with stream monitors on every port."""
-    jobs = regression_masks(SMALL, 60, seed=7)
+    """Input idles and output back-pressure (and both), with stream monitors on every port; the
+    jobs cover adaptive and all 32 fixed schemes."""
+    jobs = regression_masks(SMALL, 70, seed=7)
     stalls = {"cfg_stream": idle, "i_stream": idle, "o_stream": backpressure}
     check_against_golden(SMALL, jobs, run_encoder_jobs(SMALL, jobs, stalls=stalls, seed=5))
 
 
 def test_long_backpressure():
     """ready low for 150 cycles from cycle 30: the packer holds; nothing lost or duplicated."""
-    jobs = [(np.ones(64, bool), 7), (np.ones(64, bool), None), (np.arange(64) % 3 == 0, 0)]
+    jobs = [(np.ones(64, bool), 7), (np.ones(64, bool), None), (np.arange(64) % 3 == 0, 0),
+            (np.arange(64) % 5 != 0, Scheme(DROPPED, RICE, 1))]
     payloads = [encoder_job(mask, order, SMALL.lanes) for mask, order in jobs]
     results = run_jobs(OffsetEncoder(SMALL), ENCODER_PORTS, payloads,
                        stalls={"o_stream": Stalls(windows=[(30, 150)])})
@@ -96,19 +101,20 @@ def test_h264_ue_table_on_rtl_output():
             mask[code_num] = True
             words, nbits = sim.encode_offsets(mask, 0, word_bits, params=p)
             bits = "".join(format(int(w), f"0{word_bits}b") for w in words)
-            header = 3 + mask.size.bit_length()
-            assert bits[:header] == "000" + format(1, f"0{header - 3}b")
+            header = 5 + mask.size.bit_length()
+            assert bits[:header] == "00000" + format(1, f"0{header - 5}b")
             assert bits[header:nbits] == code, f"codeNum {code_num}: {bits[header:nbits]}"
             assert set(bits[nbits:]) <= {"0"}, "padding must be zeros"
 
 
-def test_adaptive_order_and_stats():
+def test_adaptive_scheme_and_stats():
     rng = np.random.default_rng(3)
     for density in (0.05, 0.3, 0.6, 0.95):
         mask = rng.random(200) < density
         stats = {}
         words, nbits = sim.encode_offsets(mask, None, 16, stats=stats)
-        assert stats["order"] == adaptive_order(mask)
+        scheme = adaptive_scheme(mask)
+        assert (stats["coded"], stats["family"], stats["order"]) == tuple(scheme)
         assert stats["kept"] == int(mask.sum())
         assert stats["cycles"] > 0
         want = golden.encode_offsets(mask, None, 16)
@@ -123,11 +129,30 @@ def test_one_code_per_cycle_once_the_order_is_known():
     (result,) = run_encoder_jobs(p, [(mask, 0)])
     ingest, emission = cycle_terms(mask, p.lanes, len(result["o_stream"]))
     assert emission == 257
-    assert result["cycles"] <= ingest + 257 + 16
+    assert result["cycles"] <= ingest + 257 + 44
 
 
 def _error_job(p, cfg, beats):
     return {"cfg_stream": [cfg], "i_stream": beats}
+
+
+def test_fixed_rice_that_cannot_code_the_mask_is_refused():
+    """A fixed Rice scheme whose quotient would reach 2 * bit_length(M): QUOTIENT once the mask
+    is counted, no word; golden raises ValueError; the next job is encoded."""
+    p = FocusParams(tokens=64, lanes=4, word_bits=16)
+    mask = np.zeros(40, bool)
+    mask[[0, 13]] = True                 # kept gap 12: quotient 12 >= 2 * bit_length(40) = 12
+    for scheme in (Scheme(0, RICE, 0), Scheme(DROPPED, RICE, 0)):
+        bad = ~mask if scheme.coded else mask
+        with pytest.raises(ValueError, match=r"cannot code this mask"):
+            golden_code(bad, scheme, 16)
+        with pytest.raises(ValueError, match=r"cannot code this mask"):
+            sim.encode_offsets(bad, 0, 16, coded=scheme.coded, family="rice", params=p)
+        good = Scheme(scheme.coded, RICE, 1)
+        results = run_encoder_jobs(p, [(bad, scheme), (bad, good)])
+        assert results[0]["error"] == 1 and results[0]["cause"] == EncodeError.QUOTIENT.value
+        assert results[0]["o_stream"] == []
+        check_against_golden(p, [(bad, good)], results[1:])
 
 
 @pytest.mark.parametrize("case", ["m_zero", "m_too_big", "last_early", "last_missing",

@@ -9,7 +9,7 @@ from amaranth.sim import Simulator
 
 import golden
 import sim
-from golden.cycles import importance_cycles, topk_cycles
+from golden.cycles import encode_fields, importance_cycles, topk_cycles
 from rtl.lib.stream_fork import StreamFork
 from rtl.params import FocusParams
 from rtl.sec.semantic_concentrator import SecError, SemanticConcentrator, sec_config_layout
@@ -34,15 +34,17 @@ def cdiv(a, b):
 def model(p, scores, mode, keep, mask, words):
     """The cycles of one job without stalls, from the blocks' models: the analyzer without its
     readout, the selector before its mask, then the encoder (a mask beat with p kept tokens
-    takes max(1, p) cycles; emission max(n + 1, words) cycles) and a constant 12..14, 13..15 when
-    a token is kept (the encoder's own is 14..17 from its configuration beat, which SEC sends
-    before the mask)."""
+    takes max(1, p) cycles; emission max(encode_fields, words) cycles, :func:`golden.cycles.
+    encode_fields` for the scheme in the header) and a constant 39..41, 40..42 when a code follows
+    the header (the encoder's own is 42..44 from its configuration beat, which SEC sends before
+    the mask)."""
     R, M = scores.shape
     a = p.lanes
     pops = [int(mask[b * a:(b + 1) * a].sum()) for b in range(cdiv(M, a))]
+    dropped = bool((int(words[0]) >> (p.word_bits - 4)) & 1)
     return (importance_cycles(R, M, a, mode) - cdiv(M, a)
             + topk_cycles(M, keep, a, p.score_bits, p.sorter) - cdiv(M, a)
-            + sum(max(1, x) for x in pops) + max(int(mask.sum()) + 1, len(words)))
+            + sum(max(1, x) for x in pops) + max(encode_fields(mask, dropped), len(words)))
 
 #: The four stall patterns (none, input idles, output back-pressure, both).
 STALLS = stall_patterns(("cfg_stream", "i_stream"), ("mask_stream", "code_stream"))
@@ -69,8 +71,10 @@ def run_and_check(p, cases, stalls=0.0, seed=0, exact=None):
         assert r["done"] == r["last_output"] + 1 and not r["end_error"], what
         if exact:
             low = model(p, scores, mode, keep, want_mask, want_words)
-            # The encoder's gap register adds a cycle when a token is kept.
-            lo, hi = (13, 15) if want_mask.any() else (12, 14)
+            # The encoder's gap register adds a cycle when a code follows the header.
+            dropped = bool((int(want_words[0]) >> (p.word_bits - 4)) & 1)
+            coded = encode_fields(want_mask, dropped) > 1
+            lo, hi = (40, 42) if coded else (39, 41)
             assert low + lo <= r["cycles"] <= low + hi, (
                 f"{what}: {r['cycles']} cycles, {low}+{lo}..{hi}")
     return results

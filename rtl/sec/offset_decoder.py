@@ -1,4 +1,5 @@
-"""The SEC offset decoder (spec 3.3): Exp-Golomb offset code in, keep mask and kept indices out."""
+"""The SEC offset decoder (spec 3.3): offset code in (kept or dropped set, Exp-Golomb or Rice gaps),
+keep mask and kept indices out."""
 
 from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, enum, stream, wiring
@@ -7,7 +8,7 @@ from amaranth.lib.wiring import In, Out
 from ..block import FocusBlock
 from ..layouts import mask_beat_layout, offset_word_layout
 from .mask_builder import INDEX_FIFO_DEPTH, MaskBuilder
-from .offset_encoder import bit_length
+from .offset_encoder import HEADER_FIXED_BITS, bit_length, rice_limit_bits
 
 __all__ = ["OffsetDecoder", "DecodeError", "decoder_config_layout", "index_layout",
            "leading_zero_limit", "decode_field_bits", "DECODE_DRAIN_CYCLES", "INDEX_FIFO_DEPTH"]
@@ -38,6 +39,8 @@ class DecodeError(enum.Enum, shape=4):
     INDEX = 7
     #: The n codes end before ``nbits``.
     TRAILING = 8
+    #: A Rice code's unary part has 2 * bit_length(M) or more zeros.
+    UNARY = 9
 
 
 class _Phase(enum.Enum, shape=2):
@@ -68,15 +71,17 @@ def index_layout(p):
 
 
 def leading_zero_limit(p):
-    """Z = bit_length(tokens): a code with Z leading zeros has v >= 2**(Z+e), so its gap is at
-    least 2**Z - 1 >= tokens >= M and its index is out of range. Z <= 17 < 31."""
+    """Z = bit_length(tokens): an Exp-Golomb code with Z leading zeros has v >= 2**(Z+e), so its
+    gap is at least 2**Z - 1 >= tokens >= M and its index is out of range. Z <= 17 < 31."""
     return p.tokens.bit_length()
 
 
 def decode_field_bits(p):
-    """Longest field the decoder must see at once: a code with Z - 1 leading zeros at order 7
-    (2*Z + 6 bits), or the header (3 + bit_length(tokens) bits)."""
-    return max(2 * leading_zero_limit(p) + 6, 3 + p.count_bits)
+    """Longest field the decoder must see at once: an Exp-Golomb code with Z - 1 leading zeros at
+    order 7 (2*Z + 6 bits), a Rice code with the longest unary part (2*Z - 1 zeros) at order 7
+    (2*Z + 7 bits), or the header (5 + bit_length(tokens) bits)."""
+    return max(2 * leading_zero_limit(p) + 6, rice_limit_bits(p) + 8,
+               HEADER_FIXED_BITS + p.count_bits)
 
 
 class OffsetDecoder(FocusBlock):
@@ -94,15 +99,22 @@ class OffsetDecoder(FocusBlock):
     - ``idx_stream``: the kept indices in ascending order (:func:`index_layout`), ``last`` on the
       final one; a job with no kept token sends none.
 
+    The code lists the kept or the dropped tokens, in Exp-Golomb or Rice gaps (the header says
+    which); both outputs always give the kept tokens.
+
     Datapath, two stages. Stage 1 (the parse): a bit buffer of ``decode_field_bits +
     word_bits`` bits takes one word per cycle while it has room; each cycle the header, or one
-    code, is found at its top and consumed: a one-hot leading-one detect over Z =
-    bit_length(tokens) bits, the fit test against registered bit counts (compares with
-    constants), and the consumption as a select of precomputed shifts (by 1 + e, then by 2 *
-    leading zeros), so the loop from the buffer back to itself has no adder and no barrel
+    code, is found at its top and consumed: a one-hot leading-one detect over 2Z bits (Z =
+    bit_length(tokens); Exp-Golomb codes use the first Z, Rice ones the first 2 *
+    bit_length(M)), the fit test against registered bit counts (compares with constants), and
+    the consumption as a select of precomputed shifts (by 1 + e, then by the leading zeros k, or
+    2k for Exp-Golomb), so the loop from the buffer back to itself has no adder and no barrel
     shifter. Stage 2, the next cycle: the code's value from its registered bits, its index
-    (previous index + 1 + gap) and the index checks (INDEX, TRAILING). An index goes from stage 2
-    to ``idx_stream``'s register and, in the same cycle, to a
+    (previous index + 1 + gap) and the index checks (INDEX, TRAILING). A kept-set index goes
+    from stage 2 to the outputs; a dropped-set one to a walker that steps over the positions 0 ..
+    M-1, one per cycle, emitting the ones that are not dropped (each held a cycle until the next
+    is found, so the last one carries ``last``). A kept index goes to ``idx_stream``'s register
+    and, in the same cycle, to a
     :class:`rtl.sec.mask_builder.MaskBuilder` (through its queue of :data:`INDEX_FIFO_DEPTH`),
     which writes one mask beat per cycle: the decoder composes the two with ``wiring.connect``,
     starts the builder with the config beat, holds it aborted while no job runs or after an
@@ -112,27 +124,31 @@ class OffsetDecoder(FocusBlock):
     costs about b cycles there, absorbed by the queue. Back-pressure on either output holds
     stage 2, which holds stage 1 (no code is lost or repeated).
 
-    Cycles with no stalls, for a valid code of w words and n kept tokens, from the config beat to
-    the last output transfer, inclusive: at least ``max(w, n, ceil(M/lanes)) + 6`` (+ 5 for
-    n = 0) and at most ``w + n + ceil(M/lanes) + 6`` (:func:`golden.cycles.decode_cycles`);
-    near the lower end unless the queue overflows on gaps of many whole beats (clustered masks).
+    Cycles with no stalls, for a valid kept-set code of w words and n kept tokens, from the
+    config beat to the last output transfer, inclusive: at least ``max(w, n, ceil(M/lanes)) + 6``
+    (+ 5 for n = 0) and at most ``w + n + ceil(M/lanes) + 6``
+    (:func:`golden.cycles.decode_cycles`); near the lower end unless the queue overflows on gaps
+    of many whole beats (clustered masks). For a dropped-set code the walk replaces n by M:
+    between ``max(w, M, ceil(M/lanes)) + 6`` and ``w + M + ceil(M/lanes) + 9``.
 
     Malformed input (:class:`DecodeError`): M = 0 or M > ``tokens``, ``nbits`` shorter than the
-    header, words ending before ``nbits``, a count n > M, a code with Z or more leading zeros (so
-    also more than 31), a code running past ``nbits``, an index >= M, or codes ending before
-    ``nbits``. Each is found in the cycle the decoder reaches it (the config beat, the word flagged
-    ``last``, or the offending header or code; the index checks a cycle later, in stage 2, which
-    also wins over a stage-1 error of the next code). Then ``error`` rises with its ``cause``; the
-    rest of the job is dropped: no further index or mask beat is written (beats already written are
-    valid positions < M, but the job is incomplete: consumers must discard it), the queue is
-    cleared, and ``i_stream.ready`` stays high until the job's ``last`` word. The decoder is idle
-    (``busy`` low) :data:`DECODE_DRAIN_CYCLES` cycles after the later of the error and the ``last``
-    word's transfer, once a beat already offered on an output has been taken (stream rules forbid
-    withdrawing it). With always-valid words and always-ready outputs, a job of w words that writes
-    i <= M indices is idle within ``w + i + ceil(M/lanes) + 9`` cycles of its config beat, error or
-    not (the fuzz tests check this bound on thousands of streams; the formal test proves at a small
-    size that every job ends). ``error`` and ``cause`` hold until the next config beat. The decoder
-    never writes an index >= M, more than ceil(M/lanes) mask beats, or a set padding bit, and never
+    header, words ending before ``nbits``, a count n > M, an Exp-Golomb code with Z or more
+    leading zeros (so also more than 31), a Rice code with 2 * bit_length(M) or more (UNARY), a
+    code running past ``nbits``, an index >= M, or codes ending before ``nbits``. Each is found
+    in the cycle the decoder reaches it (the config beat, the word flagged ``last``, or the
+    offending header or code; the index checks a cycle later, in stage 2, which also wins over a
+    stage-1 error of the next code). Then ``error`` rises with its ``cause``; the rest of the
+    job is dropped: no further index or mask beat is written (beats already written are valid
+    positions < M, but the job is incomplete: consumers must discard it), the queue is cleared,
+    and ``i_stream.ready`` stays high until the job's ``last`` word. The decoder is idle
+    (``busy`` low) :data:`DECODE_DRAIN_CYCLES` cycles after the later of the error and the
+    ``last`` word's transfer, once a beat already offered on an output has been taken (stream
+    rules forbid withdrawing it). With always-valid words and always-ready outputs, a job of w
+    words that writes i <= M indices is idle within ``w + i + ceil(M/lanes) + 9`` cycles of its
+    config beat (``w + M + ceil(M/lanes) + 9`` for a dropped-set code), error or not (the fuzz
+    tests check this bound on thousands of streams; the formal test proves at a small size that
+    every job ends). ``error`` and ``cause`` hold until the next config beat. The decoder never
+    writes an index >= M, more than ceil(M/lanes) mask beats, or a set padding bit, and never
     waits for words it cannot get.
 
     Parameters
@@ -143,7 +159,8 @@ class OffsetDecoder(FocusBlock):
         False leaves out the mask builder (and its queue) and ``o_stream``: the decoder proper,
         code words to indices, with the same ports otherwise. It gives the kept indices at one
         per cycle whatever the gaps (a gap no longer costs a cycle per skipped beat), and a job
-        of w words and n indices takes ``max(w, n) + 6`` cycles or fewer.
+        of w words and n indices takes ``max(w, n) + 6`` cycles or fewer (``max(w, M) + 8`` for
+        a dropped-set code, the walk over M positions).
         :class:`rtl.top.focus_unit.FocusUnit` uses this: the SIC layouter needs positions, not
         the mask. Errors and their causes are the same.
 
@@ -165,8 +182,12 @@ class OffsetDecoder(FocusBlock):
         Why ``error`` is set (``NONE`` otherwise).
     order : Out(3)
         The order e read from the header.
+    dropped : Out(1)
+        The header's set bit: the code lists the dropped tokens.
+    rice : Out(1)
+        The header's family bit: Rice codes.
     kept : Out(range(tokens + 1))
-        The count n read from the header.
+        The kept count: the header's count n, or M - n for a dropped-set code.
     """
 
     def __init__(self, params=None, *, mask=True):
@@ -180,6 +201,8 @@ class OffsetDecoder(FocusBlock):
             "error": Out(1),
             "cause": Out(DecodeError),
             "order": Out(3),
+            "dropped": Out(1),
+            "rice": Out(1),
             "kept": Out(range(p.tokens + 1)),
         })
 
@@ -194,15 +217,17 @@ class OffsetDecoder(FocusBlock):
         cfg, i, x = self.cfg_stream, self.i_stream, self.idx_stream
         wb, cb = p.word_bits, p.count_bits
         zmax = leading_zero_limit(p)
+        win = rice_limit_bits(p) + 1    # the one-hot search window (Rice: 2Z, Exp-Golomb: Z)
         fw = decode_field_bits(p)
         bb = fw + wb                    # bit buffer: a word fits in whenever fill <= fw
 
         # ---- job settings and state -------------------------------------------------------------
         tokens = Signal(cb)
         hb = Signal(range(cb + 1))
-        e = Signal(3)
+        e, s, f = Signal(3), Signal(), Signal()
         n = Signal(range(p.tokens + 1))
-        m.d.comb += [self.order.eq(e), self.kept.eq(n)]
+        kept = Signal(range(p.tokens + 1))
+        m.d.comb += [self.order.eq(e), self.kept.eq(kept), self.dropped.eq(s), self.rice.eq(f)]
         running = Signal()
         in_done = Signal()              # the job's last word has been accepted
         # The phase is an enum, not an m.FSM: a config beat restarts it from any value, so the
@@ -221,9 +246,11 @@ class OffsetDecoder(FocusBlock):
         all_in = Signal()               # need == 0
         # String bits in the buffer: all of them (rem <= fill) once the string is all loaded,
         # else the whole fill (fill < rem); and avail - 1 - e, so that a code with k leading
-        # zeros fits when slack >= 2*k (compares with constants in the decoder's loop).
+        # zeros fits when slack >= 2*k (Rice: k) (compares with constants in the decoder's loop).
         avail = Signal.like(fill)
         slack = Signal(signed(len(fill) + 2))
+        rice_ok = Signal(win)           # bit k: a Rice unary part of k zeros is allowed (k < 2hb)
+        rice_lim = Signal(range(2 * cb + 1))
 
         # ---- a new job --------------------------------------------------------------------------
         cfg_fire = cfg.valid & cfg.ready
@@ -231,21 +258,25 @@ class OffsetDecoder(FocusBlock):
         with m.If(cfg_fire):
             cfg_m, cfg_hb = cfg.payload.tokens, bit_length(cfg.payload.tokens)
             bad_m = (cfg_m == 0) | (cfg_m > p.tokens)
-            short = cfg.payload.nbits < 3 + cfg_hb
+            short = cfg.payload.nbits < HEADER_FIXED_BITS + cfg_hb
             m.d.sync += [
                 running.eq(1), in_done.eq(0), phase.eq(_Phase.HDR), codes_left.eq(0),
                 prev_end.eq(0),
-                tokens.eq(cfg_m), hb.eq(cfg_hb), e.eq(0), n.eq(0),
+                tokens.eq(cfg_m), hb.eq(cfg_hb), e.eq(0), s.eq(0), f.eq(0), n.eq(0),
+                kept.eq(0),
                 buf.eq(0), fill.eq(0), rem.eq(cfg.payload.nbits), need.eq(cfg.payload.nbits),
                 all_in.eq(cfg.payload.nbits == 0), avail.eq(0), slack.eq(-1),
                 error.eq(bad_m | short),
                 cause.eq(Mux(bad_m, DecodeError.CONFIG,
                              Mux(short, DecodeError.HEADER, DecodeError.NONE))),
             ]
+        m.d.sync += [rice_lim.eq(2 * hb),
+                     rice_ok.eq(Cat(*(k < rice_lim for k in range(win))))]
 
-        # ---- the mask builder, with the mask: each index goes to it and to idx_stream's register
-        # in the same cycle, only when both have room (so `to_mask.valid` waits for `ready`, which
-        # is safe: the builder's ready is its queue's room and never depends on valid).
+        # ---- the outputs' room: idx_stream's register and, with the mask, the mask builder's
+        # queue (each index goes to both in the same cycle, only when both have room, so
+        # `to_mask.valid` waits for `ready`, which is safe: the builder's ready is its queue's
+        # room and never depends on valid).
         room = ~x.valid | x.ready
         if self._mask:
             m.submodules.mask_builder = builder = MaskBuilder(p)
@@ -256,49 +287,61 @@ class OffsetDecoder(FocusBlock):
 
         # ---- stage 2: the index of the code parsed in the cycle before --------------------------
         # Stage 1 (below) only finds where each code ends, so its loop (leading zeros, shift) is
-        # short; the value, the index and their checks take the next cycle, here.
+        # short; the value, the index and their checks take the next cycle, here. A kept index
+        # goes to the outputs; a dropped one to the walker, which gives the kept ones.
         s2_valid, s2_last, s2_trail = Signal(), Signal(), Signal()
         s2_top = Signal(fw)             # the buffer's top fw bits when the code was parsed
         s2_shift = Signal(range(fw + 1))  # fw - the code's length
+        # The gap is v + s2_off: v - 2**e (Exp-Golomb), or (quotient << e) + v - 2**e (Rice),
+        # the offset formed at the parse, so stage 2 adds only three registered values.
+        s2_off = Signal(signed(win.bit_length() + 9))
         v = Signal(zmax + 8)
         m.d.comb += v.eq(s2_top >> s2_shift)
-        j = Signal(max(p.count_bits + 1, zmax + 8) + 1)
-        m.d.comb += j.eq(prev_end + v - (1 << e))
-        s2_go = s2_valid & (error | room)  # the entry leaves stage 2 this cycle
-        push, fail2 = Signal(name="push"), Signal(name="fail2")
+        j = Signal(max(cb + 1, zmax + 8, len(s2_off)) + 2)
+        m.d.comb += j.eq(prev_end + v + s2_off)
+        walk_room = Signal()            # the walker takes a dropped index this cycle
+        s2_room = Mux(s, walk_room, room)
+        s2_go = s2_valid & (error | s2_room)  # the entry leaves stage 2 this cycle
+        ok2, fail2 = Signal(name="ok2"), Signal(name="fail2")
         fail2_cause = Signal(DecodeError)
-        with m.If(running & ~error & s2_valid & room):
+        with m.If(running & ~error & s2_valid & s2_room):
             with m.If(j >= tokens):
                 m.d.comb += [fail2.eq(1), fail2_cause.eq(DecodeError.INDEX)]
             with m.Elif(s2_trail):
                 m.d.comb += [fail2.eq(1), fail2_cause.eq(DecodeError.TRAILING)]
             with m.Else():
-                m.d.comb += push.eq(1)
+                m.d.comb += ok2.eq(1)
                 m.d.sync += prev_end.eq(j + 1)
 
         # ---- stage 1: parse the header, or one code, at the top of the buffer -------------------
-        # String bits in the buffer: all of them (rem <= fill) once the string is all loaded,
-        # else the whole fill (fill < rem); so no wide compare of fill with rem.
-        first, fits_at = _code_starts(m, p, buf, slack)
+        first, fits_eg, fits_rice = _code_starts(m, p, buf, slack, win)
         hl, hdr, hdr_n = _header_fields(m, p, buf, hb)
-        lz = Signal(range(zmax + 1))
-        m.d.comb += lz.eq(zmax)
-        for k in reversed(range(zmax)):
-            with m.If(first[k]):
-                m.d.comb += lz.eq(k)
+        # The leading zeros, from the one-hot first[] by ORs (a binary encoder, not a priority
+        # chain: at most one first[k] is high). Used only when a code fits, so some first[k] is.
+        lz = Signal(range(win + 1))
+        m.d.comb += lz.eq(Cat(*(_or_all(first[k] for k in range(win) if k >> b & 1)
+                                for b in range(len(lz)) if any(k >> b & 1 for k in range(win)))))
         code_len = Signal(range(fw + 1))
-        m.d.comb += code_len.eq(2 * lz + 1 + e)
+        m.d.comb += code_len.eq(Mux(f, lz, 2 * lz) + 1 + e)
         fits = Signal()                 # a whole code is in the buffer
-        m.d.comb += fits.eq(Cat(*(first[k] & fits_at[k] for k in range(zmax))).any())
+        m.d.comb += fits.eq(Mux(
+            f, Cat(*(first[k] & rice_ok[k] & fits_rice[k] for k in range(win))).any(),
+            Cat(*(first[k] & fits_eg[k] for k in range(zmax))).any()))
+        no_one = Mux(f, ~Cat(*(first[k] & rice_ok[k] for k in range(win))).any(),
+                     ~buf[bb - zmax:].any())
+        zeros_at = Mux(f, avail >= rice_lim, avail >= zmax)
 
         take_hdr, take_code = Signal(), Signal()
         fail, fail_cause = Signal(name="fail"), Signal(DecodeError)
         active = running & ~error
+        hdr_e, hdr_s, hdr_f = (hdr >> (hb + 2))[:3], (hdr >> (hb + 1))[0], (hdr >> hb)[0]
         with m.Switch(phase):
             with m.Case(_Phase.HDR):
                 with m.If(active & (avail >= hl)):
                     m.d.comb += take_hdr.eq(1)
-                    m.d.sync += [e.eq(hdr >> hb), n.eq(hdr_n), codes_left.eq(hdr_n)]
+                    m.d.sync += [e.eq(hdr_e), s.eq(hdr_s), f.eq(hdr_f), n.eq(hdr_n),
+                                 codes_left.eq(hdr_n),
+                                 kept.eq(Mux(hdr_s, tokens - hdr_n, hdr_n))]
                     with m.If(hdr_n > tokens):
                         m.d.comb += [fail.eq(1), fail_cause.eq(DecodeError.COUNT)]
                     with m.Else():
@@ -316,14 +359,15 @@ class OffsetDecoder(FocusBlock):
                         m.d.sync += codes_left.eq(codes_left - 1)
                         with m.If(codes_left == 1):
                             m.d.sync += phase.eq(_Phase.FIN)
-                    with m.Elif((avail >= zmax) & ~buf[bb - zmax:].any()):
-                        m.d.comb += [fail.eq(1), fail_cause.eq(DecodeError.ZEROS)]
+                    with m.Elif(zeros_at & no_one):
+                        m.d.comb += [fail.eq(1),
+                                     fail_cause.eq(Mux(f, DecodeError.UNARY, DecodeError.ZEROS))]
                     with m.Elif(all_in):
                         # Every string bit is in the buffer and the code still does not fit.
                         m.d.comb += [fail.eq(1), fail_cause.eq(DecodeError.TRUNCATED)]
         with m.If(take_code):
             m.d.sync += [s2_valid.eq(1), s2_top.eq(buf[bb - fw:]), s2_shift.eq(fw - code_len),
-                         s2_last.eq(codes_left == 1),
+                         s2_off.eq(Mux(f, lz << e, 0) - (1 << e)), s2_last.eq(codes_left == 1),
                          s2_trail.eq((codes_left == 1) & (rem != code_len))]
         with m.Elif(s2_go):
             m.d.sync += s2_valid.eq(0)
@@ -335,11 +379,7 @@ class OffsetDecoder(FocusBlock):
         load = word_fire & ~error & ~all_in
         loaded = Signal(bb)             # fill <= fw when a word is taken, so it fits
         m.d.comb += loaded.eq(Mux(load, buf | ((i.payload.word << fw) >> fill), buf))
-        after_e = Signal(bb)            # a code's 1 + e bits past its leading zeros
-        m.d.comb += after_e.eq(loaded << 1 + e)
-        after_code = Signal(bb)         # ... and its 2 * lz: a one-hot select on the first 1
-        m.d.comb += after_code.eq(
-            _or_all(after_e.shift_left(2 * k) & first[k].replicate(bb) for k in range(zmax)))
+        after_code = _consume(m, loaded, e, f, first, zmax)
         used = Signal(range(fw + 1))    # string bits consumed this cycle
         with m.If(take_hdr):
             m.d.comb += used.eq(hl)
@@ -351,7 +391,7 @@ class OffsetDecoder(FocusBlock):
         m.d.comb += fill_next.eq(fill + Mux(load, wb, 0))
         base = Signal.like(fill)
         m.d.comb += base.eq(Mux(all_in_next, rem[:len(fill)], fill_next))
-        e_next = Mux(take_hdr, hdr >> hb, e)[:3]
+        e_next = Mux(take_hdr, hdr_e, e)[:3]
         with m.If(running & ~cfg_fire):
             m.d.sync += [rem.eq(rem - used), fill.eq(fill_next - used), all_in.eq(all_in_next),
                          avail.eq(base - used), slack.eq(base - 1 - e_next - used)]
@@ -359,7 +399,7 @@ class OffsetDecoder(FocusBlock):
                 with m.Switch(hb):      # a select by a register, not a shifter
                     for h in range(cb + 1):
                         with m.Case(h):
-                            m.d.sync += buf.eq(loaded << 3 + h)
+                            m.d.sync += buf.eq(loaded << HEADER_FIXED_BITS + h)
             with m.Elif(take_code):
                 m.d.sync += buf.eq(after_code)
             with m.Else():
@@ -378,17 +418,22 @@ class OffsetDecoder(FocusBlock):
             m.d.sync += s2_valid.eq(0)
 
         # ---- outputs: the index register (and the mask builder), and the end of a job ----------
-        with m.If(push):
-            m.d.sync += [x.valid.eq(1), x.payload.index.eq(j), x.payload.last.eq(s2_last)]
+        push, out_idx, out_last, walked = self._walk(
+            m, start=cfg_fire, active=running & ~error & s, room=room, coded=ok2 & s, j=j,
+            coded_done=fin, tokens=tokens, walk_room=walk_room)
+        with m.If(Mux(s, push, ok2)):
+            m.d.sync += [x.valid.eq(1), x.payload.index.eq(Mux(s, out_idx, j)),
+                         x.payload.last.eq(Mux(s, out_last, s2_last))]
         with m.Elif(x.ready):
             m.d.sync += x.valid.eq(0)
+        done = Mux(s, walked, fin)      # every kept index is decided
         busy = running | x.valid
-        finished = fin                  # every output of the job is decided
+        finished = done
         if self._mask:
             m.d.comb += [
-                to_mask.valid.eq(push), to_mask.payload.eq(j),
+                to_mask.valid.eq(Mux(s, push, ok2)), to_mask.payload.eq(Mux(s, out_idx, j)),
                 builder.start.eq(cfg_fire), builder.M.eq(tokens),
-                builder.abort.eq(~running | error), builder.i_done.eq(fin),
+                builder.abort.eq(~running | error), builder.i_done.eq(done),
             ]
             busy = busy | self.o_stream.valid
             finished = ~builder.busy
@@ -396,6 +441,45 @@ class OffsetDecoder(FocusBlock):
         with m.If(running & in_done & (error | finished)):
             m.d.sync += running.eq(0)
         return m
+
+    def _walk(self, m, *, start, active, room, coded, j, coded_done, tokens, walk_room):
+        """The kept indices of a dropped-set code: a walk over the positions 0 .. M-1, one per
+        cycle, that emits each position that is not the next dropped index (``j``, taken when
+        ``coded``; ``walk_room`` says the walker has room for it) and steps over the one that
+        is. Each kept index waits in a register until the next one is found or the walk ends
+        (``coded_done``: no further dropped index), so that the final one carries ``last``.
+        Returns (``push``: an index for the outputs, which have ``room``; the index; its
+        ``last``; ``walked``: every kept index has been pushed)."""
+        p = self._params
+        cb = p.count_bits
+        wpos = Signal(cb + 1)           # the next position to walk
+        d_valid, d_idx = Signal(), Signal(cb + 1)   # the next dropped index
+        pend_valid, pend = Signal(), Signal(cb + 1)  # the last kept index found
+        push, out_last = Signal(), Signal()
+        with m.If(start):
+            m.d.sync += [wpos.eq(0), d_valid.eq(0), pend_valid.eq(0)]
+        # Compares, not equalities, so that the walk moves on from any state (a dropped index at
+        # or behind the walk is used up; nothing at or past M is emitted): the formal proof's
+        # induction relies on it.
+        at_drop = d_valid & ((wpos >= d_idx) | (wpos >= tokens))
+        below = (wpos < tokens) & Mux(d_valid, wpos < d_idx, coded_done)
+        d_take = active & at_drop
+        found = active & ~at_drop & below & (~pend_valid | room)
+        flush = active & ~d_valid & coded_done & (wpos >= tokens) & pend_valid & room
+        m.d.comb += walk_room.eq(~d_valid | d_take)
+        with m.If(found | (d_take & (wpos == d_idx))):
+            m.d.sync += wpos.eq(wpos + 1)
+        with m.If(coded):
+            m.d.sync += [d_valid.eq(1), d_idx.eq(j)]
+        with m.Elif(d_take):
+            m.d.sync += d_valid.eq(0)
+        with m.If(found):
+            m.d.sync += [pend_valid.eq(1), pend.eq(wpos)]
+        with m.Elif(flush):
+            m.d.sync += pend_valid.eq(0)
+        m.d.comb += [push.eq((found & pend_valid) | flush), out_last.eq(flush)]
+        walked = ~d_valid & coded_done & (wpos >= tokens) & ~pend_valid
+        return push, pend, out_last, walked
 
 
 def _or_all(values):
@@ -407,36 +491,58 @@ def _or_all(values):
     return out
 
 
-def _code_starts(m, p, buf, slack):
+def _code_starts(m, p, buf, slack, win):
     """Where the code at the top of the bit buffer ``buf`` ends, at order ``e``: ``first[k]`` is
-    high when it has exactly k leading zeros (k < Z = :func:`leading_zero_limit`; none is high
-    when the top Z bits are all zero), and ``fits_at[k]`` when a code of that many leading zeros,
-    ``2*k + 1 + e`` bits, is within the string bits in the buffer (``slack`` = those bits
-    - 1 - e).
-    Both come straight from registers, so they are the first steps of the decoder's loop."""
+    high when it has exactly k leading zeros (k < ``win``; none is high when the top ``win`` bits
+    are all zero), ``fits_eg[k]`` when an Exp-Golomb code of that many leading zeros, ``2*k + 1 +
+    e`` bits (k < Z = :func:`leading_zero_limit`), and ``fits_rice[k]`` when a Rice code of
+    ``k + 1 + e`` bits is within the string bits in the buffer (``slack`` = those bits - 1 - e).
+    All come straight from registers, so they are the first steps of the decoder's loop."""
     zmax, bb = leading_zero_limit(p), len(buf)
     assert zmax <= 31
-    first, fits_at = [], []
-    for k in range(zmax):
+    first, fits_eg, fits_rice = [], [], []
+    for k in range(win):
         f = Signal(name=f"first{k}")
         zeros = ~buf[bb - k:].any() if k else 1
         m.d.comb += f.eq(buf[bb - 1 - k] & zeros)
-        fa = Signal(name=f"fits{k}")
-        m.d.comb += fa.eq(slack >= 2 * k)
         first.append(f)
-        fits_at.append(fa)
-    return first, fits_at
+        fr = Signal(name=f"fits_rice{k}")
+        m.d.comb += fr.eq(slack >= k)
+        fits_rice.append(fr)
+        if k < zmax:
+            fe = Signal(name=f"fits{k}")
+            m.d.comb += fe.eq(slack >= 2 * k)
+            fits_eg.append(fe)
+    return first, fits_eg, fits_rice
+
+
+def _consume(m, loaded, e, f, first, zmax):
+    """The buffer after the code at its top: shifted by the code's 1 + e bits past its leading
+    zeros, then by its leading zeros k (Rice) or 2 * k (Exp-Golomb), as one one-hot select over
+    the shift amounts (the family folded into the selects, so no barrel shifter and no final
+    choice between the families)."""
+    bb = len(loaded)
+    after_e = Signal(bb)
+    m.d.comb += after_e.eq(loaded << 1 + e)
+    terms = []
+    for s in range(len(first)):
+        sel = Signal(name=f"shift{s}")
+        rice = f & first[s]
+        eg = (~f & first[s // 2]) if s % 2 == 0 and s // 2 < zmax else 0
+        m.d.comb += sel.eq(rice | eg)
+        terms.append(after_e.shift_left(s) & sel.replicate(bb))
+    return _or_all(terms)
 
 
 def _header_fields(m, p, buf, hb):
     """The header at the top of ``buf`` for a count field of ``hb`` bits: its length
-    ``3 + hb``, the header's bits (order, then count) and the count n."""
+    ``5 + hb``, the header's bits (order, set, family, then count) and the count n."""
     cb, bb = p.count_bits, len(buf)
-    hl = Signal(range(cb + 4))      # header length (registered: it is set with hb)
-    m.d.sync += hl.eq(3 + hb)
+    hl = Signal(range(cb + HEADER_FIXED_BITS + 1))  # header length (registered, set with hb)
+    m.d.sync += hl.eq(HEADER_FIXED_BITS + hb)
     hdr_shift = Signal(range(bb + 1))
     m.d.comb += hdr_shift.eq(bb - hl)
-    hdr = Signal(3 + cb)
+    hdr = Signal(HEADER_FIXED_BITS + cb)
     m.d.comb += hdr.eq(buf >> hdr_shift)
     hdr_n = Signal(cb)
     m.d.comb += hdr_n.eq(hdr & ((1 << hb) - 1))

@@ -1,6 +1,7 @@
-"""The SEC offset encoder (spec 3.3): keep mask in, Exp-Golomb offset code out."""
+"""The SEC offset encoder (spec 3.3): keep mask in, offset code (kept or dropped set, Exp-Golomb or
+Rice gaps) out."""
 
-from amaranth.hdl import Array, Module, Mux, Signal, unsigned
+from amaranth.hdl import Array, Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, enum, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -9,13 +10,23 @@ from ..layouts import mask_beat_layout, offset_word_layout
 from ..lib.bit_packer import BitPacker, packer_field_layout
 
 __all__ = ["OffsetEncoder", "EncodeError", "encoder_config_layout", "code_field_bits",
-           "bit_length"]
+           "bit_length", "rice_limit_bits", "SCHEME_COUNT", "HEADER_FIXED_BITS"]
 
 #: Orders 0..7; the order field of the header is 3 bits wide.
 _ORDERS = 8
+#: Schemes (coded set, family, order): 2 * 2 * 8, index 16*set + 8*family + order.
+SCHEME_COUNT = 32
+#: Header bits besides the count: the order (3), the set (1) and the family (1).
+HEADER_FIXED_BITS = 5
 
 
-class EncodeError(enum.Enum, shape=2):
+def rice_limit_bits(p):
+    """The longest Rice unary part the format allows at M = ``p.tokens``: 2 * bit_length(tokens)
+    - 1 zeros (a quotient must be below 2 * bit_length(M); golden.offsets.rice_quotient_limit)."""
+    return 2 * p.count_bits - 1
+
+
+class EncodeError(enum.Enum, shape=3):
     """Why :class:`OffsetEncoder` raised ``error`` (its ``cause`` output)."""
     NONE = 0
     #: The config beat's ``tokens`` (the job's M) is 0 or larger than ``params.tokens``.
@@ -25,25 +36,33 @@ class EncodeError(enum.Enum, shape=2):
     LAST = 2
     #: A padding bit (token index >= M) of the final mask beat is set.
     PADDING = 3
+    #: A fixed Rice scheme was asked for, and a gap of the coded set has a quotient of
+    #: 2 * bit_length(M) or more: that scheme cannot code the mask.
+    QUOTIENT = 4
 
 
 def encoder_config_layout(p):
     """The encoder's configuration beat, one per job.
 
-    ``tokens`` is the job's M (1 .. ``params.tokens``); ``adaptive`` picks the order with the fewest
-    bits (ties to the smaller e), otherwise ``order`` (0..7) is used."""
+    ``tokens`` is the job's M (1 .. ``params.tokens``); ``adaptive`` picks the scheme (set, family,
+    order) with the fewest bits (ties to the lowest index 16*set + 8*family + order), otherwise
+    the scheme ``dropped`` (0: the kept set), ``rice`` (0: Exp-Golomb) and ``order`` (0..7) is
+    used."""
     return data.StructLayout({
         "tokens": unsigned(p.count_bits),
         "order": unsigned(3),
         "adaptive": 1,
+        "dropped": 1,
+        "rice": 1,
     })
 
 
 def code_field_bits(p):
-    """Widest field the encoder packs: the header (3 + bit_length(tokens) bits) or the longest
-    Exp-Golomb code of a gap <= tokens - 1 at any order."""
-    longest = max(2 * (p.tokens - 1 + (1 << e)).bit_length() - 1 - e for e in range(_ORDERS))
-    return max(3 + p.count_bits, longest)
+    """Widest field the encoder packs: the header (5 + bit_length(tokens) bits), the longest
+    Exp-Golomb code of a gap <= tokens at any order, or the longest Rice code (a unary part of
+    :func:`rice_limit_bits` zeros, the one, 7 remainder bits)."""
+    longest = max(2 * (p.tokens + (1 << e)).bit_length() - 1 - e for e in range(_ORDERS))
+    return max(HEADER_FIXED_BITS + p.count_bits, longest, rice_limit_bits(p) + 1 + 7)
 
 
 def bit_length(value):
@@ -59,48 +78,56 @@ class OffsetEncoder(FocusBlock):
     """Encodes one keep mask per job as the offset code of spec 3.3, bit-exact to
     :func:`golden.offsets.encode_offsets`.
 
-    A job is one ``cfg_stream`` beat (:func:`encoder_config_layout`: M, fixed order or adaptive)
-    and ceil(M/lanes) ``i_stream`` mask beats (:func:`rtl.layouts.mask_beat_layout`, ``last`` on
-    the final one, padding bits 0). The job's words leave on ``o_stream``
-    (:func:`rtl.layouts.offset_word_layout`): the string ``e | n | EG_e(g_0) ...`` packed MSB first,
-    the final word zero-padded and flagged ``last``. ``nbits`` is valid on *every* word (the
-    encoder knows it before the first word leaves), so a consumer such as the offset decoder can
-    take its configuration from the first word.
+    A job is one ``cfg_stream`` beat (:func:`encoder_config_layout`: M, a fixed scheme or
+    adaptive) and ceil(M/lanes) ``i_stream`` mask beats (:func:`rtl.layouts.mask_beat_layout`,
+    ``last`` on the final one, padding bits 0). The job's words leave on ``o_stream``
+    (:func:`rtl.layouts.offset_word_layout`): the string ``e | s | f | n | codes`` packed MSB
+    first, the final word zero-padded and flagged ``last``: the gaps of the kept (s = 0) or the
+    dropped (s = 1) tokens, in Exp-Golomb (f = 0) or Rice (f = 1) of order e. ``nbits`` is valid
+    on *every* word (the encoder knows it before the first word leaves), so a consumer such as the
+    offset decoder can take its configuration from the first word.
 
-    How it buffers: the header needs the count n, and the adaptive order needs the code lengths of
-    every gap, before the first code can be written. The encoder therefore keeps the *gaps* (not
-    the mask) in a ``tokens`` x ``index_bits`` memory:
+    How it buffers: the header needs the count n, and the adaptive scheme needs the code lengths
+    of every gap, before the first code can be written. The encoder therefore keeps the kept
+    *gaps* (not the mask) in a ``tokens`` x ``index_bits + 1`` memory, then the tail (the tokens
+    after the last kept one):
 
     1. **Ingest.** Each cycle it takes the lowest set bit of the current mask beat, forms its gap
-       (kept index minus the previous kept index minus 1), writes it to the gap memory and adds
-       its Exp-Golomb length for all eight orders to eight running totals. A beat with p set bits
-       takes max(1, p) cycles (an empty beat one cycle); the next beat is accepted in the cycle
-       the current one runs out, so ``i_stream`` sees back-pressure only from beats with 2 or
-       more kept tokens. Ingest costs ``n + (empty beats)`` cycles, between max(ceil(M/lanes), n)
-       and ceil(M/lanes) + n.
-    2. **Choose.** Eight cycles, one order per cycle: the order (the fixed one, or the first
-       minimum of the eight totals) and ``nbits = 3 + bit_length(M) + total[e]``. (In one cycle
-       the seven compares were the encoder's critical path: 10.5 MHz on the iCE40, against 31
-       MHz now.)
-    3. **Emit.** The header, then one code per cycle read back from the gap memory, go into a
-       :class:`rtl.lib.bit_packer.BitPacker` that writes at most one word per cycle. Codes
-       longer than a word hold the packer for ceil(length/word_bits) cycles: emission is
-       ``max(n + 1, words)`` cycles.
+       (kept index minus the previous kept index minus 1) and writes it to the gap memory; after
+       the final beat, the tail. A second stage turns each gap into its code length in all 32
+       schemes and a third adds them to 32 totals: for the dropped set a kept gap g > 0 is g
+       dropped tokens, the first with the run of kept tokens before it as its gap, the others
+       with gap 0 (e + 1 bits in either family). A Rice scheme is marked unable to code the mask
+       when a quotient reaches 2 * bit_length(M). A beat with p set bits takes max(1, p) cycles
+       (an empty beat one cycle); the next beat is accepted in the cycle the current one runs
+       out, so ``i_stream`` sees back-pressure only from beats with 2 or more kept tokens.
+    2. **Choose.** 33 cycles, one scheme per cycle (read, then compared a cycle later): the
+       scheme (the fixed one, or the first
+       minimum among the schemes that can code the mask) and ``nbits = 5 + bit_length(M) +
+       total``. (A minimum over many in one cycle is a chain of compares and was once the
+       encoder's critical path.)
+    3. **Emit.** The header, then one field per cycle read back from the gap memory, go into a
+       :class:`rtl.lib.bit_packer.BitPacker` that writes at most one word per cycle: one code per
+       kept gap for the kept set; for the dropped set a walk over the gaps and the tail up to the
+       last non-zero one, a gap g > 0 giving g codes in g cycles and a gap of 0 one cycle without
+       a code (:func:`golden.cycles.encode_fields`). Codes longer than a word hold the packer for
+       ceil(length/word_bits) cycles: emission is ``max(fields, words)`` cycles.
 
-    Latency and throughput: with no stalls a job of M tokens, n kept, takes
-    ``sum over beats of max(1, kept in the beat) + max(n + 1, ceil(nbits/word_bits)) + 14`` to
-    ``+ 16`` cycles from its config beat to its last word, inclusive (the tests check this; compare
-    :func:`golden.cycles.encode_cycles`, whose ``max(ceil(M/lanes), n) + ceil(nbits/word_bits)``
-    assumes codes formed while the mask streams in). Jobs do not overlap, except that the next
-    config beat is accepted while the previous job's last word still waits in the output
-    register. Under ``o_stream`` back-pressure the packer holds; nothing is lost or duplicated.
+    Latency and throughput: with no stalls a job of M tokens takes ``sum over beats of max(1,
+    kept in the beat) + max(fields, ceil(nbits/word_bits)) + 43`` to ``+ 44`` cycles from its
+    config beat to its last word, inclusive (42 when no code follows the header; the tests
+    check this; compare :func:`golden.cycles.encode_cycles`, an estimate). Jobs do not overlap,
+    except that the next config beat is accepted while the previous job's last word still
+    waits in the output register. Under ``o_stream`` back-pressure the packer holds; nothing is
+    lost or duplicated.
 
     Errors: a config beat with M = 0 or M > ``tokens`` (``EncodeError.CONFIG``), a mask beat whose
-    ``last`` disagrees with M (``LAST``) or a set padding bit (``PADDING``) raise ``error`` with
+    ``last`` disagrees with M (``LAST``), a set padding bit (``PADDING``), or a fixed Rice scheme
+    that cannot code the mask (``QUOTIENT``, found once the mask is counted) raise ``error`` with
     its ``cause``. The job is dropped: no word is written for it, the rest of its mask beats are
     accepted and discarded up to the beat flagged ``last``, and the encoder is idle one cycle
-    after that beat (at once when the bad beat itself carries ``last``). ``error`` and ``cause``
-    hold until the next config beat is accepted.
+    after that beat (at once when the bad beat itself carries ``last``; after the choice for
+    ``QUOTIENT``). ``error`` and ``cause`` hold until the next config beat is accepted.
 
     Parameters
     ----------
@@ -123,9 +150,13 @@ class OffsetEncoder(FocusBlock):
     cause : Out(EncodeError)
         Why ``error`` is set (``NONE`` otherwise).
     kept : Out(range(tokens + 1))
-        The job's kept count n (final once ingest ends).
+        The job's kept count (final once ingest ends).
     order : Out(3)
         The job's order e (valid from the first word on).
+    dropped : Out(1)
+        The job's code lists the dropped set (valid from the first word on).
+    rice : Out(1)
+        The job's code is a Rice code (valid from the first word on).
     """
 
     def __init__(self, params=None):
@@ -138,6 +169,8 @@ class OffsetEncoder(FocusBlock):
             "cause": Out(EncodeError),
             "kept": Out(range(p.tokens + 1)),
             "order": Out(3),
+            "dropped": Out(1),
+            "rice": Out(1),
         })
 
     def elaborate(self, platform):
@@ -151,14 +184,14 @@ class OffsetEncoder(FocusBlock):
         tokens = Signal(cb)
         hb = Signal(range(cb + 1))      # bit_length(M): width of the header's count field
         adaptive = Signal()
-        fixed = Signal(3)
-        e = Signal(3)
+        fixed = Signal(5)               # the fixed scheme's index
+        e, s, f = Signal(3), Signal(), Signal()
         nbits = Signal(p.nbits_bits)
         n = Signal(range(p.tokens + 1))
-        m.d.comb += [self.kept.eq(n), self.order.eq(e)]
+        m.d.comb += [self.kept.eq(n), self.order.eq(e), self.dropped.eq(s), self.rice.eq(f)]
 
-        # ---- gap memory -------------------------------------------------------------------------
-        gaps = memory.Memory(shape=unsigned(p.index_bits), depth=p.tokens, init=[])
+        # ---- gap memory: the n kept gaps, then the tail (tokens after the last kept one) -------
+        gaps = memory.Memory(shape=unsigned(p.index_bits + 1), depth=p.tokens, init=[])
         m.submodules.gaps = gaps
         wr = gaps.write_port()
         rd = gaps.read_port(domain="sync")
@@ -166,13 +199,13 @@ class OffsetEncoder(FocusBlock):
         # ---- ingest registers -------------------------------------------------------------------
         in_base = Signal(cb + 1)        # token index of the next beat's lane 0
         got_final = Signal()            # the job's final beat (by M) has been accepted
+        tail_sent = Signal()            # the tail gap has gone to stage B
         cur_bits = Signal(lanes)
         cur_valid = Signal()
         cur_base = Signal(cb + 1)
         prev_end = Signal(cb + 1)       # previous kept index + 1 (0 before the first)
-        a_valid = Signal()              # stage A -> B: one gap
-        a_gap = Signal(p.index_bits)
-        totals = Array(Signal(p.nbits_bits, name=f"total{k}") for k in range(_ORDERS))
+        a_valid, a_tail = Signal(), Signal()    # stage A -> B: one gap (or the tail)
+        a_gap = Signal(p.index_bits + 1)
 
         # ---- emission: the field register feeds the bit packer ----------------------------------
         m.submodules.packer = packer = BitPacker(p, fw)
@@ -186,8 +219,9 @@ class OffsetEncoder(FocusBlock):
         bad_cfg = (cfg.payload.tokens == 0) | (cfg.payload.tokens > p.tokens)
         beat_fire = Signal()            # an ingest beat is accepted ...
         bad_beat = Signal()             # ... and it is malformed
-        ingested = got_final & ~cur_valid & ~a_valid    # the last gap is counted
-        chosen = Signal()
+        counting = Signal()             # stage B or C still holds a gap
+        ingested = got_final & tail_sent & ~cur_valid & ~a_valid & ~counting
+        chosen, refused = Signal(), Signal()
         with m.FSM() as fsm:
             with m.State("IDLE"):
                 with m.If(cfg_fire & bad_cfg):
@@ -203,7 +237,9 @@ class OffsetEncoder(FocusBlock):
                 with m.Elif(ingested):
                     m.next = "CHOOSE"
             with m.State("CHOOSE"):
-                with m.If(chosen):
+                with m.If(chosen & refused):
+                    m.next = "IDLE"
+                with m.Elif(chosen):
                     m.next = "EMIT"
             with m.State("EMIT"):
                 with m.If(packer.done):
@@ -221,31 +257,33 @@ class OffsetEncoder(FocusBlock):
 
         m.d.comb += cfg.ready.eq(idle)
         with m.If(cfg_fire):
+            c = cfg.payload
             m.d.sync += [
-                tokens.eq(cfg.payload.tokens),
-                hb.eq(bit_length(cfg.payload.tokens)),
-                adaptive.eq(cfg.payload.adaptive),
-                fixed.eq(cfg.payload.order),
-                e.eq(cfg.payload.order),
-                n.eq(0), in_base.eq(0), got_final.eq(0), cur_valid.eq(0), prev_end.eq(0),
-                a_valid.eq(0),
+                tokens.eq(c.tokens), hb.eq(bit_length(c.tokens)), adaptive.eq(c.adaptive),
+                fixed.eq(Cat(c.order, c.rice, c.dropped)),
+                e.eq(c.order), s.eq(c.dropped), f.eq(c.rice),
+                n.eq(0), in_base.eq(0), got_final.eq(0), tail_sent.eq(0), cur_valid.eq(0),
+                prev_end.eq(0), a_valid.eq(0),
                 error.eq(bad_cfg),
                 cause.eq(Mux(bad_cfg, EncodeError.CONFIG, EncodeError.NONE)),
             ]
-            m.d.sync += [totals[k].eq(0) for k in range(_ORDERS)]
 
-        # ---- ingest: stage A picks one kept token per cycle --------------------------------------
+        # ---- ingest: stage A picks one kept token per cycle, then the tail ----------------------
         lowest = _lowest_set(m, cur_bits)
         rest = cur_bits & (cur_bits - 1)
         cur_done = rest == 0            # at most one kept token left: the beat ends this cycle
         pos = cur_base + lowest
 
         with m.If(ingest & cur_valid):
-            m.d.sync += a_valid.eq(cur_bits != 0)
+            m.d.sync += [a_valid.eq(cur_bits != 0), a_tail.eq(0)]
             with m.If(cur_bits != 0):
                 m.d.sync += [a_gap.eq(pos - prev_end), prev_end.eq(pos + 1), cur_bits.eq(rest)]
             with m.If(cur_done):
                 m.d.sync += cur_valid.eq(0)
+        with m.Elif(ingest & got_final & ~tail_sent):
+            # The tokens after the last kept one: the dropped set's last codes.
+            m.d.sync += [a_valid.eq(1), a_tail.eq(1), a_gap.eq(tokens - prev_end),
+                         tail_sent.eq(1)]
         with m.Else():
             m.d.sync += a_valid.eq(0)
 
@@ -265,88 +303,193 @@ class OffsetEncoder(FocusBlock):
                 m.d.sync += [cur_bits.eq(i.payload.keep), cur_valid.eq(1), cur_base.eq(in_base),
                              in_base.eq(in_base + lanes), got_final.eq(beat_final)]
 
-        # ---- ingest: stage B stores the gap and adds its length at every order -----------------
-        m.d.comb += [wr.addr.eq(n), wr.data.eq(a_gap), wr.en.eq(ingest & a_valid)]
-        with m.If(ingest & a_valid):
+        # ---- ingest: stage B stores the gap; B and C count its bits in all 32 schemes ----------
+        store = ingest & a_valid & (~a_tail | (a_gap != 0))
+        m.d.comb += [wr.addr.eq(n), wr.data.eq(a_gap), wr.en.eq(store)]
+        with m.If(ingest & a_valid & ~a_tail):
             m.d.sync += n.eq(n + 1)
-            for k in range(_ORDERS):
-                v = a_gap + (1 << k)
-                m.d.sync += totals[k].eq(totals[k] + 2 * bit_length(v) - 1 - k)
+        # The dropped set's codes end with the last non-zero gap: the kept tokens after it need
+        # no code, and the packer must see the job's last field just before it flushes.
+        last_end = Signal(range(p.tokens + 1))
+        with m.If(cfg_fire):
+            m.d.sync += last_end.eq(0)
+        with m.Elif(store & (a_gap != 0)):
+            m.d.sync += last_end.eq(n + 1)
+        totals, bad = self._count(m, start=cfg_fire, go=ingest & a_valid, tail=a_tail, gap=a_gap,
+                                  hb=hb, counting=counting)
 
-        # ---- choose: the order and nbits, once the last gap is counted ---------------------------
-        best_e, best = self._choose_order(m, totals, start=ingest & ingested, run=choose,
-                                          chosen=chosen)
+        # ---- choose: the scheme and nbits, once the last gap is counted -------------------------
+        best_c, best = self._choose(m, totals, bad, start=ingest & ingested, run=choose,
+                                    chosen=chosen)
+        pick = Mux(adaptive, best_c, fixed)
+        fixed_total, fixed_bad = Signal.like(best), Signal()    # registered 32-way selects
+        m.d.sync += [fixed_total.eq(totals[fixed]), fixed_bad.eq(bad[fixed])]
+        m.d.comb += refused.eq(~adaptive & fixed_bad)
         with m.If(chosen):
-            m.d.sync += [e.eq(Mux(adaptive, best_e, fixed)),
-                         nbits.eq(3 + hb + Mux(adaptive, best, totals[fixed]))]
+            m.d.sync += [e.eq(pick[:3]), f.eq(pick[3]), s.eq(pick[4]),
+                         nbits.eq(HEADER_FIXED_BITS + hb + Mux(adaptive, best, fixed_total))]
+            with m.If(refused):
+                m.d.sync += [error.eq(1), cause.eq(EncodeError.QUOTIENT)]
 
         # ---- emit: gap memory -> fields -> packer -> output word ---------------------------------
-        fields_done = self._feed_fields(m, rd, field, start=cfg_fire, run=emit, e=e, hb=hb, n=n)
+        fields_done = self._feed_fields(m, rd, field, start=cfg_fire, run=emit, e=e, s=s, f=f,
+                                        hb=hb, n=n, tokens=tokens, last_end=last_end)
         m.d.comb += [packer.nbits.eq(nbits), packer.flush.eq(emit & fields_done)]
         return m
 
-    def _feed_fields(self, m, rd, field, *, start, run, e, hb, n):
+    def _count(self, m, *, start, go, tail, gap, hb, counting):
+        """The bit counts of the 32 schemes, two stages: while ``go``, stage B turns ``gap`` (a
+        kept gap, or with ``tail`` the tokens after the last kept one) into the code lengths it
+        adds to each scheme (registered), and stage C adds them to the totals. For the dropped
+        set a kept gap g > 0 is g dropped tokens: the first one's gap is the run of kept tokens
+        before it (``ones``), the others' 0 (e + 1 bits in either family). Returns the 32 totals
+        and their "cannot code" flags (a Rice quotient >= 2 * bit_length(M)), both indexed by
+        scheme; ``counting`` is high while B or C holds a gap."""
+        p = self._params
+        totals = Array(Signal(p.nbits_bits, name=f"total{c}") for c in range(SCHEME_COUNT))
+        bad = Array(Signal(name=f"bad{c}") for c in range(SCHEME_COUNT))
+        inc = [Signal(p.nbits_bits, name=f"inc{c}") for c in range(SCHEME_COUNT)]
+        ones = Signal(p.count_bits)     # kept tokens since the last dropped one
+        limit = Signal(range(2 * p.count_bits + 1))
+        b_valid = Signal()
+        m.d.comb += counting.eq(b_valid)
+        m.d.sync += limit.eq(2 * hb)
+        with m.If(start):
+            m.d.sync += [ones.eq(0), b_valid.eq(0)]
+            m.d.sync += [t.eq(0) for t in totals] + [b.eq(0) for b in bad]
+        run = gap != 0
+        for e in range(_ORDERS):
+            # The g dropped tokens of a gap g > 0: the first one's code (the run of kept tokens
+            # before it), then g - 1 codes of 0 at e + 1 bits each; g * (e + 1) as shifts and
+            # adds (no multiplier), the - (e + 1) folded into the constants.
+            times = _times(gap, e + 1)
+            keg = 2 * bit_length(gap + (1 << e)) - 1 - e
+            deg = 2 * bit_length(ones + (1 << e)) - 2 - 2 * e
+            krice = (gap >> e) + 1 + e
+            drice = ones >> e
+            with m.If(go):
+                m.d.sync += [
+                    inc[e].eq(Mux(tail, 0, keg)), inc[8 + e].eq(Mux(tail, 0, krice)),
+                    inc[16 + e].eq(Mux(run, deg + times, 0)),
+                    inc[24 + e].eq(Mux(run, drice + times, 0)),
+                ]
+                with m.If(~tail & ((gap >> e) >= limit)):
+                    m.d.sync += bad[8 + e].eq(1)
+                with m.If(run & ((ones >> e) >= limit)):
+                    m.d.sync += bad[24 + e].eq(1)
+        with m.If(go):
+            m.d.sync += [b_valid.eq(1), ones.eq(Mux(run, 1, ones + 1))]
+        with m.Elif(b_valid):
+            m.d.sync += b_valid.eq(0)
+        with m.If(b_valid):
+            m.d.sync += [totals[c].eq(totals[c] + inc[c]) for c in range(SCHEME_COUNT)]
+        return totals, bad
+
+    def _feed_fields(self, m, rd, field, *, start, run, e, s, f, hb, n, tokens, last_end):
         """The field register ``field`` (a stream to the bit packer): while ``run``, the header
-        ``e | n`` first, then one code per cycle from the ``n`` gaps in the gap memory (read port
-        ``rd``). ``start`` begins a job. Returns a signal that is high once the last field has
-        been taken (the packer may flush)."""
+        ``e | s | f | count`` first, then the codes, one per cycle, from the gap memory (read
+        port ``rd``): for the kept set one code per kept gap; for the dropped set, walking the
+        kept gaps and the tail up to the last non-zero one (``last_end`` entries), g codes for a
+        gap g > 0 (the run of kept tokens before it, then zeros) and none (one cycle) for a gap
+        of 0. ``start`` begins a job. Returns a signal that
+        is high once the last field has been taken (the packer may flush)."""
         p = self._params
         hdr_pending = Signal()
         rd_ptr = Signal(range(p.tokens + 1))
+        entries = Signal(range(p.tokens + 1))
+        m.d.comb += entries.eq(Mux(s, last_end, n))
         m_valid = Signal()              # rd.data holds a gap not yet moved to g
         # The gap register: the memory's read data is registered before the code is computed
         # from it (the block RAM's clock-to-output delay was most of the encoder's critical path).
         g_valid = Signal()
         g_data = Signal.like(rd.data)
+        g_first = Signal()              # dropped set: g_data is a whole gap, no code sent yet
+        ones = Signal(p.count_bits)     # dropped set: kept tokens since the last dropped one
         with m.If(start):
             m.d.sync += [hdr_pending.eq(1), rd_ptr.eq(0), m_valid.eq(0), g_valid.eq(0),
-                         field.valid.eq(0)]
+                         field.valid.eq(0), ones.eq(0)]
 
         f_free = ~field.valid | field.ready
-        v = Signal(p.index_bits + 8)
+        x = Signal.like(g_data)         # the value to code
+        m.d.comb += x.eq(Mux(s, Mux(g_first, ones, 0), g_data))
+        v = Signal(p.index_bits + 9)
         vlen = Signal(range(len(v) + 1))
-        m.d.comb += [v.eq(g_data + (1 << e)), vlen.eq(bit_length(v))]
-        g_take = run & f_free & ~hdr_pending & g_valid
+        m.d.comb += [v.eq(x + (1 << e)), vlen.eq(bit_length(v))]
+        rice_value = (1 << e) | (x & ((1 << e) - 1))
+        rice_len = (x >> e) + 1 + e
+        skip = s & (g_data == 0)        # dropped set, a kept token with gap 0: no code
+        last_code = ~s | (g_data == 1)  # the gap's last code
+        g_take = Signal()
+        m.d.comb += g_take.eq(run & f_free & ~hdr_pending & g_valid & (skip | last_code))
+        count = Mux(s, tokens - n, n)
         with m.If(run & f_free):
             with m.If(hdr_pending):
-                m.d.sync += [field.valid.eq(1), field.payload.value.eq((e << hb) | n),
-                             field.payload.length.eq(3 + hb), hdr_pending.eq(0)]
-            with m.Elif(g_valid):
-                m.d.sync += [field.valid.eq(1), field.payload.value.eq(v),
-                             field.payload.length.eq(2 * vlen - 1 - e)]
+                m.d.sync += [field.valid.eq(1),
+                             field.payload.value.eq((Cat(f, s, e) << hb) | count),
+                             field.payload.length.eq(HEADER_FIXED_BITS + hb), hdr_pending.eq(0)]
+            with m.Elif(g_valid & ~skip):
+                m.d.sync += [field.valid.eq(1),
+                             field.payload.value.eq(Mux(f, rice_value, v)),
+                             field.payload.length.eq(Mux(f, rice_len, 2 * vlen - 1 - e))]
             with m.Else():
                 m.d.sync += field.valid.eq(0)
+        with m.If(run & f_free & ~hdr_pending & g_valid & s):
+            with m.If(skip):
+                m.d.sync += ones.eq(ones + 1)
+            with m.Else():
+                m.d.sync += [g_data.eq(g_data - 1), g_first.eq(0)]
+                with m.If(last_code):
+                    m.d.sync += ones.eq(1)
 
         g_load = run & m_valid & (~g_valid | g_take)
         with m.If(g_load):
-            m.d.sync += [g_valid.eq(1), g_data.eq(rd.data)]
+            m.d.sync += [g_valid.eq(1), g_data.eq(rd.data), g_first.eq(1)]
         with m.Elif(g_take):
             m.d.sync += g_valid.eq(0)
 
         m_adv = run & (~m_valid | g_load)
         m.d.comb += [rd.addr.eq(rd_ptr), rd.en.eq(m_adv)]
         with m.If(m_adv):
-            m.d.sync += m_valid.eq(rd_ptr != n)
-            with m.If(rd_ptr != n):
+            m.d.sync += m_valid.eq(rd_ptr != entries)
+            with m.If(rd_ptr != entries):
                 m.d.sync += rd_ptr.eq(rd_ptr + 1)
-        return ~hdr_pending & ~m_valid & ~g_valid & (rd_ptr == n)
+        return ~hdr_pending & ~m_valid & ~g_valid & (rd_ptr == entries)
 
-    def _choose_order(self, m, totals, *, start, run, chosen):
-        """The first minimum of the eight ``totals``, one order per cycle (8 cycles): one compare
-        a cycle, since a first minimum over all eight in one cycle was a chain of seven compares
-        and the encoder's critical path. ``start`` begins it; while ``run``, ``chosen`` rises in
-        the cycle the returned (order, total) is final."""
-        best_e = Signal(3)
-        best = Signal(self._params.nbits_bits)
-        ck = Signal(range(_ORDERS + 1))
+    def _choose(self, m, totals, bad, *, start, run, chosen):
+        """The first minimum of the 32 schemes' ``totals`` among those that can code the mask
+        (not ``bad``), one scheme per cycle (33 cycles): a scheme's total is read (a 32-way
+        select, registered) in one cycle and compared with the best in the next, since a
+        minimum over many in one cycle is a chain of compares and was the encoder's critical
+        path. Scheme 0 (kept set, Exp-Golomb, order 0) can always code the mask. ``start``
+        begins it; while ``run``, ``chosen`` rises in the cycle the returned (scheme, total) is
+        final."""
+        p = self._params
+        best_c = Signal(5)
+        best = Signal(p.nbits_bits)
+        ck = Signal(range(SCHEME_COUNT + 1))
+        cand_v, cand_ok, cand_c = Signal(), Signal(), Signal(5)
+        cand = Signal(p.nbits_bits)
         with m.If(start):
-            m.d.sync += [ck.eq(1), best_e.eq(0), best.eq(totals[0])]
-        with m.If(run & (ck != _ORDERS)):
-            with m.If(totals[ck[:3]] < best):
-                m.d.sync += [best_e.eq(ck[:3]), best.eq(totals[ck[:3]])]
-            m.d.sync += ck.eq(ck + 1)
-        m.d.comb += chosen.eq(run & (ck == _ORDERS))
-        return best_e, best
+            m.d.sync += [ck.eq(1), best_c.eq(0), best.eq(totals[0]), cand_v.eq(0)]
+        with m.If(run):
+            m.d.sync += [cand_v.eq(ck != SCHEME_COUNT), cand_c.eq(ck[:5]),
+                         cand.eq(totals[ck[:5]]), cand_ok.eq(~bad[ck[:5]])]
+            with m.If(ck != SCHEME_COUNT):
+                m.d.sync += ck.eq(ck + 1)
+            with m.If(cand_v & cand_ok & (cand < best)):
+                m.d.sync += [best_c.eq(cand_c), best.eq(cand)]
+        m.d.comb += chosen.eq(run & (ck == SCHEME_COUNT) & ~cand_v)
+        return best_c, best
+
+
+def _times(value, k):
+    """``value * k`` for a constant k in 1..8, as at most two shifted copies (k = 7: 8v - v)."""
+    if k & (k - 1) == 0:
+        return value << (k.bit_length() - 1)
+    if k == 7:
+        return (value << 3) - value
+    low = k & -k
+    return (value << (low.bit_length() - 1)) + (value << ((k - low).bit_length() - 1))
 
 
 def _lowest_set(m, bits):

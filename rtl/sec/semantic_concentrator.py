@@ -33,8 +33,8 @@ class SecError(enum.Enum, shape=2):
 def sec_config_layout(p):
     """One SEC job's settings: ``M`` tokens (1 .. tokens), ``R`` attention rows (>= 1), the
     dataflow ``mode``, ``keep`` (k >= 0; k >= M keeps every token), and the offset code's
-    ``order`` (0..7, used when ``adaptive`` is 0; ``adaptive`` = 1 picks the order with the fewest
-    bits, ties to the smaller)."""
+    ``order`` (0..7, a kept-set Exp-Golomb code, used when ``adaptive`` is 0; ``adaptive`` = 1
+    picks the scheme, set, family and order, with the fewest bits, spec 3.3)."""
     return data.StructLayout({
         "M": unsigned(p.count_bits),
         "R": unsigned(ROWS_BITS),
@@ -79,14 +79,15 @@ class SemanticConcentrator(FocusBlock):
       one word per cycle.
 
     Measured, from the first score beat in to the last output out (the tests check it for every
-    job of a mixed regression, both sorters, lanes 1 to 32, word_bits 8 to 32; the 12 to 14 is
-    the encoder's eight-cycle choice of the order and its packer, whose own model has the same
-    3-cycle window; 13 to 15 when a token is kept, for the encoder's gap register)::
+    job of a mixed regression, both sorters, lanes 1 to 32, word_bits 8 to 32; the 39 to 41 is
+    the encoder's 33-cycle choice of the scheme, its counting stages and its packer; 40 to 42
+    when a code follows the header, for the encoder's gap register; fields is
+    :func:`golden.cycles.encode_fields`, n + 1 for a kept-set code)::
 
         cycles = importance_cycles(R, M, a, mode) - ceil(M/a)       # the analyzer, no readout
                + topk_cycles(M, k, a, score_bits, sorter) - ceil(M/a)   # the selector's sweep
                + sum over mask beats of max(1, kept in the beat)         # mask out, encoder in
-               + max(n + 1, words) + (12 to 14, 13 to 15 if n > 0)      # the code
+               + max(fields, words) + (39 to 41, 40 to 42 with a code)   # the code
 
     with the models of :mod:`golden.cycles`. It differs from the plain sum of the three blocks'
     models: inside SEC there is no importance readout and no vector loading (fewer cycles), but
@@ -132,7 +133,8 @@ class SemanticConcentrator(FocusBlock):
     nbits : Out(nbits_bits)
         The last finished job's offset-code length in bits.
     order : Out(3)
-        The last finished job's Exp-Golomb order (the adaptive choice, or the fixed one).
+        The last finished job's code order (the adaptive scheme's, or the fixed kept-set
+        Exp-Golomb one).
 
     ``kept``, ``nbits`` and ``order`` are valid from ``done`` until the end of the next job.
     """

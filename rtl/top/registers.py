@@ -174,10 +174,11 @@ REGISTERS = (
     Register(0x07, "SEC_MODE", RW, 1, "the score layout", fields=(
         Field("TEMPORAL", 0, description="0 spatial, 1 temporal"),
     )),
-    Register(0x08, "SEC_ORDER", RW, 4, "the offset code's Exp-Golomb order", fields=(
-        Field("ORDER", 0, 3, "the order e"),
-        Field("ADAPTIVE", 3, description="pick the order with the fewest bits per job (ORDER "
-                                         "is then not used)"),
+    Register(0x08, "SEC_ORDER", RW, 4, "the offset code's scheme", fields=(
+        Field("ORDER", 0, 3, "the order e of a fixed kept-set Exp-Golomb code"),
+        Field("ADAPTIVE", 3, description="pick the scheme (kept or dropped set, Exp-Golomb or "
+                                         "Rice, order) with the fewest bits per job (ORDER is "
+                                         "then not used)"),
     )),
     Register(0x09, "SIC_FRAME_STRIDE", RW, 32, "FS (FS + HS + 1 >= window: MATCHER)", sic=True),
     Register(0x0A, "SIC_ROW_STRIDE", RW, 32, "HS", sic=True),
@@ -197,7 +198,8 @@ REGISTERS = (
                                          "left)"),
     Register(0x12, "KEPT", RO, 32, "last SEC job's kept count n"),
     Register(0x13, "NBITS", RO, 32, "last SEC job's code length in bits"),
-    Register(0x14, "ORDER", RO, 3, "last SEC job's Exp-Golomb order"),
+    Register(0x14, "ORDER", RO, 3, "last SEC job's code order (its set and family are in the "
+             "code's header)"),
     Register(0x15, "UNIQUES", RO, 32, "last SIC job's unique vectors"),
     Register(0x16, "ACTIVE", RO, 32, "last SIC job's active comparator-cycles"),
     Register(0x17, "GATED", RO, 32, "last SIC job's gated comparator-cycles"),

@@ -1,0 +1,76 @@
+# amaranth: UnusedElaboratable=no
+"""Every scheme of the offset code (spec 3.3: kept or dropped set, Exp-Golomb or Rice, orders 0..7,
+and the adaptive choice) through the RTL encoder and then both RTL decoders (with the mask and
+index-only), under the four stall patterns, against golden: the encoder's words are golden's,
+and both decoders give back the mask and its kept indices."""
+
+import numpy as np
+import pytest
+from helpers import OFFSET_SHAPES
+
+from golden.offsets import SCHEMES, decode_offsets, scheme_bits
+from rtl.sec.offset_decoder import OffsetDecoder
+from sim.offsets import (
+    DECODER_PORTS,
+    decoder_job,
+    decoder_result,
+    encoder_result,
+    golden_code,
+    random_mask,
+    run_encoder_jobs,
+    run_jobs,
+)
+from sim.streams import stall_patterns
+
+P = OFFSET_SHAPES[1]                    # tokens 64, lanes 4, word_bits 16
+INDEX_PORTS = (("cfg_stream", "i_stream"), ("idx_stream",))
+ENC_STALLS = stall_patterns(("cfg_stream", "i_stream"), ("o_stream",))
+DEC_STALLS = stall_patterns(("cfg_stream", "i_stream"), ("o_stream", "idx_stream"))
+
+
+def scheme_jobs(seed):
+    """For each of the 32 schemes and the adaptive one, two masks it can code (a random one and,
+    in turn, empty, full, one token, or dense/sparse), M from 1 to tokens."""
+    rng = np.random.default_rng(seed)
+    jobs = []
+    specials = [np.zeros(P.tokens, bool), np.ones(P.tokens, bool), np.eye(1, 37, 36, bool)[0],
+                np.arange(P.tokens) % 7 != 0, np.arange(50) % 9 == 0]
+    for k, scheme in enumerate([None, *SCHEMES]):
+        for mask in (random_mask(int(rng.integers(1, P.tokens + 1)), rng),
+                     specials[k % len(specials)]):
+            if scheme is not None and scheme_bits(mask)[scheme] < 0:
+                mask = np.arange(mask.size) % 2 == 0     # a Rice quotient too long: alternate
+            jobs.append((mask, scheme))
+    return jobs
+
+
+@pytest.mark.parametrize("pattern", sorted(ENC_STALLS))
+def test_every_scheme_round_trips_through_the_rtl(pattern):
+    jobs = scheme_jobs(seed=len(pattern))
+    encoded = run_encoder_jobs(P, jobs, stalls=ENC_STALLS[pattern], seed=3)
+    codes = []
+    for (mask, scheme), result in zip(jobs, encoded, strict=True):
+        words, nbits = encoder_result(result)
+        want = golden_code(mask, scheme, P.word_bits)
+        assert nbits == want[1] and np.array_equal(words, want[0]), (scheme, mask.astype(int))
+        head = int(words[0]) >> (P.word_bits - 5)
+        if scheme is not None:
+            assert (head >> 1 & 1, head & 1, head >> 2) == tuple(scheme)
+        codes.append(([int(w) for w in words], nbits, mask.size))
+    payloads = [decoder_job(*code) for code in codes]
+    full = run_jobs(OffsetDecoder(P), DECODER_PORTS, payloads, stalls=DEC_STALLS[pattern],
+                    seed=4)
+    index_stalls = DEC_STALLS[pattern]
+    if isinstance(index_stalls, dict):
+        index_stalls = {k: v for k, v in index_stalls.items() if k != "o_stream"}
+    quick = run_jobs(OffsetDecoder(P, mask=False), INDEX_PORTS, payloads, stalls=index_stalls,
+                     seed=5)
+    for (mask, scheme), code, a, b in zip(jobs, codes, full, quick, strict=True):
+        assert np.array_equal(decode_offsets(*code, P.word_bits), mask)
+        got, indices = decoder_result(a, mask.size, P.lanes)
+        assert np.array_equal(got, mask), scheme
+        assert indices.tolist() == np.flatnonzero(mask).tolist()
+        assert not b["error"], scheme
+        beats = b["idx_stream"]
+        assert [x["index"] for x in beats] == np.flatnonzero(mask).tolist(), scheme
+        assert [x["last"] for x in beats] == [0] * (len(beats) - 1) + [1] * bool(beats)
