@@ -14,8 +14,6 @@ M = 1024, exactly k kept, uniformly random.
 import argparse
 import json
 import math
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +25,8 @@ from golden.offsets import code_bits
 from golden.photo import _features, photo_tokens
 from rtl.flow.toolchain import BUILD_ROOT
 
+from .report import progress_printer
+
 GRID = 14
 FS, HS = GRID * GRID, GRID
 DIM = 32
@@ -35,11 +35,7 @@ THRESHOLDS = (0.85, 0.9, 0.95)
 KEEPS = tuple(r / 100 for r in range(5, 100, 5))
 M = 1024
 
-_start = time.monotonic()
-
-
-def progress(message):
-    print(f"[claims {time.monotonic() - _start:6.1f} s] {message}", file=sys.stderr, flush=True)
+progress = progress_printer("claims")
 
 
 def candidate_pairs(positions, tile):

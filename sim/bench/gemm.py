@@ -33,7 +33,6 @@ hide in a longer K, is a visible share of every row; ``focus-rtl estimate`` appl
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +44,7 @@ from rtl.flow.toolchain import BUILD_ROOT
 from rtl.params import FocusParams
 
 from ..gemm import focus_gemm as rtl_focus_gemm
+from .report import progress_printer
 
 __all__ = ["main", "run_bench", "write_report", "SETUPS", "PLOTS"]
 
@@ -62,12 +62,7 @@ SETUPS = {
                   params=FocusParams(dim=8, tile=32, window=64)),
 }
 
-_start = time.monotonic()
-
-
-def progress(message):
-    print(f"[bench_gemm {time.monotonic() - _start:7.1f} s] {message}", file=sys.stderr,
-          flush=True)
+progress = progress_printer("bench_gemm")
 
 
 def _data(setup, kind):

@@ -25,7 +25,6 @@ stderr.
 import argparse
 import math
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -37,24 +36,16 @@ from rtl.flow.toolchain import BUILD_ROOT
 from rtl.params import FocusParams
 
 from .. import map_code as smc
+from .report import markdown_table as table
+from .report import progress_printer
 
 THRESHOLDS = (0.85, 0.9, 0.95)
 GRID = 14
 FS, HS = GRID * GRID, GRID
 DIM, COLUMNS = 32, 4
 
-_start = time.monotonic()
+progress = progress_printer("bench_map_code")
 
-
-def progress(message):
-    print(f"[bench_map_code {time.monotonic() - _start:7.1f} s] {message}", file=sys.stderr,
-          flush=True)
-
-
-def table(header, rows):
-    lines = ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
 
 
 def _columns(x, pos, tq):

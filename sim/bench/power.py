@@ -26,7 +26,6 @@ ungated) to ``build/bench/power/`` (``-o``).
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -41,17 +40,13 @@ from rtl.params import FocusParams
 from rtl.sic.similarity_comparator import SimilarityComparator
 
 from ..streams import CLOCK_PERIOD, run_jobs
+from .report import progress_printer
 
 GRID = 14
 PRUNING = (0.0, 0.5, 0.8)
 GATES = ("stage1", "stage2", "stage3")
 
-_start = time.monotonic()
-
-
-def progress(message):
-    print(f"[bench_power {time.monotonic() - _start:7.1f} s] {message}", file=sys.stderr,
-          flush=True)
+progress = progress_printer("bench_power")
 
 
 def comparison_stream(params, pruning, frames=2, seed=0, theta=0.9):

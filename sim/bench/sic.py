@@ -28,7 +28,6 @@ which takes several minutes per configuration with the YoWASP tools.
 import argparse
 import re
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -42,23 +41,15 @@ from rtl.params import FocusParams
 from rtl.sic.block_matcher import matcher_rounds
 
 from ..block_match import Job, decode_beats, golden_job, run_jobs
+from .report import markdown_table as table
+from .report import progress_printer
 
 THRESHOLDS = (0.85, 0.9, 0.95)
 GRID = 14
 FS, HS = GRID * GRID, GRID
 
-_start = time.monotonic()
+progress = progress_printer("bench_sic")
 
-
-def progress(message):
-    print(f"[bench_sic {time.monotonic() - _start:7.1f} s] {message}", file=sys.stderr,
-          flush=True)
-
-
-def table(header, rows):
-    lines = ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
 
 
 def _photo(frames, dim, seed=0, grid=GRID, elem_bits=8):
