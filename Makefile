@@ -9,7 +9,7 @@ PRESET ?= default
 BOARD  ?= icebreaker
 JOBS   ?= auto
 
-.PHONY: all venv verilog test lint test-boards synth qor bench warm liberty clean distclean board flash
+.PHONY: all venv verilog test lint test-boards synth qor bench figures warm liberty clean distclean board flash
 
 all: verilog
 
@@ -62,6 +62,17 @@ flash: $(STAMP)
 
 bench: $(STAMP)
 	$(FOCUS) bench --preset $(PRESET) $(ARGS)
+
+# The README's plots, from the golden-model benchmarks (under a minute): docs/figures/*.png.
+FIGURES := docs/figures
+figures: $(STAMP)
+	$(BIN)/python -m sim.bench.offsets
+	$(BIN)/python -m sim.bench.map_code --no-rtl
+	$(BIN)/python -m sim.bench.claims --readme README.md
+	mkdir -p $(FIGURES)
+	cp build/bench/offsets/bits.png $(FIGURES)/offset_code_bits.png
+	cp build/bench/map_code/bits.png $(FIGURES)/map_code_bits.png
+	cp build/bench/claims/block_similarity.png $(FIGURES)/block_similarity.png
 
 # Compile the YoWASP WebAssembly once (about 30 s cold) so later timings are warm.
 warm: $(STAMP)
