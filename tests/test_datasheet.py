@@ -22,7 +22,9 @@ from rtl.top.registers import REGISTER, REGISTERS, render_markdown
 def emitted():
     out = toolchain.BUILD_ROOT / "test-datasheet"
     shutil.rmtree(out, ignore_errors=True)
-    written = emit_files(FocusParams.board(), out, ["focus_unit"], preset="board")
+    # No synth report (an empty root), whatever earlier runs left in build/synth/.
+    written = emit_files(FocusParams.board(), out, ["focus_unit"], preset="board",
+                         synth_root=out / "no-synth")
     assert [p.name for p in written] == ["focus_unit.v", "params.json", *DATASHEET_FILES]
     assert "datasheet.md" in DATASHEET_FILES
     return out
@@ -32,7 +34,8 @@ def emitted():
 def emitted_axi():
     out = toolchain.BUILD_ROOT / "test-datasheet-axi"
     shutil.rmtree(out, ignore_errors=True)
-    written = emit_files(FocusParams.board(), out, ["focus_unit"], preset="board", wraps=["axi"])
+    written = emit_files(FocusParams.board(), out, ["focus_unit"], preset="board", wraps=["axi"],
+                         synth_root=out / "no-synth")
     assert [p.name for p in written] == ["focus_unit.v", "focus_unit_axi.v", "params.json",
                                          *DATASHEET_FILES]
     return out
