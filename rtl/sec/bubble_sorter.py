@@ -4,7 +4,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal, signed
 
 from ..block import FocusBlock
 from .importance_buffer import buffer_word_layout
-from .topk_engine import TopKEngineSignature, add_sweeper
+from .topk_engine import TopKEngineSignature, add_sweeper, or_tree
 
 __all__ = ["BubbleSorter"]
 
@@ -28,11 +28,13 @@ class BubbleSorter(FocusBlock):
     mask pass sets mask[j] = key(j) >= T, a beat per cycle. k = 0 runs no pass and keeps nothing.
 
     Latency and throughput, no stalls and all words available: the first score reaches the chain
-    4 cycles after ``start`` (the word's read, the serializer's word register, the chain's input
-    register), then one score per cycle for ``ceil(k/a) * M`` cycles, the threshold register,
-    and the mask at one beat per cycle (``golden.cycles.BUBBLE_SORT_LATENCY`` counts the three
-    registers). Words are read one at a time, as the pass reaches them, so the first pass can
-    follow the loader. ``o_stream`` back-pressure holds only the mask pass.
+    5 cycles after ``start`` (the sweeper's start, the word's read, the sweeper's word register,
+    the serializer's word register, the chain's input register), then one score per cycle for
+    ``ceil(k/a) * M`` cycles, the threshold register, and the mask at one beat per cycle
+    (``golden.cycles.BUBBLE_SORT_LATENCY`` counts the serializer's, the chain's input and the
+    threshold registers; ``TOPK_LATENCY`` the rest). Words are read one at a time, as the pass
+    reaches them, so the first pass can follow the loader. ``o_stream`` back-pressure holds only
+    the mask pass.
     """
 
     def __init__(self, params):
@@ -66,7 +68,7 @@ class BubbleSorter(FocusBlock):
         take_sort = Signal()      # word register's load, which fans out to every score bit)
         m.d.comb += take_sort.eq((~cur_valid | end_of_word) & sw.w_valid & ~sw.w_final)
         with m.If(take_sort):
-            m.d.sync += [cur.eq(self.r_data), cur_valid.eq(1), cur_lane.eq(0),
+            m.d.sync += [cur.eq(sw.w_data), cur_valid.eq(1), cur_lane.eq(0),
                          end_of_word.eq(sw.w_count == 1),
                          cur_count.eq(sw.w_count), cur_base.eq(sw.w_base),
                          cur_first.eq(sw.w_first), cur_last.eq(sw.w_last)]
@@ -126,17 +128,21 @@ class BubbleSorter(FocusBlock):
         crest = Signal(p.count_bits)      # picks still to come, from the pass now in the chain
         none = Signal()                   # k = 0
         t_score = Signal(sb)
-        t_index = Signal(p.count_bits)
+        # Lane n of the mask word is token w_base + n; it is kept when (s, -j) >= (T, -t_index),
+        # that is s > T, or s == T and n <= t_index - w_base. ``reach`` is t_index - w_base of the
+        # mask word in w_data: the mask sweep starts at word 0 and steps by ``lanes``.
+        reach = Signal(signed(p.count_bits + 2))
         take_mask = Signal()
         m.d.comb += sw.take.eq(take_sort | take_mask)
-        # Lane n of the mask word is token w_base + n; it is kept when (s, -j) >= (T, -t_index).
-        reach = Signal(signed(p.count_bits + 2))
-        m.d.comb += reach.eq(t_index - sw.w_base)
         bits = []
         for n in range(a):
-            s = self.r_data.scores[n]
+            s = sw.w_data.scores[n]
             better = (s > t_score) | ((s == t_score) & (reach >= n))
-            bits.append((n < sw.w_count) & ~none & better)
+            bits.append(sw.w_lanes[n] & ~none & better)
+        # One-hot: cell crest-1. crest changes only at a pass's last score, at least a cycle
+        # before the THRESHOLD state reads this.
+        pick_at = Signal(a)
+        m.d.sync += pick_at.eq(Cat(crest == n + 1 for n in range(a)))
         advance = ~o.valid | o.ready
         with m.FSM() as fsm:
             with m.State("IDLE"):
@@ -154,17 +160,17 @@ class BubbleSorter(FocusBlock):
                     with m.Else():
                         m.next = "THRESHOLD"
             with m.State("THRESHOLD"):
-                # The chain is final: the pick of rank k-1 is in cell crest-1.
-                pick = key[0]
-                for n in range(1, a):
-                    pick = Mux(crest == n + 1, key[n], pick)
-                m.d.sync += [t_score.eq(pick[ib:]), t_index.eq(~pick[:ib])]
+                # The chain is final: the pick of rank k-1 is in cell crest-1 (an AND-OR select
+                # on the one-hot register, not a chain of a muxes).
+                pick = or_tree(Mux(pick_at[n], key[n], 0) for n in range(a))
+                m.d.sync += [t_score.eq(pick[ib:]), reach.eq(~pick[:ib])]
                 m.next = "MASK"
             with m.State("MASK"):
                 with m.If(advance):
                     m.d.sync += o.valid.eq(take_mask)
                     with m.If(take_mask):
-                        m.d.sync += [o.payload.keep.eq(Cat(*bits)), o.payload.last.eq(sw.w_last)]
+                        m.d.sync += [o.payload.keep.eq(Cat(*bits)), o.payload.last.eq(sw.w_last),
+                                     reach.eq(reach - a)]
                 with m.If(o.valid & o.ready & o.payload.last):
                     m.d.sync += self.busy.eq(0)
                     m.next = "IDLE"
