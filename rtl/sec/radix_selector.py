@@ -67,8 +67,8 @@ class RadixSelector(FocusBlock):
     candidacy, the bins' counts, their accumulation; then choosing the digit in two steps, while
     the next pass's first word waits in the sweeper's register), and a mask beat leaves 4 cycles
     after its word is in the read port (the sweeper's register, the compare with T, the tie
-    counts, the output register). The cycle count does not depend on k. A pass can follow the loader (words are read once available).
-    ``o_stream`` back-pressure holds only the mask pass.
+    counts, the output register). The cycle count does not depend on k. A pass can follow the
+    loader (words are read once available). ``o_stream`` back-pressure holds only the mask pass.
     """
 
     def __init__(self, params):
