@@ -220,10 +220,14 @@ class ImportanceAnalyzer(FocusBlock):
         s1_addr = Signal(buffer_addr_bits(p))
         s1_first = Signal()        # spatial: first row; temporal: first beat of the column
         s1_beat = Signal(word)     # spatial: the masked beat
-        # Temporal: the beat's max-tree, split between the cycle of the transfer and the next
-        # (the next also takes the column's running max), with its middle level registered.
+        # Temporal: the beat's max tree over three cycles, at most two levels in each of the
+        # first two (the cycle of the transfer, then stage 2), the rest in stage 3 with the
+        # column's running max (only with more than 16 lanes).
         depth = ceil_log2(a)
-        s1_part = [Signal(sb, name=f"s1_part{n}") for n in range(-(-a // (1 << (depth + 1) // 2)))]
+        lv1 = (depth + 1) // 2 if depth <= 4 else 2
+        lv2 = min(depth - lv1, 2)
+        s1_part = [Signal(sb, name=f"s1_part{n}") for n in range(-(-a // (1 << lv1)))]
+        s2_part = [Signal(sb, name=f"s2_part{n}") for n in range(-(-a // (1 << (lv1 + lv2))))]
         s1_col_end = Signal()      # temporal: last beat of the column
         s1_lane = Signal(range(a))
         s1_flush = Signal()        # temporal: write the word after this column
@@ -234,9 +238,10 @@ class ImportanceAnalyzer(FocusBlock):
         s2_first = Signal()
         s2_beat = Signal(word)
         s2_rd = Signal(word)
-        s2_fwd1 = Signal()         # spatial: the word was written in the cycle before stage 3 ...
-        s2_fwd2 = Signal()         # ... or two cycles before (reads do not see those writes)
-        s2_bmax = Signal(sb)       # temporal: the beat's max, and where it goes
+        # Spatial, one-hot (none for a first row, whose word starts from 0): the old word is the
+        # read data, or the word written in the cycle before stage 3, or two cycles before (reads
+        # do not see those writes).
+        s2_use_rd, s2_use_w1, s2_use_w2 = Signal(), Signal(), Signal()
         s2_col_end = Signal()
         s2_lane = Signal(range(a))
         s2_flush = Signal()
@@ -300,8 +305,7 @@ class ImportanceAnalyzer(FocusBlock):
         m.d.comb += masked.eq(Cat(Mux(pos.ok[n], i.payload.scores[n], 0) for n in range(a)))
         m.d.comb += [port.r_addr.eq(pos.w),
                      port.r_en.eq(Mux(accum, take & ~temporal, reading & advance & more))]
-        part = _max_tree(m, (masked.scores[n] for n in range(a)), sb, levels=(depth + 1) // 2,
-                         prefix="max_in")
+        part = _max_tree(m, (masked.scores[n] for n in range(a)), sb, levels=lv1, prefix="max_in")
         assert len(part) == len(s1_part)
         m.d.sync += s1_valid.eq(take)
         with m.If(take):
@@ -315,30 +319,37 @@ class ImportanceAnalyzer(FocusBlock):
                 s1_flush.eq((pos.lane == a - 1) | (pos.tleft == 1)),
             ]
 
-        # Stage 2: register the read data (spatial), or the rest of the beat's max tree (temporal).
+        # Stage 2: register the read data (spatial; nothing between the block RAM's output and
+        # the register), or the next levels of the beat's max tree (temporal).
         m.d.sync += s2_valid.eq(s1_valid)
         w_en = Signal()
+        fwd1 = s2_valid & ~temporal & (s2_addr == s1_addr)
+        fwd2 = w1_valid & (w1_addr == s1_addr)
         with m.If(s1_valid):
             m.d.sync += [
                 s2_addr.eq(s1_addr), s2_first.eq(s1_first), s2_beat.eq(s1_beat),
                 s2_rd.eq(port.r_data),
-                s2_fwd1.eq(s2_valid & ~temporal & (s2_addr == s1_addr)),
-                s2_fwd2.eq(w1_valid & (w1_addr == s1_addr)),
+                s2_use_w1.eq(~s1_first & fwd1),
+                s2_use_w2.eq(~s1_first & ~fwd1 & fwd2),
+                s2_use_rd.eq(~s1_first & ~fwd1 & ~fwd2),
             ]
-        (beat_max,) = _max_tree(m, s1_part, sb, prefix="max_s1")
+        part2 = _max_tree(m, s1_part, sb, levels=lv2, prefix="max_s1")
+        assert len(part2) == len(s2_part)
         with m.If(s1_valid):
-            m.d.sync += [s2_bmax.eq(beat_max), s2_col_end.eq(s1_col_end), s2_lane.eq(s1_lane),
-                         s2_flush.eq(s1_flush)]
+            m.d.sync += [[r.eq(v) for r, v in zip(s2_part, part2, strict=True)],
+                         s2_col_end.eq(s1_col_end), s2_lane.eq(s1_lane), s2_flush.eq(s1_flush)]
 
-        # Stage 3: write back (spatial: the max with the old word, forwarded from the last two
-        # writes when the read could not see them).
+        # Stage 3: write back (spatial: the max with the old word, an AND-OR select of the read
+        # data and the last two writes).
         old = Signal(word)
         new = Signal(word)
-        m.d.comb += old.eq(Mux(s2_first, 0, Mux(s2_fwd1, w1_data, Mux(s2_fwd2, w2_data, s2_rd))))
+        m.d.comb += old.eq(Mux(s2_use_rd, s2_rd, 0) | Mux(s2_use_w1, w1_data, 0)
+                           | Mux(s2_use_w2, w2_data, 0))
         m.d.comb += new.eq(Cat(_max(old.scores[n], s2_beat.scores[n]) for n in range(a)))
         # Temporal: the column's running max, and its lane of the word to write.
+        (beat_max,) = _max_tree(m, s2_part, sb, prefix="max_s2")
         cm = Signal(sb)
-        m.d.comb += cm.eq(_max(Mux(s2_first, 0, colmax), s2_bmax))
+        m.d.comb += cm.eq(_max(Mux(s2_first, 0, colmax), beat_max))
         filled = Signal(word)
         m.d.comb += filled.eq(Cat(Mux(s2_lane == n, cm, collect.scores[n]) for n in range(a)))
         with m.If(s2_valid & temporal):
