@@ -142,15 +142,17 @@ class ImportanceAnalyzer(FocusBlock):
     beat waits, stray ``i_stream`` beats are accepted and dropped, so no producer hangs.
 
     Datapath. A buffer word is a beat. Spatial: each beat's word is read in the cycle of its
-    transfer, the read data is registered the next cycle, and the lane-wise max is written back the
-    cycle after (so the block RAM's output delay and the max are in different cycles). When a row is
-    one or two words long a beat reads its word before the previous beats' writes of it land (a read
-    returns the old word), so the words written in the last two cycles are forwarded from registers
-    instead. Temporal: the lanes of a beat are reduced by a max tree (half of its levels in the
-    cycle of the transfer, half in the next), a running max covers the column's beats (in the cycle
-    after the tree), and the column's result goes into its lane of a word register that is written
-    to the buffer when the word is full or the job ends (no read-modify-write at all). In both
-    dataflows the last beat's word is written two cycles after its transfer.
+    transfer, the read data is registered the next cycle (nothing between the block RAM's output
+    and that register), and the lane-wise max is written back the cycle after. When a row is one
+    or two words long a beat reads its word before the previous beats' writes of it land (a read
+    returns the old word), so the words written in the last two cycles are forwarded from
+    registers instead (a one-hot select chosen in the cycle before). Temporal: the lanes of a beat
+    are reduced by a max tree over three cycles (at most two of its levels in the cycle of the
+    transfer and two in the next; the rest, with more than 16 lanes, in the third), a running max
+    covers the column's beats (in the third cycle), and the column's result goes into its lane of
+    a word register that is written to the buffer when the word is full or the job ends (no
+    read-modify-write at all). In both dataflows the last beat's word is written two cycles after
+    its transfer.
 
     Handing over to the selector (SEC): built with ``buffer="external"`` the analyzer has no
     memory of its own, only the ``buffer`` port; SEC connects it and the selector's ``buffer``
