@@ -1,6 +1,6 @@
 """The a-way bubble sorter of the top-k selector (spec 3.2, ``sorter="bubble"``)."""
 
-from amaranth.hdl import Cat, Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 
 from ..block import FocusBlock
 from .importance_buffer import buffer_word_layout
@@ -130,14 +130,16 @@ class BubbleSorter(FocusBlock):
         t_score = Signal(sb)
         # Lane n of the mask word is token w_base + n; it is kept when (s, -j) >= (T, -t_index),
         # that is s > T, or s == T and n <= t_index - w_base. ``reach`` is t_index - w_base of the
-        # mask word in w_data: the mask sweep starts at word 0 and steps by ``lanes``.
+        # mask word in w_data: the mask sweep starts at word 0 and steps by ``lanes``. reach_ge
+        # holds its compares with the lanes (bit n: reach >= n), set with reach.
         reach = Signal(signed(p.count_bits + 2))
+        reach_ge = Signal(a)
         take_mask = Signal()
         m.d.comb += sw.take.eq(take_sort | take_mask)
         bits = []
         for n in range(a):
             s = sw.w_data.scores[n]
-            better = (s > t_score) | ((s == t_score) & (reach >= n))
+            better = (s > t_score) | ((s == t_score) & reach_ge[n])
             bits.append(sw.w_lanes[n] & ~none & better)
         # One-hot: cell crest-1. crest changes only at a pass's last score, at least a cycle
         # before the THRESHOLD state reads this.
@@ -163,14 +165,17 @@ class BubbleSorter(FocusBlock):
                 # The chain is final: the pick of rank k-1 is in cell crest-1 (an AND-OR select
                 # on the one-hot register, not a chain of a muxes).
                 pick = or_tree(Mux(pick_at[n], key[n], 0) for n in range(a))
-                m.d.sync += [t_score.eq(pick[ib:]), reach.eq(~pick[:ib])]
+                t_index = ~pick[:ib]
+                m.d.sync += [t_score.eq(pick[ib:]), reach.eq(t_index),
+                             reach_ge.eq(Cat(Const(1, 1), *(t_index >= n for n in range(1, a))))]
                 m.next = "MASK"
             with m.State("MASK"):
                 with m.If(advance):
                     m.d.sync += o.valid.eq(take_mask)
                     with m.If(take_mask):
                         m.d.sync += [o.payload.keep.eq(Cat(*bits)), o.payload.last.eq(sw.w_last),
-                                     reach.eq(reach - a)]
+                                     reach.eq(reach - a),
+                                     reach_ge.eq(Cat(reach >= n + a for n in range(a)))]
                 with m.If(o.valid & o.ready & o.payload.last):
                     m.d.sync += self.busy.eq(0)
                     m.next = "IDLE"
