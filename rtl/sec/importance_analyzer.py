@@ -6,13 +6,13 @@ from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
 from ..layouts import score_beat_layout
-from ..params import ceil_log2
 from .importance_buffer import (
     ImportanceBuffer,
     buffer_addr_bits,
     buffer_members,
     buffer_word_layout,
 )
+from .topk_engine import or_tree
 
 __all__ = ["ImportanceAnalyzer", "Dataflow", "analyzer_config_layout", "ROWS_BITS",
            "ANALYZER_DONE_LATENCY"]
@@ -49,22 +49,35 @@ def _max(a, b):
     return Mux(a > b, a, b)
 
 
-def _max_tree(m, values, width, *, levels=None, prefix="max"):
-    """A balanced tree of 2-input max units, ``levels`` levels of it (all by default); returns the
-    values left (one, for the whole tree). Each node is a signal of its own: ``_max`` uses its
-    operands twice, so nested expressions would double at every level in the emitted Verilog
-    (harmless to synthesis, which merges them, but very slow to simulate)."""
+def _max_of(m, values, width, name):
+    """The max of a few ``values`` in one step: every pair compared at once, then an AND-OR
+    select of the winner (the first of the largest), so the compares are not in series as in a
+    tree of 2-input max units. Each compare and the result are signals of their own (nested
+    expressions that use an operand twice would double at every level in the emitted Verilog)."""
     values = list(values)
-    level = 0
-    while len(values) > 1 and (levels is None or level < levels):
-        nodes = []
-        for i in range(0, len(values) - 1, 2):
-            node = Signal(width, name=f"{prefix}_l{level}_{i // 2}")
-            m.d.comb += node.eq(_max(values[i], values[i + 1]))
-            nodes.append(node)
-        values = nodes + ([values[-1]] if len(values) % 2 else [])
-        level += 1
-    return values
+    n = len(values)
+    if n == 1:
+        return values[0]
+    ge = {}
+    for i in range(n):
+        for j in range(i + 1, n):
+            ge[i, j] = Signal(name=f"{name}_ge{i}_{j}")
+            m.d.comb += ge[i, j].eq(values[i] >= values[j])
+    terms = []
+    for i in range(n):
+        wins = Cat(*(ge[i, j] if i < j else ~ge[j, i] for j in range(n) if j != i))
+        terms.append(Mux(wins.all(), values[i], 0))
+    node = Signal(width, name=name)
+    m.d.comb += node.eq(or_tree(terms))
+    return node
+
+
+def _max_groups(m, values, width, prefix):
+    """One step of the max reduction: the max of each group of up to 4 ``values``
+    (:func:`_max_of`); returns the group maxima."""
+    values = list(values)
+    return [_max_of(m, values[i:i + 4], width, f"{prefix}_{i // 4}")
+            for i in range(0, len(values), 4)]
 
 
 class _InputPosition:
@@ -125,6 +138,30 @@ class _InputPosition:
         return Mux(temporal, (rleft <= a) & (tleft == 1), (left <= a) & (rows == 1))
 
 
+def _column_max(m, p, start, s2_valid, s2_part, s2_first, s2_col_end, s2_lane, s2_flush):
+    """The temporal dataflow's stage 3: the max of the beat's remaining tree values and of the
+    column's running max, in one step (:func:`_max_of`); a finished column goes into its lane of
+    the word register ``collect``, which is written to the buffer when the word is full or the
+    job ends. ``start`` clears the word register. Returns the write (enable, data)."""
+    a, sb = p.lanes, p.score_bits
+    word = buffer_word_layout(p)
+    colmax = Signal(sb)
+    collect = Signal(word)
+    cm = _max_of(m, [*s2_part, Mux(s2_first, 0, colmax)], sb, "colmax_next")
+    filled = Signal(word)
+    m.d.comb += filled.eq(Cat(Mux(s2_lane[n], cm, collect.scores[n]) for n in range(a)))
+    with m.If(s2_valid):
+        m.d.sync += colmax.eq(cm)
+        with m.If(s2_col_end):
+            with m.If(s2_flush):
+                m.d.sync += collect.eq(0)
+            with m.Else():
+                m.d.sync += collect.eq(filled)
+    with m.If(start):
+        m.d.sync += collect.eq(0)
+    return s2_valid & s2_col_end & s2_flush, filled
+
+
 class ImportanceAnalyzer(FocusBlock):
     """Builds the importance vector ``s[j] = max_r I[r, j]`` in the importance buffer.
 
@@ -147,12 +184,12 @@ class ImportanceAnalyzer(FocusBlock):
     or two words long a beat reads its word before the previous beats' writes of it land (a read
     returns the old word), so the words written in the last two cycles are forwarded from
     registers instead (a one-hot select chosen in the cycle before). Temporal: the lanes of a beat
-    are reduced by a max tree over three cycles (at most two of its levels in the cycle of the
-    transfer and two in the next; the rest, with more than 16 lanes, in the third), a running max
-    covers the column's beats (in the third cycle), and the column's result goes into its lane of
-    a word register that is written to the buffer when the word is full or the job ends (no
-    read-modify-write at all). In both dataflows the last beat's word is written two cycles after
-    its transfer.
+    are reduced over three cycles, the max of each group of 4 lanes in the cycle of the transfer,
+    of each group of 4 of those in the next, and of the rest with the column's running max in the
+    third (each group's max in one step: all its pairs compared at once, then a select, so no two
+    compares are in series), and the column's result goes into its lane of a word register that
+    is written to the buffer when the word is full or the job ends (no read-modify-write at all).
+    In both dataflows the last beat's word is written two cycles after its transfer.
 
     Handing over to the selector (SEC): built with ``buffer="external"`` the analyzer has no
     memory of its own, only the ``buffer`` port; SEC connects it and the selector's ``buffer``
@@ -222,14 +259,10 @@ class ImportanceAnalyzer(FocusBlock):
         s1_addr = Signal(buffer_addr_bits(p))
         s1_first = Signal()        # spatial: first row; temporal: first beat of the column
         s1_beat = Signal(word)     # spatial: the masked beat
-        # Temporal: the beat's max tree over three cycles, at most two levels in each of the
-        # first two (the cycle of the transfer, then stage 2), the rest in stage 3 with the
-        # column's running max (only with more than 16 lanes).
-        depth = ceil_log2(a)
-        lv1 = (depth + 1) // 2 if depth <= 4 else 2
-        lv2 = min(depth - lv1, 2)
-        s1_part = [Signal(sb, name=f"s1_part{n}") for n in range(-(-a // (1 << lv1)))]
-        s2_part = [Signal(sb, name=f"s2_part{n}") for n in range(-(-a // (1 << (lv1 + lv2))))]
+        # Temporal: the beat's max, groups of 4 lanes in the cycle of the transfer, groups of 4
+        # of those in stage 2, the rest with the column's running max in stage 3 (_column_max).
+        s1_part = [Signal(sb, name=f"s1_part{n}") for n in range(-(-a // 4))]
+        s2_part = [Signal(sb, name=f"s2_part{n}") for n in range(-(-a // 16))]
         s1_col_end = Signal()      # temporal: last beat of the column
         s1_lane = Signal(range(a))
         s1_flush = Signal()        # temporal: write the word after this column
@@ -245,13 +278,11 @@ class ImportanceAnalyzer(FocusBlock):
         # do not see those writes).
         s2_use_rd, s2_use_w1, s2_use_w2 = Signal(), Signal(), Signal()
         s2_col_end = Signal()
-        s2_lane = Signal(range(a))
+        s2_lane = Signal(a)        # temporal: the column's lane, one-hot
         s2_flush = Signal()
         # The spatial writes of the last two cycles (for forwarding).
         w1_valid, w1_addr, w1_data = Signal(), Signal(buffer_addr_bits(p)), Signal(word)
         w2_data = Signal(word)
-        colmax = Signal(sb)
-        collect = Signal(word)
         rd_valid = Signal()        # readout: r_data holds a word not yet sent
         more = readout & (pos.left != 0)
         advance = ~rd_valid | o.ready
@@ -268,7 +299,7 @@ class ImportanceAnalyzer(FocusBlock):
                     with m.If(~bad):
                         m.d.sync += [
                             M.eq(c.M), R.eq(c.R), temporal.eq(c.mode == Dataflow.TEMPORAL),
-                            readout.eq(c.readout), collect.eq(0),
+                            readout.eq(c.readout),
                         ]
                         pos.start(m, c)
                         m.next = "ACCUM"
@@ -307,7 +338,7 @@ class ImportanceAnalyzer(FocusBlock):
         m.d.comb += masked.eq(Cat(Mux(pos.ok[n], i.payload.scores[n], 0) for n in range(a)))
         m.d.comb += [port.r_addr.eq(pos.w),
                      port.r_en.eq(Mux(accum, take & ~temporal, reading & advance & more))]
-        part = _max_tree(m, (masked.scores[n] for n in range(a)), sb, levels=lv1, prefix="max_in")
+        part = _max_groups(m, (masked.scores[n] for n in range(a)), sb, "max_in")
         assert len(part) == len(s1_part)
         m.d.sync += s1_valid.eq(take)
         with m.If(take):
@@ -335,11 +366,11 @@ class ImportanceAnalyzer(FocusBlock):
                 s2_use_w2.eq(~s1_first & ~fwd1 & fwd2),
                 s2_use_rd.eq(~s1_first & ~fwd1 & ~fwd2),
             ]
-        part2 = _max_tree(m, s1_part, sb, levels=lv2, prefix="max_s1")
-        assert len(part2) == len(s2_part)
+        part2 = _max_groups(m, s1_part, sb, "max_s1")
         with m.If(s1_valid):
             m.d.sync += [[r.eq(v) for r, v in zip(s2_part, part2, strict=True)],
-                         s2_col_end.eq(s1_col_end), s2_lane.eq(s1_lane), s2_flush.eq(s1_flush)]
+                         s2_col_end.eq(s1_col_end), s2_flush.eq(s1_flush),
+                         s2_lane.eq(Cat(s1_lane == n for n in range(a)))]
 
         # Stage 3: write back (spatial: the max with the old word, an AND-OR select of the read
         # data and the last two writes).
@@ -348,22 +379,11 @@ class ImportanceAnalyzer(FocusBlock):
         m.d.comb += old.eq(Mux(s2_use_rd, s2_rd, 0) | Mux(s2_use_w1, w1_data, 0)
                            | Mux(s2_use_w2, w2_data, 0))
         m.d.comb += new.eq(Cat(_max(old.scores[n], s2_beat.scores[n]) for n in range(a)))
-        # Temporal: the column's running max, and its lane of the word to write.
-        (beat_max,) = _max_tree(m, s2_part, sb, prefix="max_s2")
-        cm = Signal(sb)
-        m.d.comb += cm.eq(_max(Mux(s2_first, 0, colmax), beat_max))
-        filled = Signal(word)
-        m.d.comb += filled.eq(Cat(Mux(s2_lane == n, cm, collect.scores[n]) for n in range(a)))
-        with m.If(s2_valid & temporal):
-            m.d.sync += colmax.eq(cm)
-            with m.If(s2_col_end):
-                with m.If(s2_flush):
-                    m.d.sync += collect.eq(0)
-                with m.Else():
-                    m.d.sync += collect.eq(filled)
+        t_en, t_data = _column_max(m, p, cfg.valid & cfg.ready, s2_valid & temporal, s2_part,
+                                   s2_first, s2_col_end, s2_lane, s2_flush)
         m.d.comb += [
-            w_en.eq(s2_valid & (~temporal | (s2_col_end & s2_flush))),
-            port.w_addr.eq(s2_addr), port.w_data.eq(Mux(temporal, filled, new)),
+            w_en.eq(Mux(temporal, t_en, s2_valid)),
+            port.w_addr.eq(s2_addr), port.w_data.eq(Mux(temporal, t_data, new)),
             port.w_en.eq(w_en),
         ]
         m.d.sync += [w1_valid.eq(w_en & ~temporal), w1_addr.eq(s2_addr), w1_data.eq(new),
