@@ -10,6 +10,9 @@ __all__ = ["RadixSelector", "radix_digits"]
 #: Bits per radix digit (16 histogram bins).
 DIGIT_BITS = 4
 
+#: Lanes per group of the histogram's first adder trees.
+GROUP = 8
+
 
 def radix_digits(p):
     """Histogram passes: ceil(score_bits / 4)."""
@@ -117,23 +120,26 @@ class RadixSelector(FocusBlock):
                     dig[n].eq(score(n).word_select(pos, DIGIT_BITS)),
                     cand[n].eq(sw.w_lanes[n] & (((score(n) ^ prefix) & hi_mask) == 0)),
                 ]
-        # Histogram stage 2: each bin's count of the word (an adder tree over the lanes); stage
-        # 3 adds it to the cumulative bin (so the tree and the accumulator are not in series).
+        # Histogram stage 2: each bin's count of the word in each group of up to 8 lanes (adder
+        # trees); stage 3 adds the groups' counts to the cumulative bin (so the lanes' tree and
+        # the accumulator are not in series).
         s2_valid = Signal()
         s2_last = Signal()
-        cw = Signal(range(a + 1))
-        hcount = [Signal(len(cw), name=f"hcount{b}") for b in range(bins)]
+        groups = range(0, a, GROUP)
+        hcount = [[Signal(range(min(GROUP, a - g) + 1), name=f"hcount{b}_{g // GROUP}")
+                   for g in groups] for b in range(bins)]
         m.d.sync += [s2_valid.eq(s1_valid), s2_last.eq(s1_last)]
         with m.If(s1_valid):
             for b in range(bins):
                 # Bin 0 counts every candidate (no ">= 0" compare, which lints as constant).
                 hits = [cand[n] & (dig[n] >= b) if b else cand[n] for n in range(a)]
-                m.d.sync += hcount[b].eq(_tree_sum(hits))
+                m.d.sync += [hcount[b][k].eq(_tree_sum(hits[g:g + GROUP]))
+                             for k, g in enumerate(groups)]
         s3_last = Signal()
         m.d.sync += s3_last.eq(s2_last)
         with m.If(s2_valid):
             for b in range(bins):
-                m.d.sync += cge[b].eq(cge[b] + hcount[b])
+                m.d.sync += cge[b].eq(cge[b] + _tree_sum(hcount[b]))
 
         # Mask pipeline: stage 1 compares with T, stage 2 counts the ties below each lane and in
         # the beat, stage 3 (the output register) keeps the ties there is room for.
