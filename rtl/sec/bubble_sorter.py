@@ -148,9 +148,12 @@ class BubbleSorter(FocusBlock):
         advance = ~o.valid | o.ready
         with m.FSM() as fsm:
             with m.State("IDLE"):
+                # The job's registers load in every idle cycle (so ``start``, which decodes the
+                # configuration, enables only the state and ``busy``).
+                m.d.sync += [irest.eq(self.keep), crest.eq(self.keep), none.eq(self.keep == 0),
+                             first_pass.eq(1)]
                 with m.If(self.start):
-                    m.d.sync += [irest.eq(self.keep), crest.eq(self.keep), none.eq(self.keep == 0),
-                                 first_pass.eq(1), self.busy.eq(1)]
+                    m.d.sync += self.busy.eq(1)
                     with m.If(self.keep == 0):
                         m.next = "MASK"
                     with m.Else():

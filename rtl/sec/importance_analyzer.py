@@ -295,13 +295,15 @@ class ImportanceAnalyzer(FocusBlock):
                 with m.If(cfg.valid):
                     c = cfg.payload
                     bad = (c.M == 0) | (c.M > p.tokens) | (c.R == 0)
-                    m.d.sync += self.error.eq(bad)
+                    # The job's registers load whatever ``bad`` is (unused after a rejected
+                    # beat): the compares stay off their enables.
+                    m.d.sync += [
+                        self.error.eq(bad),
+                        M.eq(c.M), R.eq(c.R), temporal.eq(c.mode == Dataflow.TEMPORAL),
+                        readout.eq(c.readout),
+                    ]
+                    pos.start(m, c)
                     with m.If(~bad):
-                        m.d.sync += [
-                            M.eq(c.M), R.eq(c.R), temporal.eq(c.mode == Dataflow.TEMPORAL),
-                            readout.eq(c.readout),
-                        ]
-                        pos.start(m, c)
                         m.next = "ACCUM"
             with m.State("ACCUM"):
                 with m.If(i.valid):

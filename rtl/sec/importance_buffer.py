@@ -254,7 +254,10 @@ class BufferSweeper(FocusBlock):
             ]
         with m.Elif(self.take):
             m.d.sync += self.w_valid.eq(0)
-        with m.If(self.start & ~active):
-            m.d.sync += [active.eq(1), M.eq(self.M), addr.eq(0), base.eq(0), r_valid.eq(0),
-                         self.w_valid.eq(0)]
+        # Idle, the sweeper has addr = base = 0 (the final sweep's last read wrapped them) and
+        # both stages empty (the user took every word); ``start`` sets only ``active``.
+        with m.If(~active):
+            m.d.sync += M.eq(self.M)
+            with m.If(self.start):
+                m.d.sync += active.eq(1)
         return m

@@ -169,10 +169,12 @@ class RadixSelector(FocusBlock):
 
         with m.FSM() as fsm:
             with m.State("IDLE"):
+                # The job's registers load in every idle cycle (so ``start``, which decodes the
+                # configuration, enables only the state and ``busy``).
+                m.d.sync += [isweep.eq(0), pos.eq(D - 1), prefix.eq(0), hi_mask.eq(0),
+                             rem.eq(self.keep), hold.eq(0), [c.eq(0) for c in cge]]
                 with m.If(self.start):
-                    m.d.sync += [isweep.eq(0), pos.eq(D - 1), prefix.eq(0), hi_mask.eq(0),
-                                 rem.eq(self.keep), hold.eq(0), self.busy.eq(1),
-                                 [c.eq(0) for c in cge]]
+                    m.d.sync += self.busy.eq(1)
                     m.next = "HIST"
             with m.State("HIST"):
                 with m.If(take_hist & sw.w_last):

@@ -121,9 +121,11 @@ class TopKSelector(FocusBlock):
         with m.FSM() as fsm:
             with m.State("IDLE"):
                 with m.If(cfg.valid):
-                    m.d.sync += self.error.eq(bad)
+                    # Loaded whatever ``bad`` is (unused after a rejected beat): the compares
+                    # stay off the registers' enables.
+                    m.d.sync += [self.error.eq(bad), loaded.eq(0), load_left.eq(c.M),
+                                 load_done.eq(c.preloaded)]
                     with m.If(~bad):
-                        m.d.sync += [loaded.eq(0), load_left.eq(c.M), load_done.eq(c.preloaded)]
                         m.next = "RUN"
             with m.State("RUN"):
                 with m.If(i.valid & ~load_done):
