@@ -1,8 +1,9 @@
 """The a-way bubble sorter of the top-k selector (spec 3.2, ``sorter="bubble"``)."""
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Module, Mux, Signal, signed
 
 from ..block import FocusBlock
+from ..params import ceil_log2
 from .importance_buffer import buffer_word_layout
 from .topk_engine import TopKEngineSignature, add_sweeper, or_tree
 
@@ -90,14 +91,17 @@ class BubbleSorter(FocusBlock):
             x_last.eq(cur_valid & cur_last & end_of_word),
         ]
 
-        # The chain.
+        # The chain. A pass streams the scores in index order and starts with an empty chain,
+        # so every key in it has a lower index than the entering one: the entering key is the
+        # larger exactly when its score is (a tie goes to the lower index), and the cells compare
+        # scores only (the admission compares whole keys).
         key = [Signal(kb, name=f"key{n}") for n in range(a)]
         full = [Signal(name=f"full{n}") for n in range(a)]
         full_eff = [Signal(name=f"full_eff{n}") for n in range(a)]
         beats = [Signal(name=f"beats{n}") for n in range(a)]
         for n in range(a):
             m.d.comb += [full_eff[n].eq(full[n] & ~x_fresh),
-                         beats[n].eq(~full_eff[n] | (x_key > key[n]))]
+                         beats[n].eq(~full_eff[n] | (x_key[ib:] > key[n][ib:]))]
 
         # Admission threshold: everything in the first pass; afterwards only keys below the
         # previous pass's smallest pick (nothing, if that pass did not fill the chain).
@@ -130,16 +134,20 @@ class BubbleSorter(FocusBlock):
         t_score = Signal(sb)
         # Lane n of the mask word is token w_base + n; it is kept when (s, -j) >= (T, -t_index),
         # that is s > T, or s == T and n <= t_index - w_base. ``reach`` is t_index - w_base of the
-        # mask word in w_data: the mask sweep starts at word 0 and steps by ``lanes``. reach_ge
-        # holds its compares with the lanes (bit n: reach >= n), set with reach.
+        # mask word in w_data: the mask sweep starts at word 0 and steps by ``lanes``. Two flags,
+        # set with it, say whether it covers every lane (reach >= a - 1) or none (reach < 0);
+        # otherwise 0 <= reach < a - 1 and its low bits alone give the lanes it covers.
         reach = Signal(signed(p.count_bits + 2))
-        reach_ge = Signal(a)
+        reach_all = Signal()
+        reach_none = Signal()
+        lb = ceil_log2(a)
         take_mask = Signal()
         m.d.comb += sw.take.eq(take_sort | take_mask)
         bits = []
         for n in range(a):
             s = sw.w_data.scores[n]
-            better = (s > t_score) | ((s == t_score) & reach_ge[n])
+            covered = ~reach_none & (reach_all | (reach[:lb] >= n)) if n else ~reach_none
+            better = (s > t_score) | ((s == t_score) & covered)
             bits.append(sw.w_lanes[n] & ~none & better)
         # One-hot: cell crest-1. crest changes only at a pass's last score, at least a cycle
         # before the THRESHOLD state reads this.
@@ -170,15 +178,15 @@ class BubbleSorter(FocusBlock):
                 pick = or_tree(Mux(pick_at[n], key[n], 0) for n in range(a))
                 t_index = ~pick[:ib]
                 m.d.sync += [t_score.eq(pick[ib:]), reach.eq(t_index),
-                             reach_ge.eq(Cat(Const(1, 1), *(t_index >= n for n in range(1, a))))]
+                             reach_all.eq(t_index >= a - 1 if a > 1 else 1), reach_none.eq(0)]
                 m.next = "MASK"
             with m.State("MASK"):
                 with m.If(advance):
                     m.d.sync += o.valid.eq(take_mask)
                     with m.If(take_mask):
                         m.d.sync += [o.payload.keep.eq(Cat(*bits)), o.payload.last.eq(sw.w_last),
-                                     reach.eq(reach - a),
-                                     reach_ge.eq(Cat(reach >= n + a for n in range(a)))]
+                                     reach.eq(reach - a), reach_all.eq(reach >= 2 * a - 1),
+                                     reach_none.eq(reach < a)]
                 with m.If(o.valid & o.ready & o.payload.last):
                     m.d.sync += self.busy.eq(0)
                     m.next = "IDLE"
