@@ -72,12 +72,24 @@ def _max_of(m, values, width, name):
     return node
 
 
-def _max_groups(m, values, width, prefix):
-    """One step of the max reduction: the max of each group of up to 4 ``values``
-    (:func:`_max_of`); returns the group maxima."""
+def _max_pairs(m, values, width, prefix):
+    """One step of the max reduction: a 2-input max of each pair of ``values``; returns the
+    maxima. Each node is a signal of its own (``_max`` uses its operands twice, so nested
+    expressions would double at every level in the emitted Verilog)."""
     values = list(values)
-    return [_max_of(m, values[i:i + 4], width, f"{prefix}_{i // 4}")
-            for i in range(0, len(values), 4)]
+    nodes = []
+    for i in range(0, len(values) - 1, 2):
+        node = Signal(width, name=f"{prefix}_{i // 2}")
+        m.d.comb += node.eq(_max(values[i], values[i + 1]))
+        nodes.append(node)
+    return nodes + ([values[-1]] if len(values) % 2 else [])
+
+
+def _max_levels(m, values, width, levels, prefix):
+    """``levels`` levels of a tree of 2-input max units (fewer if one value is left)."""
+    for level in range(levels):
+        values = _max_pairs(m, values, width, f"{prefix}_l{level}")
+    return values
 
 
 class _InputPosition:
@@ -138,20 +150,26 @@ class _InputPosition:
         return Mux(temporal, (rleft <= a) & (tleft == 1), (left <= a) & (rows == 1))
 
 
-def _column_max(m, p, start, s2_valid, s2_part, s2_first, s2_col_end, s2_lane, s2_flush):
+def _column_max(m, p, start, s1_first, s2_valid, s2_part, s2_col_end, s2_lane, s2_flush):
     """The temporal dataflow's stage 3: the max of the beat's remaining tree values and of the
     column's running max, in one step (:func:`_max_of`); a finished column goes into its lane of
     the word register ``collect``, which is written to the buffer when the word is full or the
-    job ends. ``start`` clears the word register. Returns the write (enable, data)."""
+    job ends. ``start`` clears the word register. ``s1_first``: stage 1 holds a column's first
+    beat (valid), so the running max restarts at 0 before that beat reaches stage 3 (the beat
+    ahead of it, if any, has its stage 3 in the same cycle and no longer needs it). Returns the
+    write (enable, data)."""
     a, sb = p.lanes, p.score_bits
     word = buffer_word_layout(p)
-    colmax = Signal(sb)
+    colmax = Signal(sb)            # 0 once the beat behind is a column's first
     collect = Signal(word)
-    cm = _max_of(m, [*s2_part, Mux(s2_first, 0, colmax)], sb, "colmax_next")
+    cm = _max_of(m, [*s2_part, colmax], sb, "colmax_next")
     filled = Signal(word)
     m.d.comb += filled.eq(Cat(Mux(s2_lane[n], cm, collect.scores[n]) for n in range(a)))
-    with m.If(s2_valid):
+    with m.If(s1_first):
+        m.d.sync += colmax.eq(0)
+    with m.Elif(s2_valid):
         m.d.sync += colmax.eq(cm)
+    with m.If(s2_valid):
         with m.If(s2_col_end):
             with m.If(s2_flush):
                 m.d.sync += collect.eq(0)
@@ -184,10 +202,10 @@ class ImportanceAnalyzer(FocusBlock):
     or two words long a beat reads its word before the previous beats' writes of it land (a read
     returns the old word), so the words written in the last two cycles are forwarded from
     registers instead (a one-hot select chosen in the cycle before). Temporal: the lanes of a beat
-    are reduced over three cycles, the max of each group of 4 lanes in the cycle of the transfer,
-    of each group of 4 of those in the next, and of the rest with the column's running max in the
-    third (each group's max in one step: all its pairs compared at once, then a select, so no two
-    compares are in series), and the column's result goes into its lane of a word register that
+    are reduced over three cycles, by a max tree, two of its levels in the cycle of the transfer
+    and two in the next; in the third, the rest and the column's running max (which restarts at 0
+    for a column's first beat a cycle ahead) in one step, all pairs compared at once and the
+    largest selected; and the column's result goes into its lane of a word register that
     is written to the buffer when the word is full or the job ends (no read-modify-write at all).
     In both dataflows the last beat's word is written two cycles after its transfer.
 
@@ -259,8 +277,8 @@ class ImportanceAnalyzer(FocusBlock):
         s1_addr = Signal(buffer_addr_bits(p))
         s1_first = Signal()        # spatial: first row; temporal: first beat of the column
         s1_beat = Signal(word)     # spatial: the masked beat
-        # Temporal: the beat's max, groups of 4 lanes in the cycle of the transfer, groups of 4
-        # of those in stage 2, the rest with the column's running max in stage 3 (_column_max).
+        # Temporal: the beat's max tree, two levels in the cycle of the transfer, two in stage 2,
+        # the rest with the column's running max in stage 3, in one step (_column_max).
         s1_part = [Signal(sb, name=f"s1_part{n}") for n in range(-(-a // 4))]
         s2_part = [Signal(sb, name=f"s2_part{n}") for n in range(-(-a // 16))]
         s1_col_end = Signal()      # temporal: last beat of the column
@@ -270,7 +288,6 @@ class ImportanceAnalyzer(FocusBlock):
         # max and the write in the same cycle), and the temporal word to write.
         s2_valid = Signal()
         s2_addr = Signal(buffer_addr_bits(p))
-        s2_first = Signal()
         s2_beat = Signal(word)
         s2_rd = Signal(word)
         # Spatial, one-hot (none for a first row, whose word starts from 0): the old word is the
@@ -340,7 +357,7 @@ class ImportanceAnalyzer(FocusBlock):
         m.d.comb += masked.eq(Cat(Mux(pos.ok[n], i.payload.scores[n], 0) for n in range(a)))
         m.d.comb += [port.r_addr.eq(pos.w),
                      port.r_en.eq(Mux(accum, take & ~temporal, reading & advance & more))]
-        part = _max_groups(m, (masked.scores[n] for n in range(a)), sb, "max_in")
+        part = _max_levels(m, (masked.scores[n] for n in range(a)), sb, 2, "max_in")
         assert len(part) == len(s1_part)
         m.d.sync += s1_valid.eq(take)
         with m.If(take):
@@ -362,13 +379,13 @@ class ImportanceAnalyzer(FocusBlock):
         fwd2 = w1_valid & (w1_addr == s1_addr)
         with m.If(s1_valid):
             m.d.sync += [
-                s2_addr.eq(s1_addr), s2_first.eq(s1_first), s2_beat.eq(s1_beat),
+                s2_addr.eq(s1_addr), s2_beat.eq(s1_beat),
                 s2_rd.eq(port.r_data),
                 s2_use_w1.eq(~s1_first & fwd1),
                 s2_use_w2.eq(~s1_first & ~fwd1 & fwd2),
                 s2_use_rd.eq(~s1_first & ~fwd1 & ~fwd2),
             ]
-        part2 = _max_groups(m, s1_part, sb, "max_s1")
+        part2 = _max_levels(m, s1_part, sb, 2, "max_s1")
         with m.If(s1_valid):
             m.d.sync += [[r.eq(v) for r, v in zip(s2_part, part2, strict=True)],
                          s2_col_end.eq(s1_col_end), s2_flush.eq(s1_flush),
@@ -381,8 +398,8 @@ class ImportanceAnalyzer(FocusBlock):
         m.d.comb += old.eq(Mux(s2_use_rd, s2_rd, 0) | Mux(s2_use_w1, w1_data, 0)
                            | Mux(s2_use_w2, w2_data, 0))
         m.d.comb += new.eq(Cat(_max(old.scores[n], s2_beat.scores[n]) for n in range(a)))
-        t_en, t_data = _column_max(m, p, cfg.valid & cfg.ready, s2_valid & temporal, s2_part,
-                                   s2_first, s2_col_end, s2_lane, s2_flush)
+        t_en, t_data = _column_max(m, p, cfg.valid & cfg.ready, s1_valid & temporal & s1_first,
+                                   s2_valid & temporal, s2_part, s2_col_end, s2_lane, s2_flush)
         m.d.comb += [
             w_en.eq(Mux(temporal, t_en, s2_valid)),
             port.w_addr.eq(s2_addr), port.w_data.eq(Mux(temporal, t_data, new)),
