@@ -107,7 +107,9 @@ class _InputPosition:
     column's place in the buffer, ``tleft`` the tokens left. ``ok`` holds the valid lanes of the
     next beat (a thermometer code), kept a cycle ahead so that no counter comparison sits
     between the input and the max tree; ``ok_full`` is the code of a whole row (spatial,
-    min(M, a) lanes) or column (temporal, min(R, a) lanes).
+    min(M, a) lanes) or column (temporal, min(R, a) lanes). The flags ``row_end`` (left <= a),
+    ``col_end`` (rleft <= a), ``last_row`` (rows == 1) and ``last_col`` (tleft == 1) are kept a
+    cycle ahead in the same way.
     """
 
     def __init__(self, p):
@@ -120,6 +122,8 @@ class _InputPosition:
         self.tleft = Signal(p.count_bits)
         self.ok = Signal(a)
         self.ok_full = Signal(a)
+        self.row_end, self.col_end = Signal(), Signal()
+        self.last_row, self.last_col = Signal(), Signal()
 
     def _therm(self, count):
         return Cat(count > n for n in range(self._lanes))
@@ -131,6 +135,8 @@ class _InputPosition:
             self.w.eq(0), self.left.eq(c.M), self.rows.eq(c.R), self.rleft.eq(c.R),
             self.lane.eq(0), self.tleft.eq(c.M),
             self.ok.eq(self._therm(first)), self.ok_full.eq(self._therm(first)),
+            self.row_end.eq(c.M <= self._lanes), self.col_end.eq(c.R <= self._lanes),
+            self.last_row.eq(c.R == 1), self.last_col.eq(c.M == 1),
         ]
 
     def advance(self, m, temporal, M, R):
@@ -140,21 +146,27 @@ class _InputPosition:
         w, left, rows, rleft, lane, tleft = (
             self.w, self.left, self.rows, self.rleft, self.lane, self.tleft)
         ok, ok_full = self.ok, self.ok_full
+        # The next beat's lanes and flags from this beat's counters (left - a > n is left > n + a).
+        ahead = Cat(left > n + a for n in range(a))
+        rahead = Cat(rleft > n + a for n in range(a))
         with m.If(~temporal):
-            with m.If(left <= a):
-                m.d.sync += [w.eq(0), left.eq(M), rows.eq(rows - 1), ok.eq(ok_full)]
+            with m.If(self.row_end):
+                m.d.sync += [w.eq(0), left.eq(M), rows.eq(rows - 1), ok.eq(ok_full),
+                             self.row_end.eq(M <= a), self.last_row.eq(rows == 2)]
             with m.Else():
-                m.d.sync += [w.eq(w + 1), left.eq(left - a), ok.eq(self._therm(left - a))]
+                m.d.sync += [w.eq(w + 1), left.eq(left - a), ok.eq(ahead),
+                             self.row_end.eq(left <= 2 * a)]
         with m.Else():
-            with m.If(rleft <= a):
-                m.d.sync += [rleft.eq(R), tleft.eq(tleft - 1), ok.eq(ok_full)]
+            with m.If(self.col_end):
+                m.d.sync += [rleft.eq(R), tleft.eq(tleft - 1), ok.eq(ok_full),
+                             self.col_end.eq(R <= a), self.last_col.eq(tleft == 2)]
                 with m.If(lane == a - 1):
                     m.d.sync += [lane.eq(0), w.eq(w + 1)]
                 with m.Else():
                     m.d.sync += lane.eq(lane + 1)
             with m.Else():
-                m.d.sync += [rleft.eq(rleft - a), ok.eq(self._therm(rleft - a))]
-        return Mux(temporal, (rleft <= a) & (tleft == 1), (left <= a) & (rows == 1))
+                m.d.sync += [rleft.eq(rleft - a), ok.eq(rahead), self.col_end.eq(rleft <= 2 * a)]
+        return Mux(temporal, self.col_end & self.last_col, self.row_end & self.last_row)
 
 
 def _column_max(m, p, start, s1_first, s2_valid, s2_part, s2_col_end, s2_lane, s2_flush):
@@ -373,9 +385,9 @@ class ImportanceAnalyzer(FocusBlock):
                 s1_first.eq(Mux(temporal, pos.rleft == R, pos.rows == R)),
                 s1_beat.eq(masked),
                 [r.eq(v) for r, v in zip(s1_part, part, strict=True)],
-                s1_col_end.eq(pos.rleft <= a),
+                s1_col_end.eq(pos.col_end),
                 s1_lane.eq(pos.lane),
-                s1_flush.eq((pos.lane == a - 1) | (pos.tleft == 1)),
+                s1_flush.eq((pos.lane == a - 1) | pos.last_col),
             ]
 
         # Stage 2: register the read data (spatial; nothing between the block RAM's output and
