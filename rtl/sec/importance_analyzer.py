@@ -72,6 +72,13 @@ def _max_of(m, values, width, name):
     return node
 
 
+def _word_max(m, p, x, y, name):
+    """The lane-wise max of the words ``x`` and ``y``, as a signal of its own."""
+    node = Signal(buffer_word_layout(p), name=name)
+    m.d.comb += node.eq(Cat(_max(x.scores[n], y.scores[n]) for n in range(p.lanes)))
+    return node
+
+
 def _max_pairs(m, values, width, prefix):
     """One step of the max reduction: a 2-input max of each pair of ``values``; returns the
     maxima. Each node is a signal of its own (``_max`` uses its operands twice, so nested
@@ -305,7 +312,7 @@ class ImportanceAnalyzer(FocusBlock):
         # Spatial, one-hot (none for a first row, whose word starts from 0): the old word is the
         # read data, or the word written in the cycle before stage 3, or two cycles before (reads
         # do not see those writes).
-        s2_use_rd, s2_use_w1, s2_use_w2 = Signal(), Signal(), Signal()
+        s2_use_rd, s2_use_w1, s2_use_w2, s2_use_beat = Signal(), Signal(), Signal(), Signal()
         s2_col_end = Signal()
         s2_lane = Signal(a)        # temporal: the column's lane, one-hot
         s2_flush = Signal()
@@ -396,6 +403,7 @@ class ImportanceAnalyzer(FocusBlock):
                 s2_use_w1.eq(~s1_first & fwd1),
                 s2_use_w2.eq(~s1_first & ~fwd1 & fwd2),
                 s2_use_rd.eq(~s1_first & ~fwd1 & ~fwd2),
+                s2_use_beat.eq(s1_first),
             ]
         part2 = _max_levels(m, s1_part, sb, 2, "max_s1")
         with m.If(s1_valid):
@@ -403,13 +411,14 @@ class ImportanceAnalyzer(FocusBlock):
                          s2_col_end.eq(s1_col_end), s2_flush.eq(s1_flush),
                          s2_lane.eq(Cat(s1_lane == n for n in range(a)))]
 
-        # Stage 3: write back (spatial: the max with the old word, an AND-OR select of the read
-        # data and the last two writes).
-        old = Signal(word)
+        # Stage 3: write back (spatial: the max of the beat with the old word, which is the read
+        # data or one of the last two writes: the beat's max with each of the three, computed at
+        # once from registers, then an AND-OR select, so the select is not before the compares).
         new = Signal(word)
-        m.d.comb += old.eq(Mux(s2_use_rd, s2_rd, 0) | Mux(s2_use_w1, w1_data, 0)
-                           | Mux(s2_use_w2, w2_data, 0))
-        m.d.comb += new.eq(Cat(_max(old.scores[n], s2_beat.scores[n]) for n in range(a)))
+        m.d.comb += new.eq(Mux(s2_use_rd, _word_max(m, p, s2_rd, s2_beat, "new_rd"), 0)
+                           | Mux(s2_use_w1, _word_max(m, p, w1_data, s2_beat, "new_w1"), 0)
+                           | Mux(s2_use_w2, _word_max(m, p, w2_data, s2_beat, "new_w2"), 0)
+                           | Mux(s2_use_beat, s2_beat, 0))
         t_en, t_data = _column_max(m, p, cfg.valid & cfg.ready, s1_valid & temporal & s1_first,
                                    s2_valid & temporal, s2_part, s2_col_end, s2_lane, s2_flush)
         m.d.comb += [
