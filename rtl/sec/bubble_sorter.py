@@ -113,10 +113,7 @@ class BubbleSorter(FocusBlock):
         eff_none = Mux(x_fresh, ~first_pass & ~full[a - 1], th_none)
         eff_key = Mux(x_fresh, key[a - 1], th_key)
         admit = Signal()
-        # Both compares at once, the threshold chosen after them (x_fresh fans out to one select,
-        # not to every bit of a compare's input).
-        below = Mux(x_fresh, x_key < key[a - 1], x_key < th_key)
-        m.d.comb += admit.eq(x_valid & ~eff_none & (eff_all | below))
+        m.d.comb += admit.eq(x_valid & ~eff_none & (eff_all | (x_key < eff_key)))
         with m.If(x_fresh):
             m.d.sync += [first_pass.eq(0), th_all.eq(eff_all), th_none.eq(eff_none),
                          th_key.eq(eff_key)]
