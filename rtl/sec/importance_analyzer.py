@@ -296,10 +296,11 @@ class ImportanceAnalyzer(FocusBlock):
         s1_addr = Signal(buffer_addr_bits(p))
         s1_first = Signal()        # spatial: first row; temporal: first beat of the column
         s1_beat = Signal(word)     # spatial: the masked beat
-        # Temporal: the beat's max tree, two levels in the cycle of the transfer, two in stage 2,
-        # the rest with the column's running max in stage 3, in one step (_column_max).
-        s1_part = [Signal(sb, name=f"s1_part{n}") for n in range(-(-a // 4))]
-        s2_part = [Signal(sb, name=f"s2_part{n}") for n in range(-(-a // 16))]
+        # Temporal: the beat's max tree, one level in the cycle of the transfer (after the lane
+        # mask), two in stage 2, the rest with the column's running max in stage 3, in one step
+        # (_column_max).
+        s1_part = [Signal(sb, name=f"s1_part{n}") for n in range(-(-a // 2))]
+        s2_part = [Signal(sb, name=f"s2_part{n}") for n in range(-(-a // 8))]
         s1_col_end = Signal()      # temporal: last beat of the column
         s1_lane = Signal(range(a))
         s1_flush = Signal()        # temporal: write the word after this column
@@ -376,7 +377,7 @@ class ImportanceAnalyzer(FocusBlock):
         m.d.comb += masked.eq(Cat(Mux(pos.ok[n], i.payload.scores[n], 0) for n in range(a)))
         m.d.comb += [port.r_addr.eq(pos.w),
                      port.r_en.eq(Mux(accum, take & ~temporal, reading & advance & more))]
-        part = _max_levels(m, (masked.scores[n] for n in range(a)), sb, 2, "max_in")
+        part = _max_levels(m, (masked.scores[n] for n in range(a)), sb, 1, "max_in")
         assert len(part) == len(s1_part)
         m.d.sync += s1_valid.eq(take)
         with m.If(take):
