@@ -220,14 +220,15 @@ class ImportanceAnalyzer(FocusBlock):
     and that register), and the lane-wise max is written back the cycle after. When a row is one
     or two words long a beat reads its word before the previous beats' writes of it land (a read
     returns the old word), so the words written in the last two cycles are forwarded from
-    registers instead (a one-hot select chosen in the cycle before). Temporal: the lanes of a beat
+    registers instead (a one-hot select chosen in the cycle before; the beat's max with each
+    candidate is computed at once, then selected). Temporal: the lanes of a beat
     are reduced over three cycles, by a max tree, one of its levels in the cycle of the transfer
     (after the lane mask) and two in the next; in the third, the rest and the column's running
     max (which restarts at 0 for a column's first beat a cycle ahead) in one step, all pairs
     compared at once and the largest selected; and the column's result goes into its lane of a
-    word register that
-    is written to the buffer when the word is full or the job ends (no read-modify-write at all).
-    In both dataflows the last beat's word is written two cycles after its transfer.
+    word register that is written to the buffer when the word is full or the job ends (no
+    read-modify-write at all). In both dataflows the last beat's word is written two cycles
+    after its transfer.
 
     Handing over to the selector (SEC): built with ``buffer="external"`` the analyzer has no
     memory of its own, only the ``buffer`` port; SEC connects it and the selector's ``buffer``
