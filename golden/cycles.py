@@ -28,16 +28,19 @@ SIMILAR_LATENCY = 3
 # write back; spec 3.1 allows 3); its readout's first read is issued then, and the first beat
 # leaves the cycle after.
 IMPORTANCE_LATENCY = 3
-# Top-k selector: a vector beat is written, its word read back the next cycle, and a mask beat
-# leaves through the output register: 3 cycles from a beat in to the first mask beat it allows.
-TOPK_LATENCY = 3
+# Top-k selector: a vector beat is written, its word read back the next cycle, registered by the
+# sweeper (so the block RAM's output delay has a cycle of its own), and a mask beat leaves through
+# the output register: 4 cycles from a beat in to the first mask beat it allows.
+TOPK_LATENCY = 4
 # Bubble sorter, once per job with k > 0: the serializer's word register, the chain's input
 # register and the threshold register, between the words and the mask pass.
 BUBBLE_SORT_LATENCY = 3
-# Radix selector: idle cycles after each histogram pass (the last word's two pipeline stages, then
-# the digit chosen in two steps), and the mask pass's extra stage (the tie prefix count).
-RADIX_DIGIT_GAP = 3
-RADIX_MASK_LATENCY = 1
+# Radix selector: idle cycles between histogram passes (the last word passes the three histogram
+# stages, digit and candidacy, the bins' counts and their accumulation, and the digit is chosen
+# in two steps, while the next pass's first word waits in the sweeper), and the mask pass's two
+# extra stages (the tie prefix counts, then the choice of the ties kept).
+RADIX_DIGIT_GAP = 4
+RADIX_MASK_LATENCY = 2
 # Offset encoder: gap counter, gap memory read and its register, code length, bit packer and
 # output register stages (8), plus the tail gap and the counting stage (2) and the choice of the
 # scheme, one of 32 per cycle read and compared a cycle later (25 more than the 8 orders it once

@@ -15,12 +15,13 @@ simulations (hundreds of jobs under random idles, Amaranth and cocotb) cover the
 - ``o_stream`` obeys the stream rules (valid and payload hold until the transfer) and is valid
   only inside an accepted job (never after a rejected configuration).
 
-They are checked by bounded model checking to depth 18, which covers every job at this size
-with no back-pressure (the longest, bubble with keep = M = 3, ends by step 15) and any trace of
-that length with back-pressure. The cover task shows that the depth reaches completed jobs with
-1 <= keep < M = tokens and, for the bubble sorter, a job of two passes; so the check cannot pass
-vacuously (with the clock left out of the ports, the trap in the toolchain notes, the cover
-fails).
+They are checked by bounded model checking to depth 18 (bubble) and 23 (radix), which covers
+every job at this size with no back-pressure (from its first beat, the longest bubble job, keep =
+M = 3, takes 15 cycles, and a radix job of M = 3 takes 20: ``golden.cycles.topk_cycles``) and any
+trace of that length with back-pressure. The cover task shows that the depth reaches completed
+jobs with 1 <= keep < M = tokens and, for the bubble sorter, a job of two passes; so the check
+cannot pass vacuously (with the clock left out of the ports, the trap in the toolchain notes,
+the cover fails).
 """
 
 import pytest
@@ -33,7 +34,7 @@ from rtl.sec.topk_selector import TopKSelector
 
 pytestmark = pytest.mark.synth
 
-DEPTH = 18
+DEPTH = {"bubble": 18, "radix": 23}
 SIZES = {"bubble": dict(tokens=3, lanes=2, score_bits=2),
          "radix": dict(tokens=3, lanes=2, score_bits=5)}
 class SelectorProperties(Elaboratable):
@@ -110,4 +111,5 @@ class SelectorProperties(Elaboratable):
 @pytest.mark.parametrize("sorter", ["bubble", "radix"])
 def test_formal_selector(sorter):
     top = SelectorProperties(FocusParams(sorter=sorter, **SIZES[sorter]))
-    check_bmc_and_cover(f"topk_{sorter}", top, DEPTH, covers=2, script="flatten\nopt -full\n")
+    check_bmc_and_cover(f"topk_{sorter}", top, DEPTH[sorter], covers=2,
+                        script="flatten\nopt -full\n")

@@ -3,8 +3,9 @@
 from amaranth.hdl import Cat, Module, Mux, Signal, signed
 
 from ..block import FocusBlock
+from ..params import ceil_log2
 from .importance_buffer import buffer_word_layout
-from .topk_engine import TopKEngineSignature, add_sweeper
+from .topk_engine import TopKEngineSignature, add_sweeper, or_tree
 
 __all__ = ["BubbleSorter"]
 
@@ -28,11 +29,13 @@ class BubbleSorter(FocusBlock):
     mask pass sets mask[j] = key(j) >= T, a beat per cycle. k = 0 runs no pass and keeps nothing.
 
     Latency and throughput, no stalls and all words available: the first score reaches the chain
-    4 cycles after ``start`` (the word's read, the serializer's word register, the chain's input
-    register), then one score per cycle for ``ceil(k/a) * M`` cycles, the threshold register,
-    and the mask at one beat per cycle (``golden.cycles.BUBBLE_SORT_LATENCY`` counts the three
-    registers). Words are read one at a time, as the pass reaches them, so the first pass can
-    follow the loader. ``o_stream`` back-pressure holds only the mask pass.
+    5 cycles after ``start`` (the sweeper's start, the word's read, the sweeper's word register,
+    the serializer's word register, the chain's input register), then one score per cycle for
+    ``ceil(k/a) * M`` cycles, the threshold register, and the mask at one beat per cycle
+    (``golden.cycles.BUBBLE_SORT_LATENCY`` counts the serializer's, the chain's input and the
+    threshold registers; ``TOPK_LATENCY`` the rest). Words are read one at a time, as the pass
+    reaches them, so the first pass can follow the loader. ``o_stream`` back-pressure holds only
+    the mask pass.
     """
 
     def __init__(self, params):
@@ -66,7 +69,7 @@ class BubbleSorter(FocusBlock):
         take_sort = Signal()      # word register's load, which fans out to every score bit)
         m.d.comb += take_sort.eq((~cur_valid | end_of_word) & sw.w_valid & ~sw.w_final)
         with m.If(take_sort):
-            m.d.sync += [cur.eq(self.r_data), cur_valid.eq(1), cur_lane.eq(0),
+            m.d.sync += [cur.eq(sw.w_data), cur_valid.eq(1), cur_lane.eq(0),
                          end_of_word.eq(sw.w_count == 1),
                          cur_count.eq(sw.w_count), cur_base.eq(sw.w_base),
                          cur_first.eq(sw.w_first), cur_last.eq(sw.w_last)]
@@ -88,14 +91,17 @@ class BubbleSorter(FocusBlock):
             x_last.eq(cur_valid & cur_last & end_of_word),
         ]
 
-        # The chain.
+        # The chain. A pass streams the scores in index order and starts with an empty chain,
+        # so every key in it has a lower index than the entering one: the entering key is the
+        # larger exactly when its score is (a tie goes to the lower index), and the cells compare
+        # scores only (the admission compares whole keys).
         key = [Signal(kb, name=f"key{n}") for n in range(a)]
         full = [Signal(name=f"full{n}") for n in range(a)]
         full_eff = [Signal(name=f"full_eff{n}") for n in range(a)]
         beats = [Signal(name=f"beats{n}") for n in range(a)]
         for n in range(a):
             m.d.comb += [full_eff[n].eq(full[n] & ~x_fresh),
-                         beats[n].eq(~full_eff[n] | (x_key > key[n]))]
+                         beats[n].eq(~full_eff[n] | (x_key[ib:] > key[n][ib:]))]
 
         # Admission threshold: everything in the first pass; afterwards only keys below the
         # previous pass's smallest pick (nothing, if that pass did not fill the chain).
@@ -126,23 +132,36 @@ class BubbleSorter(FocusBlock):
         crest = Signal(p.count_bits)      # picks still to come, from the pass now in the chain
         none = Signal()                   # k = 0
         t_score = Signal(sb)
-        t_index = Signal(p.count_bits)
+        # Lane n of the mask word is token w_base + n; it is kept when (s, -j) >= (T, -t_index),
+        # that is s > T, or s == T and n <= t_index - w_base. ``reach`` is t_index - w_base of the
+        # mask word in w_data: the mask sweep starts at word 0 and steps by ``lanes``. Two flags,
+        # set with it, say whether it covers every lane (reach >= a - 1) or none (reach < 0);
+        # otherwise 0 <= reach < a - 1 and its low bits alone give the lanes it covers.
+        reach = Signal(signed(p.count_bits + 2))
+        reach_all = Signal()
+        reach_none = Signal()
+        lb = ceil_log2(a)
         take_mask = Signal()
         m.d.comb += sw.take.eq(take_sort | take_mask)
-        # Lane n of the mask word is token w_base + n; it is kept when (s, -j) >= (T, -t_index).
-        reach = Signal(signed(p.count_bits + 2))
-        m.d.comb += reach.eq(t_index - sw.w_base)
         bits = []
         for n in range(a):
-            s = self.r_data.scores[n]
-            better = (s > t_score) | ((s == t_score) & (reach >= n))
-            bits.append((n < sw.w_count) & ~none & better)
+            s = sw.w_data.scores[n]
+            covered = ~reach_none & (reach_all | (reach[:lb] >= n)) if n else ~reach_none
+            better = (s > t_score) | ((s == t_score) & covered)
+            bits.append(sw.w_lanes[n] & ~none & better)
+        # One-hot: cell crest-1. crest changes only at a pass's last score, at least a cycle
+        # before the THRESHOLD state reads this.
+        pick_at = Signal(a)
+        m.d.sync += pick_at.eq(Cat(crest == n + 1 for n in range(a)))
         advance = ~o.valid | o.ready
         with m.FSM() as fsm:
             with m.State("IDLE"):
+                # The job's registers load in every idle cycle (so ``start``, which decodes the
+                # configuration, enables only the state and ``busy``).
+                m.d.sync += [irest.eq(self.keep), crest.eq(self.keep), none.eq(self.keep == 0),
+                             first_pass.eq(1)]
                 with m.If(self.start):
-                    m.d.sync += [irest.eq(self.keep), crest.eq(self.keep), none.eq(self.keep == 0),
-                                 first_pass.eq(1), self.busy.eq(1)]
+                    m.d.sync += self.busy.eq(1)
                     with m.If(self.keep == 0):
                         m.next = "MASK"
                     with m.Else():
@@ -154,17 +173,20 @@ class BubbleSorter(FocusBlock):
                     with m.Else():
                         m.next = "THRESHOLD"
             with m.State("THRESHOLD"):
-                # The chain is final: the pick of rank k-1 is in cell crest-1.
-                pick = key[0]
-                for n in range(1, a):
-                    pick = Mux(crest == n + 1, key[n], pick)
-                m.d.sync += [t_score.eq(pick[ib:]), t_index.eq(~pick[:ib])]
+                # The chain is final: the pick of rank k-1 is in cell crest-1 (an AND-OR select
+                # on the one-hot register, not a chain of a muxes).
+                pick = or_tree(Mux(pick_at[n], key[n], 0) for n in range(a))
+                t_index = ~pick[:ib]
+                m.d.sync += [t_score.eq(pick[ib:]), reach.eq(t_index),
+                             reach_all.eq(t_index >= a - 1 if a > 1 else 1), reach_none.eq(0)]
                 m.next = "MASK"
             with m.State("MASK"):
                 with m.If(advance):
                     m.d.sync += o.valid.eq(take_mask)
                     with m.If(take_mask):
-                        m.d.sync += [o.payload.keep.eq(Cat(*bits)), o.payload.last.eq(sw.w_last)]
+                        m.d.sync += [o.payload.keep.eq(Cat(*bits)), o.payload.last.eq(sw.w_last),
+                                     reach.eq(reach - a), reach_all.eq(reach >= 2 * a - 1),
+                                     reach_none.eq(reach < a)]
                 with m.If(o.valid & o.ready & o.payload.last):
                     m.d.sync += self.busy.eq(0)
                     m.next = "IDLE"

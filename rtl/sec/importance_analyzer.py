@@ -6,13 +6,13 @@ from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
 from ..layouts import score_beat_layout
-from ..params import ceil_log2
 from .importance_buffer import (
     ImportanceBuffer,
     buffer_addr_bits,
     buffer_members,
     buffer_word_layout,
 )
+from .topk_engine import or_tree
 
 __all__ = ["ImportanceAnalyzer", "Dataflow", "analyzer_config_layout", "ROWS_BITS",
            "ANALYZER_DONE_LATENCY"]
@@ -49,21 +49,53 @@ def _max(a, b):
     return Mux(a > b, a, b)
 
 
-def _max_tree(m, values, width, *, levels=None, prefix="max"):
-    """A balanced tree of 2-input max units, ``levels`` levels of it (all by default); returns the
-    values left (one, for the whole tree). Each node is a signal of its own: ``_max`` uses its
-    operands twice, so nested expressions would double at every level in the emitted Verilog
-    (harmless to synthesis, which merges them, but very slow to simulate)."""
+def _max_of(m, values, width, name):
+    """The max of a few ``values`` in one step: every pair compared at once, then an AND-OR
+    select of the winner (the first of the largest), so the compares are not in series as in a
+    tree of 2-input max units. Each compare and the result are signals of their own (nested
+    expressions that use an operand twice would double at every level in the emitted Verilog)."""
     values = list(values)
-    level = 0
-    while len(values) > 1 and (levels is None or level < levels):
-        nodes = []
-        for i in range(0, len(values) - 1, 2):
-            node = Signal(width, name=f"{prefix}_l{level}_{i // 2}")
-            m.d.comb += node.eq(_max(values[i], values[i + 1]))
-            nodes.append(node)
-        values = nodes + ([values[-1]] if len(values) % 2 else [])
-        level += 1
+    n = len(values)
+    if n == 1:
+        return values[0]
+    ge = {}
+    for i in range(n):
+        for j in range(i + 1, n):
+            ge[i, j] = Signal(name=f"{name}_ge{i}_{j}")
+            m.d.comb += ge[i, j].eq(values[i] >= values[j])
+    terms = []
+    for i in range(n):
+        wins = Cat(*(ge[i, j] if i < j else ~ge[j, i] for j in range(n) if j != i))
+        terms.append(Mux(wins.all(), values[i], 0))
+    node = Signal(width, name=name)
+    m.d.comb += node.eq(or_tree(terms))
+    return node
+
+
+def _word_max(m, p, x, y, name):
+    """The lane-wise max of the words ``x`` and ``y``, as a signal of its own."""
+    node = Signal(buffer_word_layout(p), name=name)
+    m.d.comb += node.eq(Cat(_max(x.scores[n], y.scores[n]) for n in range(p.lanes)))
+    return node
+
+
+def _max_pairs(m, values, width, prefix):
+    """One step of the max reduction: a 2-input max of each pair of ``values``; returns the
+    maxima. Each node is a signal of its own (``_max`` uses its operands twice, so nested
+    expressions would double at every level in the emitted Verilog)."""
+    values = list(values)
+    nodes = []
+    for i in range(0, len(values) - 1, 2):
+        node = Signal(width, name=f"{prefix}_{i // 2}")
+        m.d.comb += node.eq(_max(values[i], values[i + 1]))
+        nodes.append(node)
+    return nodes + ([values[-1]] if len(values) % 2 else [])
+
+
+def _max_levels(m, values, width, levels, prefix):
+    """``levels`` levels of a tree of 2-input max units (fewer if one value is left)."""
+    for level in range(levels):
+        values = _max_pairs(m, values, width, f"{prefix}_l{level}")
     return values
 
 
@@ -75,7 +107,9 @@ class _InputPosition:
     column's place in the buffer, ``tleft`` the tokens left. ``ok`` holds the valid lanes of the
     next beat (a thermometer code), kept a cycle ahead so that no counter comparison sits
     between the input and the max tree; ``ok_full`` is the code of a whole row (spatial,
-    min(M, a) lanes) or column (temporal, min(R, a) lanes).
+    min(M, a) lanes) or column (temporal, min(R, a) lanes). The flags ``row_end`` (left <= a),
+    ``col_end`` (rleft <= a), ``last_row`` (rows == 1) and ``last_col`` (tleft == 1) are kept a
+    cycle ahead in the same way.
     """
 
     def __init__(self, p):
@@ -88,6 +122,8 @@ class _InputPosition:
         self.tleft = Signal(p.count_bits)
         self.ok = Signal(a)
         self.ok_full = Signal(a)
+        self.row_end, self.col_end = Signal(), Signal()
+        self.last_row, self.last_col = Signal(), Signal()
 
     def _therm(self, count):
         return Cat(count > n for n in range(self._lanes))
@@ -99,6 +135,8 @@ class _InputPosition:
             self.w.eq(0), self.left.eq(c.M), self.rows.eq(c.R), self.rleft.eq(c.R),
             self.lane.eq(0), self.tleft.eq(c.M),
             self.ok.eq(self._therm(first)), self.ok_full.eq(self._therm(first)),
+            self.row_end.eq(c.M <= self._lanes), self.col_end.eq(c.R <= self._lanes),
+            self.last_row.eq(c.R == 1), self.last_col.eq(c.M == 1),
         ]
 
     def advance(self, m, temporal, M, R):
@@ -108,21 +146,57 @@ class _InputPosition:
         w, left, rows, rleft, lane, tleft = (
             self.w, self.left, self.rows, self.rleft, self.lane, self.tleft)
         ok, ok_full = self.ok, self.ok_full
+        # The next beat's lanes and flags from this beat's counters (left - a > n is left > n + a).
+        ahead = Cat(left > n + a for n in range(a))
+        rahead = Cat(rleft > n + a for n in range(a))
         with m.If(~temporal):
-            with m.If(left <= a):
-                m.d.sync += [w.eq(0), left.eq(M), rows.eq(rows - 1), ok.eq(ok_full)]
+            with m.If(self.row_end):
+                m.d.sync += [w.eq(0), left.eq(M), rows.eq(rows - 1), ok.eq(ok_full),
+                             self.row_end.eq(M <= a), self.last_row.eq(rows == 2)]
             with m.Else():
-                m.d.sync += [w.eq(w + 1), left.eq(left - a), ok.eq(self._therm(left - a))]
+                m.d.sync += [w.eq(w + 1), left.eq(left - a), ok.eq(ahead),
+                             self.row_end.eq(left <= 2 * a)]
         with m.Else():
-            with m.If(rleft <= a):
-                m.d.sync += [rleft.eq(R), tleft.eq(tleft - 1), ok.eq(ok_full)]
+            with m.If(self.col_end):
+                m.d.sync += [rleft.eq(R), tleft.eq(tleft - 1), ok.eq(ok_full),
+                             self.col_end.eq(R <= a), self.last_col.eq(tleft == 2)]
                 with m.If(lane == a - 1):
                     m.d.sync += [lane.eq(0), w.eq(w + 1)]
                 with m.Else():
                     m.d.sync += lane.eq(lane + 1)
             with m.Else():
-                m.d.sync += [rleft.eq(rleft - a), ok.eq(self._therm(rleft - a))]
-        return Mux(temporal, (rleft <= a) & (tleft == 1), (left <= a) & (rows == 1))
+                m.d.sync += [rleft.eq(rleft - a), ok.eq(rahead), self.col_end.eq(rleft <= 2 * a)]
+        return Mux(temporal, self.col_end & self.last_col, self.row_end & self.last_row)
+
+
+def _column_max(m, p, start, s1_first, s2_valid, s2_part, s2_col_end, s2_lane, s2_flush):
+    """The temporal dataflow's stage 3: the max of the beat's remaining tree values and of the
+    column's running max, in one step (:func:`_max_of`); a finished column goes into its lane of
+    the word register ``collect``, which is written to the buffer when the word is full or the
+    job ends. ``start`` clears the word register. ``s1_first``: stage 1 holds a column's first
+    beat (valid), so the running max restarts at 0 before that beat reaches stage 3 (the beat
+    ahead of it, if any, has its stage 3 in the same cycle and no longer needs it). Returns the
+    write (enable, data)."""
+    a, sb = p.lanes, p.score_bits
+    word = buffer_word_layout(p)
+    colmax = Signal(sb)            # 0 once the beat behind is a column's first
+    collect = Signal(word)
+    cm = _max_of(m, [*s2_part, colmax], sb, "colmax_next")
+    filled = Signal(word)
+    m.d.comb += filled.eq(Cat(Mux(s2_lane[n], cm, collect.scores[n]) for n in range(a)))
+    with m.If(s1_first):
+        m.d.sync += colmax.eq(0)
+    with m.Elif(s2_valid):
+        m.d.sync += colmax.eq(cm)
+    with m.If(s2_valid):
+        with m.If(s2_col_end):
+            with m.If(s2_flush):
+                m.d.sync += collect.eq(0)
+            with m.Else():
+                m.d.sync += collect.eq(filled)
+    with m.If(start):
+        m.d.sync += collect.eq(0)
+    return s2_valid & s2_col_end & s2_flush, filled
 
 
 class ImportanceAnalyzer(FocusBlock):
@@ -142,15 +216,19 @@ class ImportanceAnalyzer(FocusBlock):
     beat waits, stray ``i_stream`` beats are accepted and dropped, so no producer hangs.
 
     Datapath. A buffer word is a beat. Spatial: each beat's word is read in the cycle of its
-    transfer, the read data is registered the next cycle, and the lane-wise max is written back the
-    cycle after (so the block RAM's output delay and the max are in different cycles). When a row is
-    one or two words long a beat reads its word before the previous beats' writes of it land (a read
-    returns the old word), so the words written in the last two cycles are forwarded from registers
-    instead. Temporal: the lanes of a beat are reduced by a max tree (half of its levels in the
-    cycle of the transfer, half in the next), a running max covers the column's beats (in the cycle
-    after the tree), and the column's result goes into its lane of a word register that is written
-    to the buffer when the word is full or the job ends (no read-modify-write at all). In both
-    dataflows the last beat's word is written two cycles after its transfer.
+    transfer, the read data is registered the next cycle (nothing between the block RAM's output
+    and that register), and the lane-wise max is written back the cycle after. When a row is one
+    or two words long a beat reads its word before the previous beats' writes of it land (a read
+    returns the old word), so the words written in the last two cycles are forwarded from
+    registers instead (a one-hot select chosen in the cycle before; the beat's max with each
+    candidate is computed at once, then selected). Temporal: the lanes of a beat
+    are reduced over three cycles, by a max tree, one of its levels in the cycle of the transfer
+    (after the lane mask) and two in the next; in the third, the rest and the column's running
+    max (which restarts at 0 for a column's first beat a cycle ahead) in one step, all pairs
+    compared at once and the largest selected; and the column's result goes into its lane of a
+    word register that is written to the buffer when the word is full or the job ends (no
+    read-modify-write at all). In both dataflows the last beat's word is written two cycles
+    after its transfer.
 
     Handing over to the selector (SEC): built with ``buffer="external"`` the analyzer has no
     memory of its own, only the ``buffer`` port; SEC connects it and the selector's ``buffer``
@@ -220,10 +298,11 @@ class ImportanceAnalyzer(FocusBlock):
         s1_addr = Signal(buffer_addr_bits(p))
         s1_first = Signal()        # spatial: first row; temporal: first beat of the column
         s1_beat = Signal(word)     # spatial: the masked beat
-        # Temporal: the beat's max-tree, split between the cycle of the transfer and the next
-        # (the next also takes the column's running max), with its middle level registered.
-        depth = ceil_log2(a)
-        s1_part = [Signal(sb, name=f"s1_part{n}") for n in range(-(-a // (1 << (depth + 1) // 2)))]
+        # Temporal: the beat's max tree, one level in the cycle of the transfer (after the lane
+        # mask), two in stage 2, the rest with the column's running max in stage 3, in one step
+        # (_column_max).
+        s1_part = [Signal(sb, name=f"s1_part{n}") for n in range(-(-a // 2))]
+        s2_part = [Signal(sb, name=f"s2_part{n}") for n in range(-(-a // 8))]
         s1_col_end = Signal()      # temporal: last beat of the column
         s1_lane = Signal(range(a))
         s1_flush = Signal()        # temporal: write the word after this column
@@ -231,20 +310,18 @@ class ImportanceAnalyzer(FocusBlock):
         # max and the write in the same cycle), and the temporal word to write.
         s2_valid = Signal()
         s2_addr = Signal(buffer_addr_bits(p))
-        s2_first = Signal()
         s2_beat = Signal(word)
         s2_rd = Signal(word)
-        s2_fwd1 = Signal()         # spatial: the word was written in the cycle before stage 3 ...
-        s2_fwd2 = Signal()         # ... or two cycles before (reads do not see those writes)
-        s2_bmax = Signal(sb)       # temporal: the beat's max, and where it goes
+        # Spatial, one-hot (none for a first row, whose word starts from 0): the old word is the
+        # read data, or the word written in the cycle before stage 3, or two cycles before (reads
+        # do not see those writes).
+        s2_use_rd, s2_use_w1, s2_use_w2, s2_use_beat = Signal(), Signal(), Signal(), Signal()
         s2_col_end = Signal()
-        s2_lane = Signal(range(a))
+        s2_lane = Signal(a)        # temporal: the column's lane, one-hot
         s2_flush = Signal()
         # The spatial writes of the last two cycles (for forwarding).
         w1_valid, w1_addr, w1_data = Signal(), Signal(buffer_addr_bits(p)), Signal(word)
         w2_data = Signal(word)
-        colmax = Signal(sb)
-        collect = Signal(word)
         rd_valid = Signal()        # readout: r_data holds a word not yet sent
         more = readout & (pos.left != 0)
         advance = ~rd_valid | o.ready
@@ -257,13 +334,15 @@ class ImportanceAnalyzer(FocusBlock):
                 with m.If(cfg.valid):
                     c = cfg.payload
                     bad = (c.M == 0) | (c.M > p.tokens) | (c.R == 0)
-                    m.d.sync += self.error.eq(bad)
+                    # The job's registers load whatever ``bad`` is (unused after a rejected
+                    # beat): the compares stay off their enables.
+                    m.d.sync += [
+                        self.error.eq(bad),
+                        M.eq(c.M), R.eq(c.R), temporal.eq(c.mode == Dataflow.TEMPORAL),
+                        readout.eq(c.readout),
+                    ]
+                    pos.start(m, c)
                     with m.If(~bad):
-                        m.d.sync += [
-                            M.eq(c.M), R.eq(c.R), temporal.eq(c.mode == Dataflow.TEMPORAL),
-                            readout.eq(c.readout), collect.eq(0),
-                        ]
-                        pos.start(m, c)
                         m.next = "ACCUM"
             with m.State("ACCUM"):
                 with m.If(i.valid):
@@ -300,8 +379,7 @@ class ImportanceAnalyzer(FocusBlock):
         m.d.comb += masked.eq(Cat(Mux(pos.ok[n], i.payload.scores[n], 0) for n in range(a)))
         m.d.comb += [port.r_addr.eq(pos.w),
                      port.r_en.eq(Mux(accum, take & ~temporal, reading & advance & more))]
-        part = _max_tree(m, (masked.scores[n] for n in range(a)), sb, levels=(depth + 1) // 2,
-                         prefix="max_in")
+        part = _max_levels(m, (masked.scores[n] for n in range(a)), sb, 1, "max_in")
         assert len(part) == len(s1_part)
         m.d.sync += s1_valid.eq(take)
         with m.If(take):
@@ -310,47 +388,45 @@ class ImportanceAnalyzer(FocusBlock):
                 s1_first.eq(Mux(temporal, pos.rleft == R, pos.rows == R)),
                 s1_beat.eq(masked),
                 [r.eq(v) for r, v in zip(s1_part, part, strict=True)],
-                s1_col_end.eq(pos.rleft <= a),
+                s1_col_end.eq(pos.col_end),
                 s1_lane.eq(pos.lane),
-                s1_flush.eq((pos.lane == a - 1) | (pos.tleft == 1)),
+                s1_flush.eq((pos.lane == a - 1) | pos.last_col),
             ]
 
-        # Stage 2: register the read data (spatial), or the rest of the beat's max tree (temporal).
+        # Stage 2: register the read data (spatial; nothing between the block RAM's output and
+        # the register), or the next levels of the beat's max tree (temporal).
         m.d.sync += s2_valid.eq(s1_valid)
         w_en = Signal()
+        fwd1 = s2_valid & ~temporal & (s2_addr == s1_addr)
+        fwd2 = w1_valid & (w1_addr == s1_addr)
         with m.If(s1_valid):
             m.d.sync += [
-                s2_addr.eq(s1_addr), s2_first.eq(s1_first), s2_beat.eq(s1_beat),
+                s2_addr.eq(s1_addr), s2_beat.eq(s1_beat),
                 s2_rd.eq(port.r_data),
-                s2_fwd1.eq(s2_valid & ~temporal & (s2_addr == s1_addr)),
-                s2_fwd2.eq(w1_valid & (w1_addr == s1_addr)),
+                s2_use_w1.eq(~s1_first & fwd1),
+                s2_use_w2.eq(~s1_first & ~fwd1 & fwd2),
+                s2_use_rd.eq(~s1_first & ~fwd1 & ~fwd2),
+                s2_use_beat.eq(s1_first),
             ]
-        (beat_max,) = _max_tree(m, s1_part, sb, prefix="max_s1")
+        part2 = _max_levels(m, s1_part, sb, 2, "max_s1")
         with m.If(s1_valid):
-            m.d.sync += [s2_bmax.eq(beat_max), s2_col_end.eq(s1_col_end), s2_lane.eq(s1_lane),
-                         s2_flush.eq(s1_flush)]
+            m.d.sync += [[r.eq(v) for r, v in zip(s2_part, part2, strict=True)],
+                         s2_col_end.eq(s1_col_end), s2_flush.eq(s1_flush),
+                         s2_lane.eq(Cat(s1_lane == n for n in range(a)))]
 
-        # Stage 3: write back (spatial: the max with the old word, forwarded from the last two
-        # writes when the read could not see them).
-        old = Signal(word)
+        # Stage 3: write back (spatial: the max of the beat with the old word, which is the read
+        # data or one of the last two writes: the beat's max with each of the three, computed at
+        # once from registers, then an AND-OR select, so the select is not before the compares).
         new = Signal(word)
-        m.d.comb += old.eq(Mux(s2_first, 0, Mux(s2_fwd1, w1_data, Mux(s2_fwd2, w2_data, s2_rd))))
-        m.d.comb += new.eq(Cat(_max(old.scores[n], s2_beat.scores[n]) for n in range(a)))
-        # Temporal: the column's running max, and its lane of the word to write.
-        cm = Signal(sb)
-        m.d.comb += cm.eq(_max(Mux(s2_first, 0, colmax), s2_bmax))
-        filled = Signal(word)
-        m.d.comb += filled.eq(Cat(Mux(s2_lane == n, cm, collect.scores[n]) for n in range(a)))
-        with m.If(s2_valid & temporal):
-            m.d.sync += colmax.eq(cm)
-            with m.If(s2_col_end):
-                with m.If(s2_flush):
-                    m.d.sync += collect.eq(0)
-                with m.Else():
-                    m.d.sync += collect.eq(filled)
+        m.d.comb += new.eq(Mux(s2_use_rd, _word_max(m, p, s2_rd, s2_beat, "new_rd"), 0)
+                           | Mux(s2_use_w1, _word_max(m, p, w1_data, s2_beat, "new_w1"), 0)
+                           | Mux(s2_use_w2, _word_max(m, p, w2_data, s2_beat, "new_w2"), 0)
+                           | Mux(s2_use_beat, s2_beat, 0))
+        t_en, t_data = _column_max(m, p, cfg.valid & cfg.ready, s1_valid & temporal & s1_first,
+                                   s2_valid & temporal, s2_part, s2_col_end, s2_lane, s2_flush)
         m.d.comb += [
-            w_en.eq(s2_valid & (~temporal | (s2_col_end & s2_flush))),
-            port.w_addr.eq(s2_addr), port.w_data.eq(Mux(temporal, filled, new)),
+            w_en.eq(Mux(temporal, t_en, s2_valid)),
+            port.w_addr.eq(s2_addr), port.w_data.eq(Mux(temporal, t_data, new)),
             port.w_en.eq(w_en),
         ]
         m.d.sync += [w1_valid.eq(w_en & ~temporal), w1_addr.eq(s2_addr), w1_data.eq(new),

@@ -8,7 +8,7 @@ needs. Neither block owns it: each has a :class:`BufferPortSignature` port (``bu
 its own instead of exposing the port.
 """
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -145,12 +145,16 @@ class BufferSweeper(FocusBlock):
     """Reads the first ceil(M/lanes) words of the buffer in order, once per sweep, as many sweeps
     as the user asks for, one word per cycle when the user keeps up.
 
-    The word read last sits in the read port's data register (``r_data``) and is described by
-    the ``w_*`` members while ``w_valid`` is high; it stays there (the read port is not enabled)
-    until the user takes it (``take``). The next read is issued in the cycle the word is taken, so
-    a user that takes every cycle gets one word per cycle. A word is read only once it is
-    available: ``w < avail`` words have been written, or ``all_avail``; so a sweep can follow the
-    words being loaded, one cycle behind.
+    Two stages: the buffer's read port (its data register ``r_data``), then a word register
+    (``w_data``) that the user reads, so the block RAM's output delay never shares a cycle with
+    the user's logic. The word in ``w_data`` is described by the ``w_*`` members while
+    ``w_valid`` is high and stays there until the user takes it (``take``); the word behind it
+    waits in the read port (which is then not enabled). Each stage moves up when the one after
+    it is free or being emptied, so a user that takes every cycle gets one word per cycle, and
+    a word taken at cycle t was read at t - 2 at the latest (2 cycles from ``start`` to the
+    first ``w_valid``, when the word is available). A word is read only once it is available:
+    ``w < avail`` words have been written, or ``all_avail``; so a sweep can follow the words
+    being loaded, two cycles behind.
 
     Used by both top-k engines; it has no stream ports.
 
@@ -166,14 +170,18 @@ class BufferSweeper(FocusBlock):
         Words written so far (the user's loader).
     all_avail : In(1)
         Every word is in the buffer.
-    r_addr, r_en : Out
-        To the buffer's read port.
+    r_addr, r_en : Out; r_data : In
+        To and from the buffer's read port.
     w_valid : Out(1)
-        ``r_data`` holds a word that has not been taken.
+        ``w_data`` holds a word that has not been taken.
+    w_data : Out(buffer_word_layout(p))
+        The word (a register).
     w_base : Out(count_bits)
         Index of the word's lane 0 (w * lanes).
     w_count : Out(range(lanes + 1))
         Valid lanes in the word, min(lanes, M - w_base) (1 .. lanes).
+    w_lanes : Out(lanes)
+        The same as a thermometer code: bit n is ``n < w_count``.
     w_first, w_last : Out(1)
         First and last word of its sweep.
     w_final : Out(1)
@@ -192,7 +200,10 @@ class BufferSweeper(FocusBlock):
             "start": In(1), "M": In(p.count_bits), "final": In(1),
             "avail": In(buffer_addr_bits(p) + 1), "all_avail": In(1),
             "r_addr": Out(buffer_addr_bits(p)), "r_en": Out(1),
-            "w_valid": Out(1), "w_base": Out(p.count_bits), "w_count": Out(range(p.lanes + 1)),
+            "r_data": In(buffer_word_layout(p)),
+            "w_valid": Out(1), "w_data": Out(buffer_word_layout(p)),
+            "w_base": Out(p.count_bits), "w_count": Out(range(p.lanes + 1)),
+            "w_lanes": Out(p.lanes),
             "w_first": Out(1), "w_last": Out(1), "w_final": Out(1),
             "take": In(1), "wrap": Out(1), "busy": Out(1),
         })
@@ -207,19 +218,25 @@ class BufferSweeper(FocusBlock):
         active = Signal()
         is_last = Signal()
         issue = Signal()
+        # Stage 1: the word in the read port's data register, and what it is.
+        r_valid = Signal()
+        r_base = Signal(p.count_bits)
+        r_count = Signal(range(a + 1))
+        r_first, r_last, r_final = Signal(), Signal(), Signal()
+        # Stage 2 (the w_* registers) loads when it is empty or its word is taken.
+        load = Signal()
         m.d.comb += [
+            load.eq(r_valid & (~self.w_valid | self.take)),
             is_last.eq(base + a >= M),
-            issue.eq(active & (~self.w_valid | self.take)
-                     & (self.all_avail | (addr < self.avail))),
+            issue.eq(active & (~r_valid | load) & (self.all_avail | (addr < self.avail))),
             self.r_addr.eq(addr), self.r_en.eq(issue),
             self.wrap.eq(issue & is_last),
             self.busy.eq(active),
         ]
         with m.If(issue):
             m.d.sync += [
-                self.w_valid.eq(1), self.w_base.eq(base),
-                self.w_count.eq(Mux(is_last, M - base, a)),
-                self.w_first.eq(addr == 0), self.w_last.eq(is_last), self.w_final.eq(self.final),
+                r_valid.eq(1), r_base.eq(base), r_count.eq(Mux(is_last, M - base, a)),
+                r_first.eq(addr == 0), r_last.eq(is_last), r_final.eq(self.final),
             ]
             with m.If(is_last):
                 m.d.sync += [addr.eq(0), base.eq(0)]
@@ -227,8 +244,20 @@ class BufferSweeper(FocusBlock):
                     m.d.sync += active.eq(0)
             with m.Else():
                 m.d.sync += [addr.eq(addr + 1), base.eq(base + a)]
+        with m.Elif(load):
+            m.d.sync += r_valid.eq(0)
+        with m.If(load):
+            m.d.sync += [
+                self.w_valid.eq(1), self.w_data.eq(self.r_data), self.w_base.eq(r_base),
+                self.w_count.eq(r_count), self.w_lanes.eq(Cat(r_count > n for n in range(a))),
+                self.w_first.eq(r_first), self.w_last.eq(r_last), self.w_final.eq(r_final),
+            ]
         with m.Elif(self.take):
             m.d.sync += self.w_valid.eq(0)
-        with m.If(self.start & ~active):
-            m.d.sync += [active.eq(1), M.eq(self.M), addr.eq(0), base.eq(0), self.w_valid.eq(0)]
+        # Idle, the sweeper has addr = base = 0 (the final sweep's last read wrapped them) and
+        # both stages empty (the user took every word); ``start`` sets only ``active``.
+        with m.If(~active):
+            m.d.sync += M.eq(self.M)
+            with m.If(self.start):
+                m.d.sync += active.eq(1)
         return m

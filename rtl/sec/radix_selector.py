@@ -3,12 +3,15 @@
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 
 from ..block import FocusBlock
-from .topk_engine import TopKEngineSignature, add_sweeper
+from .topk_engine import TopKEngineSignature, add_sweeper, or_tree
 
 __all__ = ["RadixSelector", "radix_digits"]
 
 #: Bits per radix digit (16 histogram bins).
 DIGIT_BITS = 4
+
+#: Lanes per group of the histogram's first adder trees.
+GROUP = 8
 
 
 def radix_digits(p):
@@ -22,14 +25,6 @@ def _tree_sum(terms):
         return Const(0, 1)
     while len(terms) > 1:
         pairs = [terms[i] + terms[i + 1] for i in range(0, len(terms) - 1, 2)]
-        terms = pairs + ([terms[-1]] if len(terms) % 2 else [])
-    return terms[0]
-
-
-def _or_tree(terms):
-    terms = list(terms)
-    while len(terms) > 1:
-        pairs = [terms[i] | terms[i + 1] for i in range(0, len(terms) - 1, 2)]
         terms = pairs + ([terms[-1]] if len(terms) % 2 else [])
     return terms[0]
 
@@ -71,10 +66,12 @@ class RadixSelector(FocusBlock):
     so nothing is kept; k = M gives T = the smallest score and keeps its ties.
 
     Latency and throughput, no stalls and all words available: each pass reads one word per
-    cycle; between passes 3 cycles pass (the last word's two pipeline stages, then choosing the
-    digit in two steps), and the mask leaves 2 cycles after its word is read. The cycle count does
-    not depend on k. A pass can follow the loader (words are read once available).
-    ``o_stream`` back-pressure holds only the mask pass.
+    cycle; between passes 4 cycles pass (the last word's three histogram stages: digit and
+    candidacy, the bins' counts, their accumulation; then choosing the digit in two steps, while
+    the next pass's first word waits in the sweeper's register), and a mask beat leaves 4 cycles
+    after its word is in the read port (the sweeper's register, the compare with T, the tie
+    counts, the output register). The cycle count does not depend on k. A pass can follow the
+    loader (words are read once available). ``o_stream`` back-pressure holds only the mask pass.
     """
 
     def __init__(self, params):
@@ -97,7 +94,7 @@ class RadixSelector(FocusBlock):
             m.d.sync += isweep.eq(isweep + 1)
 
         def score(n):
-            return Cat(self.r_data.scores[n], Const(0, W - sb))
+            return Cat(sw.w_data.scores[n], Const(0, W - sb))
 
         pos = Signal(range(D))           # digit being counted, from D-1 (the top) down
         prefix = Signal(W)               # T's digits found so far (0 below)
@@ -121,22 +118,41 @@ class RadixSelector(FocusBlock):
             for n in range(a):
                 m.d.sync += [
                     dig[n].eq(score(n).word_select(pos, DIGIT_BITS)),
-                    cand[n].eq((n < sw.w_count) & (((score(n) ^ prefix) & hi_mask) == 0)),
+                    cand[n].eq(sw.w_lanes[n] & (((score(n) ^ prefix) & hi_mask) == 0)),
                 ]
-        # Histogram stage 2: cumulative bins.
+        # Histogram stage 2: each bin's count of the word in each group of up to 8 lanes (adder
+        # trees); stage 3 adds the groups' counts to the cumulative bin (so the lanes' tree and
+        # the accumulator are not in series).
+        s2_valid = Signal()
         s2_last = Signal()
-        m.d.sync += s2_last.eq(s1_last)
+        groups = range(0, a, GROUP)
+        hcount = [[Signal(range(min(GROUP, a - g) + 1), name=f"hcount{b}_{g // GROUP}")
+                   for g in groups] for b in range(bins)]
+        m.d.sync += [s2_valid.eq(s1_valid), s2_last.eq(s1_last)]
         with m.If(s1_valid):
             for b in range(bins):
                 # Bin 0 counts every candidate (no ">= 0" compare, which lints as constant).
                 hits = [cand[n] & (dig[n] >= b) if b else cand[n] for n in range(a)]
-                m.d.sync += cge[b].eq(cge[b] + _tree_sum(hits))
+                m.d.sync += [hcount[b][k].eq(_tree_sum(hits[g:g + GROUP]))
+                             for k, g in enumerate(groups)]
+        s3_last = Signal()
+        m.d.sync += s3_last.eq(s2_last)
+        with m.If(s2_valid):
+            for b in range(bins):
+                m.d.sync += cge[b].eq(cge[b] + _tree_sum(hcount[b]))
 
-        # Mask pipeline: stage 1 compares with T, stage 2 (the output register) keeps the ties.
+        # Mask pipeline: stage 1 compares with T, stage 2 counts the ties below each lane and in
+        # the beat, stage 3 (the output register) keeps the ties there is room for.
         m1_valid = Signal()
         m1_last = Signal()
         m1_gt = Signal(a)
         m1_eq = Signal(a)
+        m2_valid = Signal()
+        m2_last = Signal()
+        m2_gt = Signal(a)
+        m2_eq = Signal(a)
+        m2_before = [Signal(range(a + 1), name=f"m2_before{n}") for n in range(a)]
+        m2_ties = Signal(range(a + 1))
         room = Signal(p.count_bits)
         advance = ~o.valid | o.ready
 
@@ -147,21 +163,23 @@ class RadixSelector(FocusBlock):
         digit = Signal(DIGIT_BITS)
         above = Signal(p.count_bits)
         m.d.comb += [
-            digit.eq(_or_tree(Mux(edge[b], b, 0) for b in range(1, bins))),
-            above.eq(_or_tree(Mux(edge[b], cge[b + 1], 0) for b in range(bins - 1))),
+            digit.eq(or_tree(Mux(edge[b], b, 0) for b in range(1, bins))),
+            above.eq(or_tree(Mux(edge[b], cge[b + 1], 0) for b in range(bins - 1))),
         ]
 
         with m.FSM() as fsm:
             with m.State("IDLE"):
+                # The job's registers load in every idle cycle (so ``start``, which decodes the
+                # configuration, enables only the state and ``busy``).
+                m.d.sync += [isweep.eq(0), pos.eq(D - 1), prefix.eq(0), hi_mask.eq(0),
+                             rem.eq(self.keep), hold.eq(0), [c.eq(0) for c in cge]]
                 with m.If(self.start):
-                    m.d.sync += [isweep.eq(0), pos.eq(D - 1), prefix.eq(0), hi_mask.eq(0),
-                                 rem.eq(self.keep), hold.eq(0), self.busy.eq(1),
-                                 [c.eq(0) for c in cge]]
+                    m.d.sync += self.busy.eq(1)
                     m.next = "HIST"
             with m.State("HIST"):
                 with m.If(take_hist & sw.w_last):
                     m.d.sync += hold.eq(1)
-                with m.If(s2_last):
+                with m.If(s3_last):
                     m.d.sync += cond.eq(Cat(cge[b] >= rem for b in range(bins)))
                     m.next = "DIGIT"
             with m.State("DIGIT"):
@@ -183,19 +201,24 @@ class RadixSelector(FocusBlock):
                 with m.If(take_mask):
                     m.d.sync += [
                         m1_last.eq(sw.w_last),
-                        m1_gt.eq(Cat((n < sw.w_count) & (score(n) > prefix) for n in range(a))),
-                        m1_eq.eq(Cat((n < sw.w_count) & (score(n) == prefix) for n in range(a))),
+                        m1_gt.eq(Cat(sw.w_lanes[n] & (score(n) > prefix) for n in range(a))),
+                        m1_eq.eq(Cat(sw.w_lanes[n] & (score(n) == prefix) for n in range(a))),
                     ]
                 before = _prefix_counts(m, [m1_eq[n] for n in range(a)])
-                keep = Cat(m1_gt[n] | (m1_eq[n] & (before[n] < room)) for n in range(a))
-                ties = _tree_sum(m1_eq[n] for n in range(a))
                 with m.If(advance):
-                    m.d.sync += o.valid.eq(m1_valid)
+                    m.d.sync += m2_valid.eq(m1_valid)
                     with m.If(m1_valid):
-                        m.d.sync += [o.payload.keep.eq(keep), o.payload.last.eq(m1_last),
-                                     room.eq(Mux(room > ties, room - ties, 0))]
+                        m.d.sync += [m2_last.eq(m1_last), m2_gt.eq(m1_gt), m2_eq.eq(m1_eq),
+                                     [r.eq(v) for r, v in zip(m2_before, before, strict=True)],
+                                     m2_ties.eq(_tree_sum(m1_eq[n] for n in range(a)))]
+                keep = Cat(m2_gt[n] | (m2_eq[n] & (m2_before[n] < room)) for n in range(a))
+                with m.If(advance):
+                    m.d.sync += o.valid.eq(m2_valid)
+                    with m.If(m2_valid):
+                        m.d.sync += [o.payload.keep.eq(keep), o.payload.last.eq(m2_last),
+                                     room.eq(Mux(room > m2_ties, room - m2_ties, 0))]
                 with m.If(o.valid & o.ready & o.payload.last):
-                    m.d.sync += [self.busy.eq(0), m1_valid.eq(0)]
+                    m.d.sync += [self.busy.eq(0), m1_valid.eq(0), m2_valid.eq(0)]
                     m.next = "IDLE"
         m.d.comb += [
             take_hist.eq(fsm.ongoing("HIST") & ~hold & sw.w_valid & ~sw.w_final),

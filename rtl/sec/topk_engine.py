@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 from ..layouts import mask_beat_layout
 from .importance_buffer import BufferSweeper, buffer_addr_bits, buffer_word_layout
 
-__all__ = ["TopKEngineSignature", "add_sweeper"]
+__all__ = ["TopKEngineSignature", "add_sweeper", "or_tree"]
 
 
 class TopKEngineSignature(wiring.Signature):
@@ -46,13 +46,23 @@ def add_sweeper(m, engine):
     :class:`~rtl.sec.importance_buffer.BufferSweeper` through which a :class:`TopKEngineSignature`
     engine reads the vector, and returns it.
 
-    The engine's ``start``, ``M``, ``avail`` and ``all_avail`` drive the sweeper, which drives the
-    engine's ``r_addr`` and ``r_en``; the engine drives ``final`` and ``take`` itself.
+    The engine's ``start``, ``M``, ``avail``, ``all_avail`` and ``r_data`` drive the sweeper, which
+    drives the engine's ``r_addr`` and ``r_en``; the engine drives ``final`` and ``take`` itself
+    and reads the words from the sweeper's ``w_data`` register, never from ``r_data``.
     """
     m.submodules.sweeper = sw = BufferSweeper(engine.params)
     m.d.comb += [
         sw.start.eq(engine.start), sw.M.eq(engine.M),
         sw.avail.eq(engine.avail), sw.all_avail.eq(engine.all_avail),
-        engine.r_addr.eq(sw.r_addr), engine.r_en.eq(sw.r_en),
+        engine.r_addr.eq(sw.r_addr), engine.r_en.eq(sw.r_en), sw.r_data.eq(engine.r_data),
     ]
     return sw
+
+
+def or_tree(terms):
+    """The OR of ``terms`` as a balanced tree (for one-hot AND-OR selects)."""
+    terms = list(terms)
+    while len(terms) > 1:
+        pairs = [terms[i] | terms[i + 1] for i in range(0, len(terms) - 1, 2)]
+        terms = pairs + ([terms[-1]] if len(terms) % 2 else [])
+    return terms[0]

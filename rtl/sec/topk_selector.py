@@ -37,10 +37,10 @@ class TopKSelector(FocusBlock):
     - ``"bubble"`` (:class:`rtl.sec.bubble_sorter.BubbleSorter`): P = ceil(k/a) passes of M cycles
       each, one score per cycle through a chain of ``lanes`` compare-exchange cells, then the
       mask. Cycles (no stalls, the vector on ``i_stream``, k = min(keep, M)):
-      ``P * M + ceil(M/a) + 6``, or ``ceil(M/a) + 3`` for k = 0 (``golden.cycles.topk_cycles``).
+      ``P * M + ceil(M/a) + 7``, or ``ceil(M/a) + 4`` for k = 0 (``golden.cycles.topk_cycles``).
     - ``"radix"`` (:class:`rtl.sec.radix_selector.RadixSelector`): D = ceil(score_bits/4) histogram
       passes, then the mask pass, each reading ``lanes`` scores per cycle, whatever k is.
-      Cycles: ``(D + 1) * ceil(M/a) + 3 * D + 4``.
+      Cycles: ``(D + 1) * ceil(M/a) + 4 * D + 6``.
 
     A job: one ``cfg_stream`` beat (:func:`selector_config_layout`); unless ``preloaded``, the
     importance vector on ``i_stream`` as ceil(M/lanes) beats (padding lanes ignored); the mask on
@@ -121,9 +121,11 @@ class TopKSelector(FocusBlock):
         with m.FSM() as fsm:
             with m.State("IDLE"):
                 with m.If(cfg.valid):
-                    m.d.sync += self.error.eq(bad)
+                    # Loaded whatever ``bad`` is (unused after a rejected beat): the compares
+                    # stay off the registers' enables.
+                    m.d.sync += [self.error.eq(bad), loaded.eq(0), load_left.eq(c.M),
+                                 load_done.eq(c.preloaded)]
                     with m.If(~bad):
-                        m.d.sync += [loaded.eq(0), load_left.eq(c.M), load_done.eq(c.preloaded)]
                         m.next = "RUN"
             with m.State("RUN"):
                 with m.If(i.valid & ~load_done):
