@@ -38,12 +38,13 @@ M = 1024
 progress = progress_printer("claims")
 
 
-def candidate_pairs(positions, tile):
+def candidate_pairs(positions, tile, fs=FS, hs=HS):
     """(token, candidate, c) for every candidate position that holds a token of the same tile."""
     where, rows = {}, []
+    offsets = list(enumerate(candidate_offsets(fs, hs).tolist(), 1))
     for s, q in enumerate(positions.tolist()):
         start = s - s % tile
-        for c, off in enumerate(candidate_offsets(FS, HS).tolist(), 1):
+        for c, off in offsets:
             j = where.get(q - off) if off > 0 else None
             if j is not None and j >= start:
                 rows.append((s, j, c))

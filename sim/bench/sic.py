@@ -34,13 +34,13 @@ import numpy as np
 
 import golden
 from golden import reference
-from golden.block_match import candidate_offsets
 from golden.photo import _features, photo_tokens
 from rtl.flow.toolchain import BUILD_ROOT
 from rtl.params import FocusParams
 from rtl.sic.block_matcher import matcher_rounds
 
 from ..block_match import Job, decode_beats, golden_job, run_jobs
+from .claims import candidate_pairs
 from .report import markdown_table as table
 from .report import progress_printer
 
@@ -323,16 +323,8 @@ def bench_gating(out, quick):
 
 def _pairs(pos, fs, hs, tile):
     """(token, candidate) index pairs of every existing candidate in the tile."""
-    where, who, cand = {}, [], []
-    for s, q in enumerate(pos.tolist()):
-        start = s - s % tile
-        for off in candidate_offsets(fs, hs).tolist():
-            j = where.get(q - off) if off > 0 else None
-            if j is not None and j >= start:
-                who.append(s)
-                cand.append(j)
-        where[q] = s
-    return np.array(who), np.array(cand)
+    pairs = candidate_pairs(pos, tile, fs, hs)
+    return pairs[:, 0], pairs[:, 1]
 
 
 def bench_accuracy(out, quick):
