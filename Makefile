@@ -9,7 +9,7 @@ PRESET ?= default
 BOARD  ?= icebreaker
 JOBS   ?= auto
 
-.PHONY: all venv verilog test lint test-boards synth qor bench figures warm liberty clean distclean board flash
+.PHONY: all venv verilog test test-slow test-all lint test-boards synth qor bench figures warm liberty clean distclean board flash
 
 all: verilog
 
@@ -25,11 +25,19 @@ venv: $(STAMP)
 verilog: $(STAMP)
 	$(FOCUS) emit --preset $(PRESET) -o build/verilog/$(PRESET)
 
-# The whole regression: golden model, Amaranth simulations, cocotb on Icarus and Verilator,
-# emit and synth; it ends with the 40 slowest tests. ARGS passes pytest options, e.g.
-# make test ARGS="-k similar".
+# The fast tier (minutes): ruff, then the golden model, the Amaranth simulations of every block
+# under stalls, cocotb on Icarus, emit, synth and the small formal proofs; it ends with the 20
+# slowest tests. ARGS passes pytest options, e.g. make test ARGS="-k similar".
 test: $(STAMP) lint
-	$(BIN)/python -m pytest -n $(JOBS) --durations=40 $(ARGS)
+	$(BIN)/python -m pytest -n $(JOBS) -m "not slow and not bitstream" --durations=20 $(ARGS)
+
+# The slow tier (most of an hour on 2 cores): every cocotb case on Verilator, the large cocotb
+# regressions, the photograph runs and the long formal proofs (tests marked slow; tests/conftest.py).
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -n $(JOBS) -m "slow and not bitstream" --durations=20 $(ARGS)
+
+# What CI runs (.ci/run): both tiers and the board bitstreams.
+test-all: test test-slow test-boards
 
 # ruff over the tree (the rules are in pyproject.toml); make test runs it first.
 lint: $(STAMP)

@@ -3,6 +3,12 @@
 A cocotb test asks for its simulator with the ``require_simulator`` fixture. A missing simulator
 skips the test, unless the comma-separated environment variable ``FOCUS_REQUIRE_SIMS`` (set by CI,
 e.g. ``icarus,verilator``) names it: then the test fails, so CI cannot pass by skipping.
+
+Two tiers (README, "Tests"): ``make test`` runs what is not marked ``slow`` (and no bitstream);
+``make test-slow`` runs the ``slow`` tier, which CI runs as well. Every cocotb case on Verilator is
+``slow`` (:func:`pytest_collection_modifyitems`): Icarus checks each block's emitted Verilog in the
+fast tier, and Verilator's C++ build is most of a case's time. The large regression crosses, the
+photograph runs and the formal proofs carry the marker in their files.
 """
 
 import os
@@ -35,6 +41,14 @@ def require_simulator(name):
     if name in required:
         pytest.fail(f"simulator {name} is not installed, but FOCUS_REQUIRE_SIMS requires it")
     pytest.skip(f"simulator {name} is not installed")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark ``slow`` every test that takes a ``simulator`` parameter of ``"verilator"``."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("simulator") == "verilator":
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(name="require_simulator")

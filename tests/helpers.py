@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from amaranth.back import rtlil
 
 from rtl.flow import toolchain
@@ -26,6 +27,18 @@ OFFSET_SHAPES = [FocusParams(tokens=64, lanes=4, word_bits=8),
                  FocusParams(tokens=64, lanes=1, word_bits=32),
                  FocusParams(tokens=100, lanes=3, word_bits=8),   # lanes, tokens not powers of 2
                  FocusParams(tokens=256, lanes=8, word_bits=16)]  # codes up to 17 bits > a word
+
+
+def stall_cross(values, patterns):
+    """``(value, stalls)`` cases of a parameter (a comparator count, a shape) crossed with the four
+    stall patterns (``patterns``: a dict name -> ``stalls`` argument, or the names alone). At the
+    first value all four run in ``make test``; at the others ``both`` does and the other three are
+    marked ``slow`` (the larger configurations are most of a simulation file's time)."""
+    named = patterns.items() if isinstance(patterns, dict) else ((n, n) for n in patterns)
+    named = list(named)
+    return [pytest.param(v, stalls, id=f"{getattr(v, 'tag', v)}-{name}",
+                         marks=pytest.mark.slow if i and name != "both" else ())
+            for i, v in enumerate(values) for name, stalls in named]
 
 
 def sec_shape_id(shape):

@@ -10,6 +10,7 @@ as the default; one real-photograph case runs at the default V = 32.
 import numpy as np
 import pytest
 from amaranth.sim import Simulator
+from helpers import stall_cross
 
 import golden
 import sim
@@ -26,6 +27,7 @@ SMALL = dict(dim=4, window=16, tile=24, layers=4)
 #: The four stall patterns of the stream tests (style R7): none, input idles only (on both input
 #: streams), output back-pressure only, and both.
 STALL_PATTERNS = stall_patterns(("cfg_stream", "i_stream"), ("o_stream",))
+
 
 
 def small(**changes):
@@ -70,8 +72,7 @@ def check(p, jobs, thetas, results, errors=None):
 
 # ---- regression -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("stalls", STALL_PATTERNS.values(), ids=STALL_PATTERNS.keys())
-@pytest.mark.parametrize("comparators", [1, 3, 7])
+@pytest.mark.parametrize("comparators, stalls", stall_cross([1, 3, 7], STALL_PATTERNS))
 def test_regression(comparators, stalls):
     """Mixed jobs (geometries up to FS + HS + 1 = window - 1, pruned positions, tile boundaries
     inside frames, prototypes with noise, exact copies, zero vectors, thresholds 0 and 2**F - 1,
@@ -92,8 +93,7 @@ def grid_job(frames, rows, cols, vectors, fs=None, hs=None, keep=None, mean=Fals
     return Job(np.asarray(vectors)[:len(pos)], pos, fs, hs, layer, mean)
 
 
-@pytest.mark.parametrize("stalls", STALL_PATTERNS.values(), ids=STALL_PATTERNS.keys())
-@pytest.mark.parametrize("comparators", [2, 7])
+@pytest.mark.parametrize("comparators, stalls", stall_cross([2, 7], STALL_PATTERNS))
 def test_geometry_edges(comparators, stalls):
     """FS + HS + 1 = window - 1 (the farthest candidate), FS = 0 and HS = 0 (offset 0 never
     matches), HS = 1 (two candidates are the same token), tiles that end inside a row and a frame
@@ -263,8 +263,10 @@ def assert_complete(p, job, result, thetas):
     np.testing.assert_array_equal(got_uniques, want_uniques)
 
 
-@pytest.mark.parametrize("mean", [False, True], ids=["first", "mean"])
-@pytest.mark.parametrize("comparators", [1, 7])
+@pytest.mark.parametrize("comparators, mean", [
+    pytest.param(1, False, id="1-first"), pytest.param(1, True, id="1-mean"),
+    pytest.param(7, False, id="7-first"),
+    pytest.param(7, True, id="7-mean", marks=pytest.mark.slow)])
 def test_consumer_stall_longer_than_every_buffer(comparators, mean):
     """``o_stream.ready`` held low, once at the start and once in the middle of a job, for longer
     than every buffer of the matcher together (the window's slots, a tile of mean sums, the
@@ -297,7 +299,8 @@ def test_consumer_stall_longer_than_every_buffer(comparators, mean):
 
 # ---- cycles -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("comparators", range(1, 8))
+@pytest.mark.parametrize("comparators", [
+    c if c in (1, 2, 7) else pytest.param(c, marks=pytest.mark.slow) for c in range(1, 8)])
 def test_cycles_match_the_model(comparators):
     """Without stalls and with ``first``: exactly golden.cycles.block_match_cycles, within the
     spec's target, across tile boundaries (S = 60, tile 24)."""
@@ -432,6 +435,7 @@ def test_sic_columns_equal_golden():
     assert not np.array_equal(want_maps[:, 0], want_maps[:, 1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("representative", ["first", "mean"])
 def test_real_photo_tokens_default_dim(representative):
     """Tokens of the photograph panned over 2 frames of a 14x14 grid, at the default V = 32,
@@ -450,6 +454,7 @@ def test_real_photo_tokens_default_dim(representative):
     assert 0 < stats["active"] < 7 * len(pos) and len(want[1]) < len(pos)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("frames, comparators", [(3, 1), (8, 7)])
 def test_real_photo_tokens_pruned(frames, comparators):
     """Photograph tokens (14x14 grid) with 30 % of the positions pruned, V = 8, mean."""
@@ -478,8 +483,7 @@ def test_block_is_registered_and_emits_icg():
 
 # ---- a build without the mean unit --------------------------------------------------------------
 
-@pytest.mark.parametrize("stalls", STALL_PATTERNS.values(), ids=STALL_PATTERNS.keys())
-@pytest.mark.parametrize("comparators", [1, 7])
+@pytest.mark.parametrize("comparators, stalls", stall_cross([1, 7], STALL_PATTERNS))
 def test_without_mean_unit(comparators, stalls):
     """``representatives = "first"``: ``first`` jobs equal golden, and a ``mean`` job between them
     is rejected (error flag, its tokens dropped), under the four stall patterns."""
@@ -558,6 +562,7 @@ def test_sim_api_rejects_mean_without_the_unit():
     np.testing.assert_array_equal(mp, golden.block_match(x, pos, **args)[0])
 
 
+@pytest.mark.slow
 def test_paper_preset_real_photo_tokens():
     """The paper preset's matcher (one comparator, no mean unit, V = 32, window 256) on
     photograph tokens (2 frames of a 14x14 grid, a tile boundary inside frame 1): golden's

@@ -15,6 +15,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from amaranth.sim import Simulator
+from helpers import stall_cross
 
 from golden.similarity import dot, sqnorm
 from rtl.params import FocusParams
@@ -195,8 +196,7 @@ def run_select(p, beats, count, stalls="no-stalls", seed=0, theta_q=THETA_Q):
     return received, cycles
 
 
-@pytest.mark.parametrize("stalls", STALL_IDS)
-@pytest.mark.parametrize("comparators", range(1, 8))
+@pytest.mark.parametrize("comparators, stalls", stall_cross(range(1, 8), STALL_IDS))
 def test_best_candidate_breaks_ties_to_the_smallest_c(comparators, stalls):
     """The best candidate, and its threshold test, against golden's rule computed with exact
     rationals: ties between candidates go to the lowest c, a candidate exactly on the token's
@@ -285,8 +285,7 @@ def run_with(dut, inputs, outputs, stalls, seed, settings, max_cycles=5000):
     return received
 
 
-@pytest.mark.parametrize("stalls", STALL_IDS)
-@pytest.mark.parametrize("comparators", [1, 3, 7])
+@pytest.mark.parametrize("comparators, stalls", stall_cross([1, 3, 7], STALL_IDS))
 def test_comparator_bank_results_leave_with_their_candidates(comparators, stalls):
     """Random tokens and candidates (some missing: norm 0; some zero; some copies; some with a
     negative dot): every result leaves with its own lane's norm and slot, its round's tag and
@@ -424,8 +423,7 @@ def test_unique_indexer_numbers_groups_in_order(stalls):
 
 # ---- TokenRegister ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("stalls", STALL_IDS)
-@pytest.mark.parametrize("comparators", [1, 3, 7])
+@pytest.mark.parametrize("comparators, stalls", stall_cross([1, 3, 7], STALL_IDS))
 def test_token_register_rounds_tiles_and_distances(comparators, stalls):
     """Every token as ``rounds`` beats with its norm (on its last round: the norm unit is spread
     over the rounds), its vector register (the two in turn), its tile flags (tiles of 24, and

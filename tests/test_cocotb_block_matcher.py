@@ -22,12 +22,15 @@ SMALL = dict(dim=4, window=16, tile=24, layers=4)
 
 # (simulator, params): comparators 1, 2, 3 and 7; the icg variant on both simulators; a build
 # without the mean unit (its mean jobs are rejected: see sim/tb/block_matcher.py).
+# The fast tier keeps the 1-comparator case on Icarus; the others take 1.5 to 9 minutes each.
+_SLOW = pytest.mark.slow
 CASES = [
-    ("icarus", FocusParams(**SMALL, comparators=7, gating="icg")),
-    ("icarus", FocusParams(**SMALL, comparators=3)),
-    ("icarus", FocusParams(**SMALL, comparators=1, gating="icg")),
-    ("icarus", FocusParams(**SMALL, comparators=2, representatives="first")),
-    ("verilator", FocusParams(**SMALL, comparators=7, gating="icg")),
+    pytest.param("icarus", FocusParams(**SMALL, comparators=7, gating="icg"), marks=_SLOW),
+    pytest.param("icarus", FocusParams(**SMALL, comparators=3), marks=_SLOW),
+    pytest.param("icarus", FocusParams(**SMALL, comparators=1, gating="icg")),
+    pytest.param("icarus", FocusParams(**SMALL, comparators=2, representatives="first"),
+                 marks=_SLOW),
+    pytest.param("verilator", FocusParams(**SMALL, comparators=7, gating="icg")),
 ]
 
 
@@ -41,7 +44,8 @@ def verilator_pch(monkeypatch):
         monkeypatch.setenv("MAKEFLAGS", f"{flags} CFG_CXXFLAGS_PCH_I=-include".strip())
 
 
-@pytest.mark.parametrize("simulator, p", CASES, ids=[f"{s}-{p.tag}" for s, p in CASES])
+@pytest.mark.parametrize("simulator, p", CASES,
+                         ids=[f"{c.values[0]}-{c.values[1].tag}" for c in CASES])
 def test_regression(simulator, p, require_simulator, verilator_pch):
     """8 mixed jobs with 3 bad jobs between them, against golden job by job, under the four
     stall patterns (none, 30 % input idles only, 30 % output back-pressure only, both), protocol
@@ -72,6 +76,7 @@ def test_block_match_matches_golden_and_amaranth(simulator, require_simulator, v
     assert stats == reference
 
 
+@pytest.mark.slow
 def test_real_photo_default_dim(require_simulator):
     """Photograph tokens (2 frames of a 14x14 grid, D = 64: two V = 32 columns) through
     ``sim.sic`` on Icarus with the default window, 7 comparators and ICG gating (the mean

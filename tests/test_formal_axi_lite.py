@@ -173,5 +173,6 @@ class AXILiteProperties(Elaboratable):
         return m
 
 
+@pytest.mark.slow
 def test_formal_axi_lite():
     check_bmc_and_cover("axi_lite", AXILiteProperties(), DEPTH, covers=5, engine="smtbmc z3")

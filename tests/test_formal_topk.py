@@ -108,7 +108,7 @@ class SelectorProperties(Elaboratable):
         return m
 
 
-@pytest.mark.parametrize("sorter", ["bubble", "radix"])
+@pytest.mark.parametrize("sorter", ["bubble", pytest.param("radix", marks=pytest.mark.slow)])
 def test_formal_selector(sorter):
     top = SelectorProperties(FocusParams(sorter=sorter, **SIZES[sorter]))
     check_bmc_and_cover(f"topk_{sorter}", top, DEPTH[sorter], covers=2,

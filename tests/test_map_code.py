@@ -126,6 +126,7 @@ def test_edges_all_new_all_matched_tiles_one_token():
     assert [b["tokens"] for b in results[5].frames] == [6, 4, 0, 0, 0, 0, 2, 6, 2]
 
 
+@pytest.mark.slow
 def test_photo_still_and_panned_frames():
     """Item 3's test: the same photo frame repeated (every token of frames 1.. matches the
     frame behind) against a panned video (a fraction well below 1)."""
