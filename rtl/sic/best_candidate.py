@@ -1,10 +1,10 @@
 """The block matcher's decision: the best candidate by exact "better" tests, then its threshold."""
 
 from amaranth.hdl import Cat, Module, Mux, Signal
-from amaranth.lib import data, stream
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import data
+from amaranth.lib.wiring import In
 
-from ..block import FocusBlock
+from ..block import FocusBlock, stage_members
 from ..params import ceil_log2
 from .arith import product
 from .match_layouts import (
@@ -92,12 +92,11 @@ class BestCandidate(FocusBlock):
     capacity = SELECT_STAGES
 
     def __init__(self, params=None):
-        super().__init__(params, lambda p: {
-            "i_stream": In(stream.Signature(scored_layout(p))),
-            "o_stream": Out(stream.Signature(best_layout(p))),
-            "theta_sq": In(2 * p.theta_bits),
-            "flush": In(1),
-        })
+        super().__init__(params, lambda p: stage_members(
+            scored_layout(p), best_layout(p),
+            theta_sq=In(2 * p.theta_bits),
+            flush=In(1),
+        ))
 
     def elaborate(self, platform):
         p = self._params

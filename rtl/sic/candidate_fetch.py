@@ -1,10 +1,10 @@
 """The block matcher's candidate lookups: the window buffer's reads, a round per cycle."""
 
 from amaranth.hdl import Array, Const, Module, Signal
-from amaranth.lib import data, stream
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import data
+from amaranth.lib.wiring import In
 
-from ..block import FocusBlock
+from ..block import FocusBlock, stage_members
 from .match_layouts import (
     CANDIDATES,
     compare_layout,
@@ -65,14 +65,13 @@ class CandidateFetch(FocusBlock):
     capacity = 1
 
     def __init__(self, params=None):
-        super().__init__(params, lambda p: {
-            "i_stream": In(stream.Signature(round_layout(p))),
-            "o_stream": Out(stream.Signature(compare_layout(p))),
-            "x_store": In(data.ArrayLayout(vector_layout(p), 2)),
-            "offsets": In(offsets_layout(p)),
-            "clear": In(1),
-            "flush": In(1),
-        })
+        super().__init__(params, lambda p: stage_members(
+            round_layout(p), compare_layout(p),
+            x_store=In(data.ArrayLayout(vector_layout(p), 2)),
+            offsets=In(offsets_layout(p)),
+            clear=In(1),
+            flush=In(1),
+        ))
 
     def elaborate(self, platform):
         p = self._params

@@ -1,10 +1,10 @@
 """The block matcher's comparators: one pair scorer per candidate lane, in lockstep."""
 
 from amaranth.hdl import Module
-from amaranth.lib import data, stream
+from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
-from ..block import FocusBlock
+from ..block import FocusBlock, stage_members
 from ..lib.clock_gate import ICG_CELL
 from .dot_scorer import SCORER_LATENCY, DotScorer
 from .match_layouts import compare_layout, round_tag_layout, scored_layout
@@ -56,14 +56,13 @@ class ComparatorBank(FocusBlock):
     def __init__(self, params=None, *, icg_cell=ICG_CELL, gate=True):
         self._icg_cell = icg_cell
         self._gate = gate
-        super().__init__(params, lambda p: {
-            "i_stream": In(stream.Signature(compare_layout(p))),
-            "o_stream": Out(stream.Signature(scored_layout(p))),
-            "clear": In(1),
-            "flush": In(1),
-            "active": Out(32),
-            "gated": Out(32),
-        })
+        super().__init__(params, lambda p: stage_members(
+            compare_layout(p), scored_layout(p),
+            clear=In(1),
+            flush=In(1),
+            active=Out(32),
+            gated=Out(32),
+        ))
 
     def elaborate(self, platform):
         p = self._params

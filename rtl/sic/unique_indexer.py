@@ -1,10 +1,10 @@
 """The block matcher's map lookup: each token's unique index, from its best candidate's."""
 
 from amaranth.hdl import Module, Mux, Signal, unsigned
-from amaranth.lib import memory, stream
+from amaranth.lib import memory
 from amaranth.lib.wiring import In, Out
 
-from ..block import FocusBlock
+from ..block import FocusBlock, stage_members
 from .match_layouts import best_layout, indexed_layout, tile_index_bits
 from .window_buffer import window_slots
 
@@ -51,13 +51,12 @@ class UniqueIndexer(FocusBlock):
     capacity = 1
 
     def __init__(self, params=None):
-        super().__init__(params, lambda p: {
-            "i_stream": In(stream.Signature(best_layout(p))),
-            "o_stream": Out(stream.Signature(indexed_layout(p))),
-            "clear": In(1),
-            "flush": In(1),
-            "uniques": Out(p.position_bits),
-        })
+        super().__init__(params, lambda p: stage_members(
+            best_layout(p), indexed_layout(p),
+            clear=In(1),
+            flush=In(1),
+            uniques=Out(p.position_bits),
+        ))
 
     def elaborate(self, platform):
         p = self._params
