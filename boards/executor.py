@@ -44,6 +44,17 @@ def _per_port(m, ports):
             yield s, beat_bytes(_payload_width(s.signature))
 
 
+def _answer(m, state, request, answer):
+    """FSM state ``state``: offers ``answer`` (its payload is driven elsewhere) and, as it is
+    taken, takes ``request`` and goes back to IDLE. The request stays on offer until its answer
+    leaves, so its payload is the answer's context all along."""
+    with m.State(state):
+        m.d.comb += answer.valid.eq(1)
+        with m.If(answer.ready):
+            m.d.comb += request.ready.eq(1)
+            m.next = "IDLE"
+
+
 class CommandExecutor(wiring.Component):
     """Checks each request's command and arguments, runs it, and hands its reply to the framer.
 
@@ -168,11 +179,7 @@ class CommandExecutor(wiring.Component):
                         m.d.sync += status.eq(Mux(result.timeout, Status.TIMEOUT, Status.OK))
                         reply_word(result.beats, 2)
 
-            with m.State("REPLY"):
-                m.d.comb += self.o_stream.valid.eq(1)
-                with m.If(self.o_stream.ready):
-                    m.d.comb += self.i_stream.ready.eq(1)
-                    m.next = "IDLE"
+            _answer(m, "REPLY", self.i_stream, self.o_stream)
         return m
 
     def _dispatch(self, m, req, reply, idx):
@@ -353,9 +360,5 @@ class StreamEngine(wiring.Component):
                         with m.Else():
                             m.d.sync += beat_pos.eq(beat_pos + 1)
 
-            with m.State("DONE"):
-                m.d.comb += self.o_stream.valid.eq(1)
-                with m.If(self.o_stream.ready):
-                    m.d.comb += self.i_stream.ready.eq(1)
-                    m.next = "IDLE"
+            _answer(m, "DONE", self.i_stream, self.o_stream)
         return m
