@@ -19,7 +19,6 @@ The driver protocol is :mod:`sim.block_match`'s: threshold table first, then the
 and the tokens offered at once, the output received until the block is idle again.
 """
 
-import json
 import os
 
 import cocotb
@@ -27,7 +26,6 @@ import numpy as np
 from cocotb.simtime import get_sim_time
 from cocotb.triggers import FallingEdge, RisingEdge, with_timeout
 
-from rtl.params import FocusParams
 from rtl.sic.block_matcher import (
     match_config_layout,
     match_input_layout,
@@ -46,10 +44,11 @@ from ..block_match import (
     save_raw,
 )
 from ..cocotb_streams import PERIOD_NS, StreamMonitor, StreamSink, StreamSource, reset, start_clock
+from .settings import env_int, tb_params
 
-PARAMS = FocusParams.from_dict(json.loads(os.environ.get("FOCUS_PARAMS", "{}")))
-SEED = int(os.environ.get("FOCUS_SEED", "1"))
-JOBS = int(os.environ.get("FOCUS_JOBS", "8"))
+PARAMS = tb_params()
+SEED = env_int("FOCUS_SEED", 1)
+JOBS = env_int("FOCUS_JOBS", 8)
 
 PORTS = ("cfg_stream", "i_stream", "o_stream")
 

@@ -16,14 +16,14 @@ from cocotb.simtime import get_sim_time
 from cocotb.triggers import FallingEdge, RisingEdge, with_timeout
 
 from rtl.layouts import mask_beat_layout, offset_word_layout, score_beat_layout
-from rtl.params import FocusParams
 from rtl.sic.block_matcher import match_output_layout
 from rtl.top.focus_unit import token_layout
 
 from ..cocotb_streams import PERIOD_NS, StreamMonitor, StreamSink, StreamSource, reset, start_clock
 from ..focus import INPUTS, OUTPUTS, _budget, focus_program
+from .settings import tb_params
 
-PARAMS = FocusParams.from_dict(json.loads(os.environ.get("FOCUS_PARAMS", "{}")))
+PARAMS = tb_params()
 
 
 class CocotbIO:

@@ -15,7 +15,6 @@ Run through :func:`sim.runner.run_cocotb` on the block ``importance_analyzer`` o
   and drop stray beats; a good job follows and is right.
 """
 
-import json
 import os
 
 import cocotb
@@ -25,7 +24,6 @@ from cocotb.triggers import ClockCycles, RisingEdge, with_timeout
 import golden
 from golden.cycles import importance_cycles, topk_cycles
 from rtl.layouts import mask_beat_layout, score_beat_layout
-from rtl.params import FocusParams
 from rtl.sec.importance_analyzer import analyzer_config_layout
 from rtl.sec.topk_selector import selector_config_layout
 
@@ -40,10 +38,11 @@ from ..sec import (
     vector_beats,
     vector_from_beats,
 )
+from .settings import env_int, tb_params
 
-PARAMS = FocusParams.from_dict(json.loads(os.environ.get("FOCUS_PARAMS", "{}")))
-SEED = int(os.environ.get("FOCUS_SEED", "1"))
-JOBS = int(os.environ.get("FOCUS_JOBS", "40"))
+PARAMS = tb_params()
+SEED = env_int("FOCUS_SEED", 1)
+JOBS = env_int("FOCUS_JOBS", 40)
 PORTS = ("cfg_stream", "i_stream", "o_stream")
 
 

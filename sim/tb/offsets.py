@@ -32,7 +32,6 @@ from cocotb.triggers import FallingEdge, RisingEdge, with_timeout
 from golden.offsets import decode_offsets as golden_decode
 from golden.offsets import expgolomb_bits, gaps_from_mask, rice_bits
 from rtl.layouts import mask_beat_layout, offset_word_layout
-from rtl.params import FocusParams
 from rtl.sec.offset_decoder import decoder_config_layout, index_layout
 from rtl.sec.offset_encoder import encoder_config_layout
 
@@ -50,12 +49,13 @@ from ..offsets import (
     regression_masks,
 )
 from ..streams import pack, stall_sources, unpack
+from .settings import env_int, env_stalls, tb_params
 
-PARAMS = FocusParams.from_dict(json.loads(os.environ.get("FOCUS_PARAMS", "{}")))
-SEED = int(os.environ.get("FOCUS_SEED", "1"))
-JOBS = int(os.environ.get("FOCUS_JOBS", "120"))
-FUZZ = int(os.environ.get("FOCUS_FUZZ", "300"))
-STALLS = [float(s) for s in os.environ.get("FOCUS_STALLS", "0.0,0.3").split(",")]
+PARAMS = tb_params()
+SEED = env_int("FOCUS_SEED", 1)
+JOBS = env_int("FOCUS_JOBS", 120)
+FUZZ = env_int("FOCUS_FUZZ", 300)
+STALLS = env_stalls()
 
 #: The H.264 ue(v) table (ITU-T H.264 clause 9.1, Table 9-2): codeNum -> bit string.
 UE_TABLE = {0: "1", 1: "010", 2: "011", 3: "00100", 4: "00101", 5: "00110", 6: "00111",

@@ -18,15 +18,15 @@ from amaranth.lib import data
 from cocotb.triggers import FallingEdge, RisingEdge, with_timeout
 
 from rtl.layouts import mask_beat_layout, offset_word_layout, score_beat_layout
-from rtl.params import FocusParams
 from rtl.sec.importance_analyzer import Dataflow
 from rtl.sec.semantic_concentrator import sec_config_layout
 
 from ..cocotb_streams import PERIOD_NS, StreamMonitor, StreamSource, reset, start_clock
 from ..sec import PORTS, TRACED, config_is_good
 from ..streams import Stalls, unpack
+from .settings import tb_params
 
-PARAMS = FocusParams.from_dict(json.loads(os.environ.get("FOCUS_PARAMS", "{}")))
+PARAMS = tb_params()
 
 
 def _high(handle):

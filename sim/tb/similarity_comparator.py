@@ -16,7 +16,6 @@ Run through :func:`sim.runner.run_cocotb`, which passes the parameters as JSON i
 - ``monitor_catches_violations``: the protocol monitor itself records planted violations.
 """
 
-import json
 import os
 
 import cocotb
@@ -27,7 +26,6 @@ from golden.cycles import similar_cycles
 from golden.similarity import dot as golden_dot
 from golden.similarity import similar as golden_similar
 from golden.similarity import sqnorm
-from rtl.params import FocusParams
 from rtl.sic.similarity_comparator import comparator_input_layout, comparator_output_layout
 
 from ..cocotb_streams import (
@@ -40,10 +38,11 @@ from ..cocotb_streams import (
     transfer_cycles,
 )
 from ..similarity import comparison_vectors
+from .settings import env_int, tb_params
 
-PARAMS = FocusParams.from_dict(json.loads(os.environ.get("FOCUS_PARAMS", "{}")))
-SEED = int(os.environ.get("FOCUS_SEED", "1"))
-PAIRS = int(os.environ.get("FOCUS_PAIRS", "10000"))
+PARAMS = tb_params()
+SEED = env_int("FOCUS_SEED", 1)
+PAIRS = env_int("FOCUS_PAIRS", 10000)
 
 
 def model(params, x, y, nx, ny, theta_q):
