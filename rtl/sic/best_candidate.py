@@ -4,13 +4,14 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data
 from amaranth.lib.wiring import In
 
-from ..block import FocusBlock, stage_members
+from ..block import FocusBlock
 from ..params import ceil_log2
 from .arith import product
 from .match_layouts import (
     best_layout,
     candidate_layout,
     matcher_rounds,
+    matcher_stage_members,
     round_tag_layout,
     scored_layout,
 )
@@ -92,10 +93,10 @@ class BestCandidate(FocusBlock):
     capacity = SELECT_STAGES
 
     def __init__(self, params=None):
-        super().__init__(params, lambda p: stage_members(
+        super().__init__(params, lambda p: matcher_stage_members(
             scored_layout(p), best_layout(p),
+            clear=False,
             theta_sq=In(2 * p.theta_bits),
-            flush=In(1),
         ))
 
     def elaborate(self, platform):

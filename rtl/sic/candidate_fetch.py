@@ -4,11 +4,12 @@ from amaranth.hdl import Array, Const, Module, Signal
 from amaranth.lib import data
 from amaranth.lib.wiring import In
 
-from ..block import FocusBlock, stage_members
+from ..block import FocusBlock
 from .match_layouts import (
     CANDIDATES,
     compare_layout,
     matcher_rounds,
+    matcher_stage_members,
     offsets_layout,
     round_layout,
     round_tag_layout,
@@ -65,12 +66,10 @@ class CandidateFetch(FocusBlock):
     capacity = 1
 
     def __init__(self, params=None):
-        super().__init__(params, lambda p: stage_members(
+        super().__init__(params, lambda p: matcher_stage_members(
             round_layout(p), compare_layout(p),
             x_store=In(data.ArrayLayout(vector_layout(p), 2)),
             offsets=In(offsets_layout(p)),
-            clear=In(1),
-            flush=In(1),
         ))
 
     def elaborate(self, platform):

@@ -2,12 +2,12 @@
 
 from amaranth.hdl import Module
 from amaranth.lib import data
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import Out
 
-from ..block import FocusBlock, stage_members
+from ..block import FocusBlock
 from ..lib.clock_gate import ICG_CELL
 from .dot_scorer import SCORER_LATENCY, DotScorer
-from .match_layouts import compare_layout, round_tag_layout, scored_layout
+from .match_layouts import compare_layout, matcher_stage_members, round_tag_layout, scored_layout
 
 __all__ = ["ComparatorBank"]
 
@@ -56,10 +56,8 @@ class ComparatorBank(FocusBlock):
     def __init__(self, params=None, *, icg_cell=ICG_CELL, gate=True):
         self._icg_cell = icg_cell
         self._gate = gate
-        super().__init__(params, lambda p: stage_members(
+        super().__init__(params, lambda p: matcher_stage_members(
             compare_layout(p), scored_layout(p),
-            clear=In(1),
-            flush=In(1),
             active=Out(32),
             gated=Out(32),
         ))

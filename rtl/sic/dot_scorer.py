@@ -2,11 +2,12 @@
 
 from amaranth.hdl import Module, Signal, signed, unsigned
 from amaranth.lib import data
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import Out
 
-from ..block import FocusBlock, stage_members
+from ..block import FocusBlock
 from ..lib.clock_gate import ICG_CELL, add_gated, count_activity, gated_pipeline
 from .arith import dot_product, unsigned_square
+from .match_layouts import matcher_stage_members
 from .similarity_comparator import vector_layout
 
 __all__ = ["DotScorer", "scorer_input_layout", "scorer_output_layout", "SCORER_LATENCY"]
@@ -92,12 +93,10 @@ SimilarityComparator`) that depends on the pair. The rest, ``dot**2 * 2**(2F) > 
         self._icg_cell = icg_cell
         self._gate = gate
         self._tag = tag
-        super().__init__(params, lambda p: stage_members(
+        super().__init__(params, lambda p: matcher_stage_members(
             scorer_input_layout(p, tag), scorer_output_layout(p, tag),
             active=Out(32),
             gated=Out(32),
-            clear=In(1),
-            flush=In(1),
         ))
 
     def elaborate(self, platform):

@@ -2,10 +2,16 @@
 
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import Out
 
-from ..block import FocusBlock, stage_members
-from .match_layouts import match_input_layout, matcher_rounds, round_layout, tile_index_bits
+from ..block import FocusBlock
+from .match_layouts import (
+    match_input_layout,
+    matcher_rounds,
+    matcher_stage_members,
+    round_layout,
+    tile_index_bits,
+)
 from .similarity_comparator import vector_layout
 from .vector_norm import VectorNorm
 
@@ -59,11 +65,9 @@ class TokenRegister(FocusBlock):
     capacity = 1
 
     def __init__(self, params=None):
-        super().__init__(params, lambda p: stage_members(
+        super().__init__(params, lambda p: matcher_stage_members(
             match_input_layout(p), round_layout(p),
             x_store=Out(data.ArrayLayout(vector_layout(p), 2)),
-            clear=In(1),
-            flush=In(1),
         ))
 
     def elaborate(self, platform):

@@ -2,10 +2,10 @@
 
 from amaranth.hdl import Module, Mux, Signal, unsigned
 from amaranth.lib import memory
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import Out
 
-from ..block import FocusBlock, stage_members
-from .match_layouts import best_layout, indexed_layout, tile_index_bits
+from ..block import FocusBlock
+from .match_layouts import best_layout, indexed_layout, matcher_stage_members, tile_index_bits
 from .window_buffer import window_slots
 
 __all__ = ["UniqueIndexer"]
@@ -51,10 +51,8 @@ class UniqueIndexer(FocusBlock):
     capacity = 1
 
     def __init__(self, params=None):
-        super().__init__(params, lambda p: stage_members(
+        super().__init__(params, lambda p: matcher_stage_members(
             best_layout(p), indexed_layout(p),
-            clear=In(1),
-            flush=In(1),
             uniques=Out(p.position_bits),
         ))
 
