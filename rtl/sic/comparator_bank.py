@@ -2,10 +2,9 @@
 
 from amaranth.hdl import Module
 from amaranth.lib import data
-from amaranth.lib.wiring import Out
 
 from ..block import FocusBlock
-from ..lib.clock_gate import ICG_CELL
+from ..lib.clock_gate import ICG_CELL, activity_members
 from .dot_scorer import SCORER_LATENCY, DotScorer
 from .match_layouts import compare_layout, matcher_stage_members, round_tag_layout, scored_layout
 
@@ -58,8 +57,7 @@ class ComparatorBank(FocusBlock):
         self._gate = gate
         super().__init__(params, lambda p: matcher_stage_members(
             compare_layout(p), scored_layout(p),
-            active=Out(32),
-            gated=Out(32),
+            **activity_members(),
         ))
 
     def elaborate(self, platform):

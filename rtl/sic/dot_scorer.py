@@ -2,10 +2,9 @@
 
 from amaranth.hdl import Module, Signal, signed, unsigned
 from amaranth.lib import data
-from amaranth.lib.wiring import Out
 
 from ..block import FocusBlock
-from ..lib.clock_gate import ICG_CELL, add_gated, count_activity, gated_pipeline
+from ..lib.clock_gate import ICG_CELL, activity_members, add_gated, count_activity, gated_pipeline
 from .arith import dot_product, unsigned_square
 from .match_layouts import matcher_stage_members
 from .similarity_comparator import vector_layout
@@ -95,8 +94,7 @@ SimilarityComparator`) that depends on the pair. The rest, ``dot**2 * 2**(2F) > 
         self._tag = tag
         super().__init__(params, lambda p: matcher_stage_members(
             scorer_input_layout(p, tag), scorer_output_layout(p, tag),
-            active=Out(32),
-            gated=Out(32),
+            **activity_members(),
         ))
 
     def elaborate(self, platform):

@@ -2,10 +2,10 @@
 
 from amaranth.hdl import Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import In
 
 from ..block import FocusBlock, stage_members
-from ..lib.clock_gate import ICG_CELL, add_gated, count_activity, gated_pipeline
+from ..lib.clock_gate import ICG_CELL, activity_members, add_gated, count_activity, gated_pipeline
 
 __all__ = ["SimilarityComparator", "vector_layout", "comparator_input_layout",
            "comparator_output_layout", "COMPARATOR_LATENCY"]
@@ -114,8 +114,7 @@ class SimilarityComparator(FocusBlock):
         self._flush = flush
         super().__init__(params, lambda p: stage_members(
             comparator_input_layout(p, tag), comparator_output_layout(p, tag),
-            active=Out(32),
-            gated=Out(32),
+            **activity_members(),
             clear=In(1),
             **({"flush": In(1)} if flush else {}),
         ))
