@@ -42,10 +42,8 @@ from ..block_match import (
     save_raw,
 )
 from ..cocotb_streams import PERIOD_NS, StreamMonitor, StreamSink, StreamSource, reset, start_clock
-from .settings import env_int, tb_params
+from .settings import PARAMS, SEED, env_int
 
-PARAMS = tb_params()
-SEED = env_int("FOCUS_SEED", 1)
 JOBS = env_int("FOCUS_JOBS", 8)
 
 PORTS = ("cfg_stream", "i_stream", "o_stream")

@@ -21,9 +21,7 @@ from rtl.top.focus_unit import token_layout
 
 from ..cocotb_streams import PERIOD_NS, StreamMonitor, StreamSink, StreamSource, reset, start_clock
 from ..focus import INPUTS, OUTPUTS, _budget, focus_program
-from .settings import tb_params
-
-PARAMS = tb_params()
+from .settings import PARAMS
 
 
 class CocotbIO:

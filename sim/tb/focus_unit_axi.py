@@ -47,9 +47,8 @@ from rtl.top.registers import REGISTER, Ctrl, Irq, Reg
 from ..cocotb_streams import PERIOD_NS, StreamMonitor
 from ..focus import _budget, focus_program, wait_idle
 from ..streams import Stalls
-from .settings import tb_params
+from .settings import PARAMS
 
-PARAMS = tb_params()
 #: The pause patterns, crossed: (sources pause, sinks pause).
 PATTERNS = {"none": (False, False), "idle": (True, False), "backpressure": (False, True),
             "both": (True, True)}

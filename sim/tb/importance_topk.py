@@ -38,10 +38,8 @@ from ..sec import (
     vector_beats,
     vector_from_beats,
 )
-from .settings import env_int, tb_params
+from .settings import PARAMS, SEED, env_int
 
-PARAMS = tb_params()
-SEED = env_int("FOCUS_SEED", 1)
 JOBS = env_int("FOCUS_JOBS", 40)
 PORTS = ("cfg_stream", "i_stream", "o_stream")
 

@@ -26,10 +26,8 @@ from ..block_match import regression_jobs
 from ..cocotb_streams import StreamMonitor, StreamSource, reset, start_clock
 from ..map_code import word_beats
 from ..streams import Stalls
-from .settings import env_int, env_stalls, tb_params
+from .settings import PARAMS, SEED, env_int, env_stalls
 
-PARAMS = tb_params()
-SEED = env_int("FOCUS_SEED", 1)
 JOBS = env_int("FOCUS_JOBS", 16)
 STALLS = env_stalls()
 PORTS = ("cfg_stream", "i_stream", "pos_stream", "o_stream")

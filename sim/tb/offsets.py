@@ -49,10 +49,8 @@ from ..offsets import (
     regression_masks,
 )
 from ..streams import pack, stall_sources, unpack
-from .settings import env_int, env_stalls, tb_params
+from .settings import PARAMS, SEED, env_int, env_stalls
 
-PARAMS = tb_params()
-SEED = env_int("FOCUS_SEED", 1)
 JOBS = env_int("FOCUS_JOBS", 120)
 FUZZ = env_int("FOCUS_FUZZ", 300)
 STALLS = env_stalls()

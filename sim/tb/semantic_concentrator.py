@@ -24,9 +24,7 @@ from rtl.sec.semantic_concentrator import sec_config_layout
 from ..cocotb_streams import PERIOD_NS, StreamMonitor, StreamSource, reset, start_clock
 from ..sec import PORTS, TRACED, config_is_good
 from ..streams import Stalls, unpack
-from .settings import tb_params
-
-PARAMS = tb_params()
+from .settings import PARAMS
 
 
 def _high(handle):

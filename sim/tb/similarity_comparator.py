@@ -38,10 +38,8 @@ from ..cocotb_streams import (
     transfer_cycles,
 )
 from ..similarity import comparison_vectors
-from .settings import env_int, tb_params
+from .settings import PARAMS, SEED, env_int
 
-PARAMS = tb_params()
-SEED = env_int("FOCUS_SEED", 1)
 PAIRS = env_int("FOCUS_PAIRS", 10000)
 
 
