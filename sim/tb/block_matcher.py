@@ -41,7 +41,7 @@ from ..block_match import (
     regression_jobs,
     save_raw,
 )
-from ..cocotb_streams import PERIOD_NS, StreamMonitor, StreamSink, StreamSource, reset, start_clock
+from ..cocotb_streams import PERIOD_NS, StreamMonitor, StreamSink, StreamSource, start_bench
 from .settings import PARAMS, SEED, env_int
 
 JOBS = env_int("FOCUS_JOBS", 8)
@@ -70,10 +70,7 @@ class TB:
         dut.theta_we.value = 0
 
     async def start(self):
-        start_clock(self.dut)
-        await reset(self.dut)
-        for monitor in self.monitors.values():
-            monitor.start()
+        await start_bench(self.dut, self.monitors.values())
 
     def _snapshot(self):
         dut = self.dut

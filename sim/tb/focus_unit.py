@@ -19,7 +19,7 @@ from rtl.layouts import mask_beat_layout, offset_word_layout, score_beat_layout
 from rtl.sic.block_matcher import match_output_layout
 from rtl.top.focus_unit import token_layout
 
-from ..cocotb_streams import PERIOD_NS, StreamMonitor, StreamSink, StreamSource, reset, start_clock
+from ..cocotb_streams import PERIOD_NS, StreamMonitor, StreamSink, StreamSource, start_bench
 from ..focus import INPUTS, OUTPUTS, _budget, focus_program
 from .settings import PARAMS
 
@@ -47,10 +47,7 @@ class CocotbIO:
         dut.bus__w_data.value = 0
 
     async def start(self):
-        start_clock(self.dut)
-        await reset(self.dut)
-        for monitor in self.monitors.values():
-            monitor.start()
+        await start_bench(self.dut, self.monitors.values())
         self.receivers = [cocotb.start_soon(self._receive(port)) for port in OUTPUTS]
 
     async def _receive(self, port):

@@ -27,7 +27,7 @@ from rtl.layouts import mask_beat_layout, score_beat_layout
 from rtl.sec.importance_analyzer import analyzer_config_layout
 from rtl.sec.topk_selector import selector_config_layout
 
-from ..cocotb_streams import PERIOD_NS, StreamMonitor, StreamSink, StreamSource, reset, start_clock
+from ..cocotb_streams import PERIOD_NS, StreamMonitor, StreamSink, StreamSource, start_bench
 from ..sec import (
     analyzer_config,
     importance_cases,
@@ -64,10 +64,7 @@ class TB:
         self.stalls = stalls
 
     async def start(self):
-        start_clock(self.dut)
-        await reset(self.dut)
-        for monitor in self.monitors.values():
-            monitor.start()
+        await start_bench(self.dut, self.monitors.values())
 
     async def run(self, cfg, beats, outputs, budget):
         """One job; returns (output payloads, cycles from its first beat in to its last beat

@@ -35,7 +35,7 @@ from rtl.layouts import mask_beat_layout, offset_word_layout
 from rtl.sec.offset_decoder import decoder_config_layout, index_layout
 from rtl.sec.offset_encoder import encoder_config_layout
 
-from ..cocotb_streams import PERIOD_NS, StreamMonitor, reset, start_clock
+from ..cocotb_streams import PERIOD_NS, StreamMonitor, start_bench
 from ..offsets import (
     DECODER_PORTS,
     ENCODER_PORTS,
@@ -94,10 +94,7 @@ class JobRunner:
             getattr(dut, f"{port}__ready").value = 0
 
     async def start(self):
-        start_clock(self.dut)
-        await reset(self.dut)
-        for monitor in self.monitors:
-            monitor.start()
+        await start_bench(self.dut, self.monitors)
 
     async def run(self, jobs):
         """Run ``jobs`` (``{input port: [payload, ...]}`` each); returns the per-job results."""

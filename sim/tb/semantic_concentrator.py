@@ -21,7 +21,7 @@ from rtl.layouts import mask_beat_layout, offset_word_layout, score_beat_layout
 from rtl.sec.importance_analyzer import Dataflow
 from rtl.sec.semantic_concentrator import sec_config_layout
 
-from ..cocotb_streams import PERIOD_NS, StreamMonitor, StreamSource, reset, start_clock
+from ..cocotb_streams import PERIOD_NS, StreamMonitor, StreamSource, start_bench
 from ..sec import PORTS, TRACED, config_is_good
 from ..streams import Stalls, unpack
 from .settings import PARAMS
@@ -51,10 +51,7 @@ async def job(dut):
     for port in outputs:
         getattr(dut, f"{port}__ready").value = 0
     monitors = [StreamMonitor(dut, port) for port in (*inputs, *outputs)]
-    start_clock(dut)
-    await reset(dut)
-    for monitor in monitors:
-        monitor.start()
+    await start_bench(dut, monitors)
     dut._log.info("SEC: %d jobs, params %s, stalls %s, seed %s", len(jobs), p.tag, stalls, seed)
 
     expected = sum(config_is_good(p, j["cfg"]) for j in jobs)

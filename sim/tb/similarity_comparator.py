@@ -33,8 +33,7 @@ from ..cocotb_streams import (
     StreamMonitor,
     StreamSink,
     StreamSource,
-    reset,
-    start_clock,
+    start_bench,
     transfer_cycles,
 )
 from ..similarity import comparison_vectors
@@ -66,10 +65,7 @@ class TB:
         dut.clear.value = 0
 
     async def start(self):
-        start_clock(self.dut)
-        await reset(self.dut)
-        for monitor in self.monitors:
-            monitor.start()
+        await start_bench(self.dut, self.monitors)
 
     async def run(self, x, y, nx, ny, theta_q, stalls):
         """Drive the comparisons, collect the results; returns (similar, dot, stats)."""
