@@ -184,40 +184,31 @@ class CommandExecutor(wiring.Component):
 
     def _dispatch(self, m, req, reply, idx):
         """The state after IDLE for a good frame: a command's first state, or an error reply."""
+        # Per command, its checks in order (each a condition and the status it replies with)
+        # and its first state. The argument states read the buffer from byte 1 on.
+        rules = {
+            Cmd.PING: ([(req.length != 0, Status.BAD_LENGTH)], "PING"),
+            Cmd.READ_REG: ([(req.length != 1, Status.BAD_LENGTH)], "READ_REG"),
+            Cmd.WRITE_REG: ([(req.length != 5, Status.BAD_LENGTH)], "ARGS_ADDR"),
+            Cmd.PUSH: ([(req.length == 0, Status.BAD_LENGTH),
+                        (req.arg >= self._n_push, Status.BAD_PORT),
+                        (~req.whole, Status.BAD_LENGTH)], "STREAM"),
+            Cmd.PULL: ([(req.length != 3, Status.BAD_LENGTH),
+                        (req.arg >= self._n_pull, Status.BAD_PORT)], "ARGS_ADDR"),
+        }
         with m.Switch(req.cmd):
-            with m.Case(Cmd.PING):
-                with m.If(req.length != 0):
-                    reply(Status.BAD_LENGTH)
-                with m.Else():
-                    m.next = "PING"
-            with m.Case(Cmd.READ_REG):
-                with m.If(req.length != 1):
-                    reply(Status.BAD_LENGTH)
-                with m.Else():
-                    m.next = "READ_REG"
-            with m.Case(Cmd.WRITE_REG):
-                with m.If(req.length != 5):
-                    reply(Status.BAD_LENGTH)
-                with m.Else():
-                    m.d.sync += idx.eq(1)
-                    m.next = "ARGS_ADDR"
-            with m.Case(Cmd.PUSH):
-                with m.If(req.length == 0):
-                    reply(Status.BAD_LENGTH)
-                with m.Elif(req.arg >= self._n_push):
-                    reply(Status.BAD_PORT)
-                with m.Elif(~req.whole):
-                    reply(Status.BAD_LENGTH)
-                with m.Else():
-                    m.next = "STREAM"
-            with m.Case(Cmd.PULL):
-                with m.If(req.length != 3):
-                    reply(Status.BAD_LENGTH)
-                with m.Elif(req.arg >= self._n_pull):
-                    reply(Status.BAD_PORT)
-                with m.Else():
-                    m.d.sync += idx.eq(1)
-                    m.next = "ARGS_ADDR"
+            for cmd, (checks, state) in rules.items():
+                with m.Case(cmd):
+                    (bad, status), *more = checks
+                    with m.If(bad):
+                        reply(status)
+                    for bad, status in more:
+                        with m.Elif(bad):
+                            reply(status)
+                    with m.Else():
+                        if state == "ARGS_ADDR":
+                            m.d.sync += idx.eq(1)
+                        m.next = state
             with m.Default():
                 reply(Status.UNKNOWN_CMD)
 
