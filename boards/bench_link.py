@@ -45,7 +45,7 @@ from typing import NamedTuple
 import numpy as np
 
 import golden
-from rtl.flow.cli_args import BadArgs, add_param_arguments, params_from
+from rtl.flow.cli_args import BadArgs, add_param_arguments, fail, params_from
 from rtl.params import FocusParams
 
 from .bridge import FocusBoardCore
@@ -247,8 +247,7 @@ def main(argv=None):
         results = measure(params, rows=args.rows, tokens=args.tokens, keep=args.keep,
                           columns=args.columns, seed=args.seed, divisor=args.divisor)
     except (BadArgs, ValueError, TypeError) as e:
-        print(f"focus-rtl: error: {e}", file=sys.stderr)
-        return 2
+        return fail(e, 2)
     title = (f"# Host link throughput (M = {args.tokens}, R = {args.rows}, keep = {args.keep}, "
              f"D = {args.columns} x V = {params.dim}, seed {args.seed})")
     text = markdown(results, params=params, divisor=args.divisor, baud=BAUD_RATE, title=title)

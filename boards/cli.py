@@ -27,7 +27,7 @@ from importlib import metadata
 from pathlib import Path
 
 from rtl.flow import toolchain
-from rtl.flow.cli_args import BadArgs, params_from
+from rtl.flow.cli_args import BadArgs, fail, params_from
 from rtl.flow.toolchain import display_path
 
 from .top import BOARDS, DESIGNS, make_platform, make_top
@@ -394,9 +394,9 @@ def flash(board, design="focus", output=None, *, freq_mhz=None, overrides=(), ti
     except OSError as exc:
         raise BoardError(f"cannot run {argv[0]}: {exc}") from None
     if status != 0:
-        print(f"focus-rtl: error: {argv[0]} failed with exit status {status} (is the board "
-              f"attached, powered and not in use by another program?)", file=sys.stderr)
-        return status if 0 < status < 256 else 1
+        return fail(f"{argv[0]} failed with exit status {status} (is the board attached, "
+                    f"powered and not in use by another program?)",
+                    status if 0 < status < 256 else 1)
     return 0
 
 
@@ -448,8 +448,6 @@ def run(args):
             return 0
         return flash(args.board, args.design, args.output, **options)
     except BadArgs as exc:
-        print(f"focus-rtl: error: {exc}", file=sys.stderr)
-        return 2
+        return fail(exc, 2)
     except BoardError as exc:
-        print(f"focus-rtl: error: {exc}", file=sys.stderr)
-        return 1
+        return fail(exc)

@@ -44,6 +44,17 @@ def _per_port(m, ports):
             yield s, beat_bytes(_payload_width(s.signature))
 
 
+def _answer(m, state, request, answer):
+    """FSM state ``state``: offers ``answer`` (its payload is driven elsewhere) and, as it is
+    taken, takes ``request`` and goes back to IDLE. The request stays on offer until its answer
+    leaves, so its payload is the answer's context all along."""
+    with m.State(state):
+        m.d.comb += answer.valid.eq(1)
+        with m.If(answer.ready):
+            m.d.comb += request.ready.eq(1)
+            m.next = "IDLE"
+
+
 class CommandExecutor(wiring.Component):
     """Checks each request's command and arguments, runs it, and hands its reply to the framer.
 
@@ -168,49 +179,36 @@ class CommandExecutor(wiring.Component):
                         m.d.sync += status.eq(Mux(result.timeout, Status.TIMEOUT, Status.OK))
                         reply_word(result.beats, 2)
 
-            with m.State("REPLY"):
-                m.d.comb += self.o_stream.valid.eq(1)
-                with m.If(self.o_stream.ready):
-                    m.d.comb += self.i_stream.ready.eq(1)
-                    m.next = "IDLE"
+            _answer(m, "REPLY", self.i_stream, self.o_stream)
         return m
 
     def _dispatch(self, m, req, reply, idx):
         """The state after IDLE for a good frame: a command's first state, or an error reply."""
+        # Per command, its checks in order (each a condition and the status it replies with)
+        # and its first state. The argument states read the buffer from byte 1 on.
+        rules = {
+            Cmd.PING: ([(req.length != 0, Status.BAD_LENGTH)], "PING"),
+            Cmd.READ_REG: ([(req.length != 1, Status.BAD_LENGTH)], "READ_REG"),
+            Cmd.WRITE_REG: ([(req.length != 5, Status.BAD_LENGTH)], "ARGS_ADDR"),
+            Cmd.PUSH: ([(req.length == 0, Status.BAD_LENGTH),
+                        (req.arg >= self._n_push, Status.BAD_PORT),
+                        (~req.whole, Status.BAD_LENGTH)], "STREAM"),
+            Cmd.PULL: ([(req.length != 3, Status.BAD_LENGTH),
+                        (req.arg >= self._n_pull, Status.BAD_PORT)], "ARGS_ADDR"),
+        }
         with m.Switch(req.cmd):
-            with m.Case(Cmd.PING):
-                with m.If(req.length != 0):
-                    reply(Status.BAD_LENGTH)
-                with m.Else():
-                    m.next = "PING"
-            with m.Case(Cmd.READ_REG):
-                with m.If(req.length != 1):
-                    reply(Status.BAD_LENGTH)
-                with m.Else():
-                    m.next = "READ_REG"
-            with m.Case(Cmd.WRITE_REG):
-                with m.If(req.length != 5):
-                    reply(Status.BAD_LENGTH)
-                with m.Else():
-                    m.d.sync += idx.eq(1)
-                    m.next = "ARGS_ADDR"
-            with m.Case(Cmd.PUSH):
-                with m.If(req.length == 0):
-                    reply(Status.BAD_LENGTH)
-                with m.Elif(req.arg >= self._n_push):
-                    reply(Status.BAD_PORT)
-                with m.Elif(~req.whole):
-                    reply(Status.BAD_LENGTH)
-                with m.Else():
-                    m.next = "STREAM"
-            with m.Case(Cmd.PULL):
-                with m.If(req.length != 3):
-                    reply(Status.BAD_LENGTH)
-                with m.Elif(req.arg >= self._n_pull):
-                    reply(Status.BAD_PORT)
-                with m.Else():
-                    m.d.sync += idx.eq(1)
-                    m.next = "ARGS_ADDR"
+            for cmd, (checks, state) in rules.items():
+                with m.Case(cmd):
+                    (bad, status), *more = checks
+                    with m.If(bad):
+                        reply(status)
+                    for bad, status in more:
+                        with m.Elif(bad):
+                            reply(status)
+                    with m.Else():
+                        if state == "ARGS_ADDR":
+                            m.d.sync += idx.eq(1)
+                        m.next = state
             with m.Default():
                 reply(Status.UNKNOWN_CMD)
 
@@ -353,9 +351,5 @@ class StreamEngine(wiring.Component):
                         with m.Else():
                             m.d.sync += beat_pos.eq(beat_pos + 1)
 
-            with m.State("DONE"):
-                m.d.comb += self.o_stream.valid.eq(1)
-                with m.If(self.o_stream.ready):
-                    m.d.comb += self.i_stream.ready.eq(1)
-                    m.next = "IDLE"
+            _answer(m, "DONE", self.i_stream, self.o_stream)
         return m

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rtl.flow import synth, toolchain
 from rtl.flow.blocks import BLOCKS, REFERENCE_BLOCKS, WRAPPERS
-from rtl.flow.cli_args import BadArgs, add_param_arguments, params_from, split_list
+from rtl.flow.cli_args import BadArgs, add_param_arguments, fail, params_from, split_list
 from rtl.flow.dist import resolve_executor
 from rtl.flow.emit import check_icg_cell, emit_files
 from rtl.flow.pareto import plot_pareto
@@ -449,16 +449,12 @@ def _synth(args):
     soft = [r for r in runs if r["status"] not in ("ok", *synth.SKIPPED)]
     if hard or (args.strict and soft):
         bad = hard or soft
-        print(f"focus-rtl: error: {len(bad)} flow(s) failed: {bad[0]['status']}: "
-              f"{bad[0]['error']}", file=sys.stderr)
-        return 1
+        return fail(f"{len(bad)} flow(s) failed: {bad[0]['status']}: {bad[0]['error']}")
     missed = _missed_timing(runs) if args.check_timing else []
     if missed:
         r = missed[0]
-        print(f"focus-rtl: error: {len(missed)} flow(s) missed their clock target: "
-              f"{r['workdir']}: Fmax {r['fmax_mhz']} MHz < {r['freq_target_mhz']:g} MHz",
-              file=sys.stderr)
-        return 1
+        return fail(f"{len(missed)} flow(s) missed their clock target: {r['workdir']}: "
+                    f"Fmax {r['fmax_mhz']} MHz < {r['freq_target_mhz']:g} MHz")
     return 0
 
 
@@ -471,14 +467,11 @@ def main(argv=None):
             return args.run(args)
         return {"emit": _emit, "synth": _synth}[args.command](args)
     except BadArgs as exc:
-        print(f"focus-rtl: error: {exc}", file=sys.stderr)
-        return 2
+        return fail(exc, 2)
     except ToolError as exc:
-        print(f"focus-rtl: error: {exc}", file=sys.stderr)
-        return 1
+        return fail(exc)
     except OSError as exc:      # an output that cannot be created, a full disk, ...
-        print(f"focus-rtl: error: {_os_error_message(exc)}", file=sys.stderr)
-        return 1
+        return fail(_os_error_message(exc))
     except KeyboardInterrupt:
         return 130
 

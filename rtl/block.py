@@ -1,15 +1,24 @@
 """The common base of the Focus unit's blocks: a Component built for one :class:`FocusParams`."""
 
-from amaranth.lib import wiring
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
 
 from .params import FocusParams
 
-__all__ = ["FocusBlock", "resolve_params"]
+__all__ = ["FocusBlock", "resolve_params", "stage_members"]
 
 
 def resolve_params(params):
     """``params``, or the default :class:`FocusParams` when it is None."""
     return FocusParams() if params is None else params
+
+
+def stage_members(i_layout, o_layout, **members):
+    """The members of a stream stage: ``i_stream`` (``In``, a stream of ``i_layout``) and
+    ``o_stream`` (``Out``, a stream of ``o_layout``), then ``members`` in the order given (the
+    order of the emitted ports)."""
+    return {"i_stream": In(stream.Signature(i_layout)),
+            "o_stream": Out(stream.Signature(o_layout)), **members}
 
 
 class FocusBlock(wiring.Component):

@@ -485,6 +485,34 @@ def golden_job(params, job, thetas):
                               representative="mean" if job.mean else "first")
 
 
+def check_results(params, jobs, thetas, results, errors=None):
+    """Assert the results of ``jobs`` (in order): each one's error flag is as ``errors`` says
+    (default: none fails); each good job's map and unique vectors equal :func:`golden_job`'s,
+    and its comparator slots add up (active + gated = comparators * rounds * tokens). Returns
+    golden's unique vectors of each job (None for one expected to fail), for further checks."""
+    errors = errors or [False] * len(jobs)
+    slots = params.comparators * matcher_rounds(params)
+    uniques = []
+    for n, (job, result, error) in enumerate(zip(jobs, results, errors, strict=True)):
+        assert result.error == error, f"job {n}: error flag {result.error}, expected {error}"
+        if error:
+            uniques.append(None)
+            continue
+        want_map, want_uniques = golden_job(params, job, thetas)
+        got_map, got_uniques = decode_beats(result.beats, params.dim, job.mean)
+        assert np.array_equal(got_map, want_map), (
+            f"job {n} (FS {job.frame_stride}, HS {job.row_stride}, mean {job.mean}): map differs "
+            f"from golden at tokens {np.flatnonzero(got_map != want_map)[:10].tolist()}"
+            if got_map.shape == want_map.shape else f"job {n}: {len(got_map)} map entries, "
+            f"golden has {len(want_map)}")
+        assert np.array_equal(got_uniques, want_uniques), f"job {n}: unique vectors differ"
+        assert result.active + result.gated == slots * len(job.positions), (
+            f"job {n}: active {result.active} + gated {result.gated} != "
+            f"{slots * len(job.positions)}")
+        uniques.append(want_uniques)
+    return uniques
+
+
 def regression_jobs(params, count, seed=0, tokens=(20, 90)):
     """``count`` mixed good jobs and a threshold table for ``params`` (deterministic in ``seed``).
 

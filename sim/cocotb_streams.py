@@ -27,8 +27,8 @@ from rtl.codecs import from_bits, to_bits
 
 from .streams import Stalls
 
-__all__ = ["PERIOD_NS", "start_clock", "reset", "StreamSource", "StreamSink", "StreamMonitor",
-           "transfer_cycles"]
+__all__ = ["PERIOD_NS", "start_clock", "reset", "start_bench", "StreamSource", "StreamSink",
+           "StreamMonitor", "transfer_cycles"]
 
 #: Clock period of the cocotb testbenches, in ns.
 PERIOD_NS = 10
@@ -50,6 +50,15 @@ async def reset(dut, cycles=2):
     for _ in range(cycles):
         await RisingEdge(dut.clk)
     dut.rst.value = 0
+
+
+async def start_bench(dut, monitors):
+    """Start ``dut``'s clock (:func:`start_clock`), reset it (:func:`reset`), then start the
+    stream ``monitors``: they watch from the first cycle after the reset."""
+    start_clock(dut)
+    await reset(dut)
+    for monitor in monitors:
+        monitor.start()
 
 
 def _port(dut, port, suffix):

@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 from golden.gemm_cycles import gemm_cycles, tile_rows
-from rtl.flow.cli_args import BadArgs, add_param_arguments, params_from
+from rtl.flow.cli_args import BadArgs, add_param_arguments, fail, params_from
 
 __all__ = ["QWEN2_7B", "PAPER_KEEP", "PAPER_SPEEDUP", "layer_gemms", "gemm_job_cycles",
            "estimate", "parse_schedule", "read_trace", "photo_sparsity", "add_parser", "run"]
@@ -260,8 +260,7 @@ def run(args):
                     sparsities[layer] = values["sparsity"]
             source += f", {args.trace} where it gives values"
     except BadArgs as exc:
-        print(f"focus-rtl: error: {exc}", file=sys.stderr)
-        return 2
+        return fail(exc, 2)
     rows = estimate(model, params, keeps, sparsities, tokens=tokens,
                     attention=not args.no_attention)
     table, total = _table(rows)

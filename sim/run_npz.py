@@ -11,10 +11,9 @@ text passed through); 1 when the RTL fails on input the golden model accepts.
 """
 
 import argparse
-import sys
 from pathlib import Path
 
-from rtl.flow.cli_args import BadArgs, add_param_arguments, params_from
+from rtl.flow.cli_args import BadArgs, add_param_arguments, fail, params_from
 
 from .runner import SIMULATORS
 
@@ -311,21 +310,17 @@ def run(args):
     try:
         result = _execute(args)
     except (BadArgs, ValueError) as exc:
-        message = " ".join(str(exc).split())
-        print(f"focus-rtl: error: {message}", file=sys.stderr)
-        return 2
+        return fail(" ".join(str(exc).split()), 2)
     except (RuntimeError, AssertionError) as exc:  # the RTL failed (error flag, hang)
         first = (str(exc).splitlines() or [type(exc).__name__])[0]
-        print(f"focus-rtl: error: the RTL run failed: {first}", file=sys.stderr)
-        return 1
+        return fail(f"the RTL run failed: {first}")
     out = Path(args.output)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         with open(out, "wb") as f:
             np.savez(f, **{key: np.asarray(value) for key, value in result.items()})
     except OSError as exc:
-        print(f"focus-rtl: error: cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
+        return fail(f"cannot write {out}: {exc.strerror or exc}")
     print(_summary(args.job, result, args))
     print(f"wrote {out}")
     return 0

@@ -117,3 +117,11 @@ def check_bmc_and_cover(name, top, depth, covers, **options):
     assert status == {"bmc": "PASS", "cover": "PASS"}, f"{status} (see {work}):\n{log[-3000:]}"
     assert code == 0, f"sby failed (see {work}):\n{log[-3000:]}"
     assert log.count("reached cover statement") == covers, log[-3000:]
+
+
+def raises_like_golden(message, golden_fn, sim_fn, *args, **kwargs):
+    """Both the golden model ``golden_fn`` and its simulation ``sim_fn`` reject these arguments
+    with a ``ValueError`` matching ``message``: bad input is named the same in both."""
+    for fn in (golden_fn, sim_fn):
+        with pytest.raises(ValueError, match=message):
+            fn(*args, **kwargs)

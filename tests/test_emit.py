@@ -33,6 +33,7 @@ from rtl.flow.emit import (
     icg_model_guard,
     params_record,
 )
+from rtl.lib.clock_gate import ICG_CELL, icg_verilog
 from rtl.params import FocusParams
 
 #: Small parameters: every block's logic, at a fraction of the emission and lint time.
@@ -371,17 +372,7 @@ def test_own_icg_model_by_define(emitted, outdir):
     """``-DFOCUS_ICG_MODEL`` leaves the model out of every file: the user's focus_icg is used."""
     _icarus()
     _verilator()
-    (outdir / "my_icg.v").write_text(textwrap.dedent("""\
-        module focus_icg (input wire CLK, input wire EN, output wire GCLK);
-            reg en_q;
-            /* verilator lint_off LATCH */
-            always @(CLK or EN)
-                if (!CLK)
-                    en_q = EN;
-            /* verilator lint_on LATCH */
-            assign GCLK = CLK & en_q;
-        endmodule
-    """))
+    (outdir / "my_icg.v").write_text(icg_verilog(ICG_CELL))     # a focus_icg with no guard
     holders = sorted((p for p in emitted["icg"].values() if "module focus_icg" in p.read_text()),
                      key=lambda p: p.stat().st_size)[:2]  # the two smallest that hold the model
     for path in holders:

@@ -5,7 +5,7 @@ vector complete within 3 cycles, bad settings."""
 
 import numpy as np
 import pytest
-from helpers import SEC_SHAPES, cdiv, sec_shape_id
+from helpers import SEC_SHAPES, cdiv, raises_like_golden, sec_shape_id
 
 import golden
 import sim
@@ -162,10 +162,7 @@ def test_sim_importance_dtype_of_any_byte_order(dtype):
     (np.ones((2, 2), np.uint8), "rows", r"^mode = 'rows' is not allowed"),
 ])
 def test_sim_importance_rejects_what_golden_rejects(scores, mode, message):
-    with pytest.raises(ValueError, match=message):
-        golden.importance(scores, mode)
-    with pytest.raises(ValueError, match=message):
-        sim.importance(scores, mode)
+    raises_like_golden(message, golden.importance, sim.importance, scores, mode)
 
 
 def test_sim_importance_rejects_what_the_params_cannot_hold():

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from amaranth.hdl import unsigned
 from amaranth.sim import Simulator
+from helpers import raises_like_golden
 
 import golden
 import sim
@@ -221,10 +222,7 @@ def test_sim_sec_default_params_fit_the_data():
     ((np.ones((2, 3), np.uint8), 1), {"word_bits": 7}, r"^word_bits = 7 is out of range"),
 ])
 def test_sim_sec_rejects_what_golden_rejects(args, kwargs, message):
-    with pytest.raises(ValueError, match=message):
-        golden.sec(*args, **kwargs)
-    with pytest.raises(ValueError, match=message):
-        sim.sec(*args, **kwargs)
+    raises_like_golden(message, golden.sec, sim.sec, *args, **kwargs)
 
 
 def test_sim_sec_rejects_what_the_params_cannot_hold():

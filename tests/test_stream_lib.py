@@ -28,7 +28,7 @@ from rtl.lib.stream_buffer import StreamBuffer
 from rtl.lib.stream_gate import StreamGate
 from rtl.lib.stream_queue import StreamQueue
 from rtl.lib.stream_zip import StreamZip
-from sim.streams import CLOCK_PERIOD, Stalls, run_streams, stall_sources, stream_monitor
+from sim.streams import CLOCK_PERIOD, Stalls, run_streams, stall_sources, stream_monitor, stream_put
 
 BEAT = data.StructLayout({"value": 12, "last": 1})
 STALL = 0.35
@@ -139,14 +139,7 @@ def test_queue_long_stall_and_level(depth):
     result = {"max_level": 0, "taken_while_stalled": 0}
 
     async def producer(ctx):
-        for beat in want:
-            ctx.set(dut.i_stream.payload, BEAT.const(beat))
-            ctx.set(dut.i_stream.valid, 1)
-            while True:
-                _, _, ready = await ctx.tick().sample(dut.i_stream.ready)
-                if ready:
-                    break
-        ctx.set(dut.i_stream.valid, 0)
+        await stream_put(ctx, dut.i_stream, want)
 
     async def consumer(ctx):
         got = []
@@ -268,17 +261,7 @@ def test_gate_drains_then_holds_then_opens(pattern):
     result = {"got": [], "moved_while_held": 0}
 
     async def producer(ctx):
-        i = dut.i_stream
-        for beat in want:
-            while sources["i"]():
-                await ctx.tick()
-            ctx.set(i.payload, BEAT.const(beat))
-            ctx.set(i.valid, 1)
-            while True:
-                _, _, ready = await ctx.tick().sample(i.ready)
-                if ready:
-                    break
-            ctx.set(i.valid, 0)
+        await stream_put(ctx, dut.i_stream, want, sources["i"])
 
     async def control(ctx):
         ctx.set(dut.drain, 1)

@@ -3,12 +3,14 @@
 comma-list flattening.
 
 A subcommand reports :class:`BadArgs` as one line ``focus-rtl: error: ...`` on stderr and exit
-status 2 (tool failures are its own exceptions, exit status 1).
+status 2 (tool failures are its own exceptions, exit status 1); :func:`fail` writes that line.
 """
+
+import sys
 
 from ..params import FocusParams
 
-__all__ = ["PRESETS", "BadArgs", "add_param_arguments", "params_from", "split_list"]
+__all__ = ["PRESETS", "BadArgs", "fail", "add_param_arguments", "params_from", "split_list"]
 
 #: The names :meth:`FocusParams.preset` accepts.
 PRESETS = ("default", "paper", "board")
@@ -16,6 +18,13 @@ PRESETS = ("default", "paper", "board")
 
 class BadArgs(Exception):
     """A bad command-line argument: exit status 2, the message on one line."""
+
+
+def fail(message, status=1):
+    """Write the error line ``focus-rtl: error: <message>`` on stderr; returns ``status``, the
+    exit status for the subcommand to return."""
+    print(f"focus-rtl: error: {message}", file=sys.stderr)
+    return status
 
 
 def add_param_arguments(parser, *, preset_default="default"):

@@ -16,7 +16,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["ICG_CELL", "ClockGate", "icg_verilog", "add_gated", "gated_pipeline",
-           "count_activity"]
+           "ACTIVITY_BITS", "activity_members", "count_activity"]
 
 ICG_CELL = "focus_icg"
 
@@ -125,6 +125,16 @@ def gated_pipeline(m, i, o, depth, work, *, flush=None, tag=None):
             m.d.sync += [tags[k].eq(tags[k - 1]) for k in range(1, depth)]
         m.d.comb += o.payload.tag.eq(tags[-1])
     return advance, valid, nonzero
+
+
+#: Width of the activity counters ``active`` and ``gated`` (they wrap after 2**32 beats).
+ACTIVITY_BITS = 32
+
+
+def activity_members():
+    """The members ``active`` and ``gated``, ``Out(ACTIVITY_BITS)`` each: the counters that
+    :func:`count_activity` drives (or that a block forwards from its parts)."""
+    return {"active": Out(ACTIVITY_BITS), "gated": Out(ACTIVITY_BITS)}
 
 
 def count_activity(m, i, work, *, active, gated, clear):

@@ -1,8 +1,9 @@
 """A stream register stage: an output register, or a skid buffer that also registers ``ready``."""
 
 from amaranth.hdl import Module, Signal
-from amaranth.lib import stream, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import wiring
+
+from ..block import stage_members
 
 __all__ = ["StreamBuffer"]
 
@@ -44,10 +45,7 @@ class StreamBuffer(wiring.Component):
             raise TypeError(f"skid must be a bool, not {skid!r}")
         self._shape = shape
         self._skid = skid
-        super().__init__({
-            "i_stream": In(stream.Signature(shape)),
-            "o_stream": Out(stream.Signature(shape)),
-        })
+        super().__init__(stage_members(shape, shape))
 
     @property
     def shape(self):

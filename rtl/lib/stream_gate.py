@@ -1,8 +1,10 @@
 """A stream gate: passes, holds back or drains a stream under control of its owner."""
 
 from amaranth.hdl import Module, Mux
-from amaranth.lib import stream, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In
+
+from ..block import stage_members
 
 __all__ = ["StreamGate"]
 
@@ -35,12 +37,11 @@ class StreamGate(wiring.Component):
     """
 
     def __init__(self, shape):
-        super().__init__({
-            "i_stream": In(stream.Signature(shape)),
-            "o_stream": Out(stream.Signature(shape)),
-            "open": In(1),
-            "drain": In(1),
-        })
+        super().__init__(stage_members(
+            shape, shape,
+            open=In(1),
+            drain=In(1),
+        ))
 
     def elaborate(self, platform):
         m = Module()

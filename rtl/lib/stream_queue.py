@@ -1,8 +1,10 @@
 """A stream FIFO: :class:`amaranth.lib.fifo.SyncFIFOBuffered` behind ``lib.stream`` ports."""
 
 from amaranth.hdl import Module, Shape
-from amaranth.lib import fifo, stream, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import fifo, wiring
+from amaranth.lib.wiring import Out
+
+from ..block import stage_members
 
 __all__ = ["StreamQueue"]
 
@@ -44,11 +46,10 @@ class StreamQueue(wiring.Component):
             raise ValueError(f"depth must be a positive integer, not {depth!r}")
         self._shape = shape
         self._depth = depth
-        super().__init__({
-            "i_stream": In(stream.Signature(shape)),
-            "o_stream": Out(stream.Signature(shape)),
-            "level": Out(range(depth + 1)),
-        })
+        super().__init__(stage_members(
+            shape, shape,
+            level=Out(range(depth + 1)),
+        ))
 
     @property
     def shape(self):

@@ -1,8 +1,8 @@
 """The block matcher's decision: the best candidate by exact "better" tests, then its threshold."""
 
 from amaranth.hdl import Cat, Module, Mux, Signal
-from amaranth.lib import data, stream
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import data
+from amaranth.lib.wiring import In
 
 from ..block import FocusBlock
 from ..params import ceil_log2
@@ -11,6 +11,7 @@ from .match_layouts import (
     best_layout,
     candidate_layout,
     matcher_rounds,
+    matcher_stage_members,
     round_tag_layout,
     scored_layout,
 )
@@ -92,12 +93,11 @@ class BestCandidate(FocusBlock):
     capacity = SELECT_STAGES
 
     def __init__(self, params=None):
-        super().__init__(params, lambda p: {
-            "i_stream": In(stream.Signature(scored_layout(p))),
-            "o_stream": Out(stream.Signature(best_layout(p))),
-            "theta_sq": In(2 * p.theta_bits),
-            "flush": In(1),
-        })
+        super().__init__(params, lambda p: matcher_stage_members(
+            scored_layout(p), best_layout(p),
+            clear=False,
+            theta_sq=In(2 * p.theta_bits),
+        ))
 
     def elaborate(self, platform):
         p = self._params

@@ -5,7 +5,7 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
-from ..lib.clock_gate import ICG_CELL
+from ..lib.clock_gate import ICG_CELL, activity_members
 from ..lib.stream_fork import StreamFork
 from .best_candidate import BestCandidate
 from .candidate_fetch import CandidateFetch
@@ -223,8 +223,7 @@ class BlockMatcher(FocusBlock):
             "busy": Out(1),
             "error": Out(1),
             "cause": Out(MatchError),
-            "active": Out(32),
-            "gated": Out(32),
+            **activity_members(),
             "uniques": Out(p.position_bits),
         }
 

@@ -1,14 +1,15 @@
 """The block matcher's candidate lookups: the window buffer's reads, a round per cycle."""
 
 from amaranth.hdl import Array, Const, Module, Signal
-from amaranth.lib import data, stream
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import data
+from amaranth.lib.wiring import In
 
 from ..block import FocusBlock
 from .match_layouts import (
     CANDIDATES,
     compare_layout,
     matcher_rounds,
+    matcher_stage_members,
     offsets_layout,
     round_layout,
     round_tag_layout,
@@ -65,14 +66,11 @@ class CandidateFetch(FocusBlock):
     capacity = 1
 
     def __init__(self, params=None):
-        super().__init__(params, lambda p: {
-            "i_stream": In(stream.Signature(round_layout(p))),
-            "o_stream": Out(stream.Signature(compare_layout(p))),
-            "x_store": In(data.ArrayLayout(vector_layout(p), 2)),
-            "offsets": In(offsets_layout(p)),
-            "clear": In(1),
-            "flush": In(1),
-        })
+        super().__init__(params, lambda p: matcher_stage_members(
+            round_layout(p), compare_layout(p),
+            x_store=In(data.ArrayLayout(vector_layout(p), 2)),
+            offsets=In(offsets_layout(p)),
+        ))
 
     def elaborate(self, platform):
         p = self._params

@@ -1,13 +1,12 @@
 """The block matcher's comparators: one pair scorer per candidate lane, in lockstep."""
 
 from amaranth.hdl import Module
-from amaranth.lib import data, stream
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import data
 
 from ..block import FocusBlock
-from ..lib.clock_gate import ICG_CELL
+from ..lib.clock_gate import ICG_CELL, activity_members
 from .dot_scorer import SCORER_LATENCY, DotScorer
-from .match_layouts import compare_layout, round_tag_layout, scored_layout
+from .match_layouts import compare_layout, matcher_stage_members, round_tag_layout, scored_layout
 
 __all__ = ["ComparatorBank"]
 
@@ -56,14 +55,10 @@ class ComparatorBank(FocusBlock):
     def __init__(self, params=None, *, icg_cell=ICG_CELL, gate=True):
         self._icg_cell = icg_cell
         self._gate = gate
-        super().__init__(params, lambda p: {
-            "i_stream": In(stream.Signature(compare_layout(p))),
-            "o_stream": Out(stream.Signature(scored_layout(p))),
-            "clear": In(1),
-            "flush": In(1),
-            "active": Out(32),
-            "gated": Out(32),
-        })
+        super().__init__(params, lambda p: matcher_stage_members(
+            compare_layout(p), scored_layout(p),
+            **activity_members(),
+        ))
 
     def elaborate(self, platform):
         p = self._params

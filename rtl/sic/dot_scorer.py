@@ -1,12 +1,12 @@
 """The block matcher's per-pair unit: dot(x, y), dot**2 and whether the pair can be similar."""
 
 from amaranth.hdl import Module, Signal, signed, unsigned
-from amaranth.lib import data, stream
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import data
 
 from ..block import FocusBlock
-from ..lib.clock_gate import ICG_CELL, add_gated, count_activity, gated_pipeline
+from ..lib.clock_gate import ICG_CELL, activity_members, add_gated, count_activity, gated_pipeline
 from .arith import dot_product, unsigned_square
+from .match_layouts import matcher_stage_members
 from .similarity_comparator import vector_layout
 
 __all__ = ["DotScorer", "scorer_input_layout", "scorer_output_layout", "SCORER_LATENCY"]
@@ -92,14 +92,10 @@ SimilarityComparator`) that depends on the pair. The rest, ``dot**2 * 2**(2F) > 
         self._icg_cell = icg_cell
         self._gate = gate
         self._tag = tag
-        super().__init__(params, lambda p: {
-            "i_stream": In(stream.Signature(scorer_input_layout(p, tag))),
-            "o_stream": Out(stream.Signature(scorer_output_layout(p, tag))),
-            "active": Out(32),
-            "gated": Out(32),
-            "clear": In(1),
-            "flush": In(1),
-        })
+        super().__init__(params, lambda p: matcher_stage_members(
+            scorer_input_layout(p, tag), scorer_output_layout(p, tag),
+            **activity_members(),
+        ))
 
     def elaborate(self, platform):
         p = self._params

@@ -66,13 +66,15 @@ class FrameStats(FocusBlock):
         with m.If(o.valid & o.ready):
             m.d.sync += o.valid.eq(0)
 
-        def emit(last):
+        def emit(last, counts=(tokens, matched, previous)):
+            """Offer the beat of this frame with ``counts`` (tokens, matched, previous)."""
+            n_tokens, n_matched, n_previous = counts
             m.d.sync += [
                 o.valid.eq(1),
                 o.payload.frame.eq(frame),
-                o.payload.tokens.eq(tokens),
-                o.payload.matched.eq(matched),
-                o.payload.previous.eq(previous),
+                o.payload.tokens.eq(n_tokens),
+                o.payload.matched.eq(n_matched),
+                o.payload.previous.eq(n_previous),
                 o.payload.last.eq(last),
             ]
 
@@ -102,13 +104,6 @@ class FrameStats(FocusBlock):
                 m.d.sync += [tokens.eq(now_tokens), matched.eq(now_matched),
                              previous.eq(now_previous)]
                 with m.If(i.payload.last):
-                    m.d.sync += [
-                        o.valid.eq(1),
-                        o.payload.frame.eq(frame),
-                        o.payload.tokens.eq(now_tokens),
-                        o.payload.matched.eq(now_matched),
-                        o.payload.previous.eq(now_previous),
-                        o.payload.last.eq(1),
-                        running.eq(0),
-                    ]
+                    emit(1, (now_tokens, now_matched, now_previous))    # with this token
+                    m.d.sync += running.eq(0)
         return m

@@ -14,7 +14,9 @@ for bit. Side data that a stage does not use rides in the ``tag`` field of its p
 
 from amaranth.hdl import signed, unsigned
 from amaranth.lib import data
+from amaranth.lib.wiring import In
 
+from ..block import stage_members
 from ..params import ceil_log2
 from .similarity_comparator import vector_layout
 
@@ -24,11 +26,20 @@ __all__ = [
     "offsets_layout", "round_layout", "round_tag_layout", "lane_layout", "compare_layout",
     "candidate_layout", "scored_layout", "best_layout", "indexed_layout", "group_sum_layout",
     "map_code_config_layout", "map_symbol_layout", "frame_symbol_layout", "map_word_layout",
-    "frame_stats_layout",
+    "frame_stats_layout", "matcher_stage_members",
 ]
 
 #: Candidates per token (c = 1..7 of the 2x2x2 block).
 CANDIDATES = 7
+
+
+def matcher_stage_members(i_layout, o_layout, *, clear=True, **members):
+    """The members of a stage of the block matcher's pipeline: its streams
+    (:func:`rtl.block.stage_members`), ``members``, then the controls that the block matcher
+    drives from the job control: ``clear`` (the job starts; left out with ``clear=False``) and
+    ``flush`` (an abort: the stage drops what it holds)."""
+    return stage_members(i_layout, o_layout, **members, **({"clear": In(1)} if clear else {}),
+                         flush=In(1))
 
 
 def matcher_rounds(p):

@@ -1,10 +1,8 @@
 """The block matcher's mean divider: a group's rounded mean, bit-serially (spec 4.2, ``mean``)."""
 
 from amaranth.hdl import Cat, Module, Mux, Signal
-from amaranth.lib import stream
-from amaranth.lib.wiring import In, Out
 
-from ..block import FocusBlock
+from ..block import FocusBlock, stage_members
 from .match_layouts import group_sum_layout
 from .similarity_comparator import vector_layout
 
@@ -38,10 +36,7 @@ class MeanDivider(FocusBlock):
     """
 
     def __init__(self, params=None):
-        super().__init__(params, lambda p: {
-            "i_stream": In(stream.Signature(group_sum_layout(p))),
-            "o_stream": Out(stream.Signature(vector_layout(p))),
-        })
+        super().__init__(params, lambda p: stage_members(group_sum_layout(p), vector_layout(p)))
 
     def elaborate(self, platform):
         p = self._params

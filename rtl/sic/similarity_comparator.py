@@ -1,11 +1,11 @@
 """The exact 8-bit similarity comparator of SIC (spec 4.1)."""
 
 from amaranth.hdl import Module, Mux, Signal, signed, unsigned
-from amaranth.lib import data, stream
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import data
+from amaranth.lib.wiring import In
 
-from ..block import FocusBlock
-from ..lib.clock_gate import ICG_CELL, add_gated, count_activity, gated_pipeline
+from ..block import FocusBlock, stage_members
+from ..lib.clock_gate import ICG_CELL, activity_members, add_gated, count_activity, gated_pipeline
 
 __all__ = ["SimilarityComparator", "vector_layout", "comparator_input_layout",
            "comparator_output_layout", "COMPARATOR_LATENCY"]
@@ -112,14 +112,12 @@ class SimilarityComparator(FocusBlock):
         self._gate = gate
         self._tag = tag
         self._flush = flush
-        super().__init__(params, lambda p: {
-            "i_stream": In(stream.Signature(comparator_input_layout(p, tag))),
-            "o_stream": Out(stream.Signature(comparator_output_layout(p, tag))),
-            "active": Out(32),
-            "gated": Out(32),
-            "clear": In(1),
+        super().__init__(params, lambda p: stage_members(
+            comparator_input_layout(p, tag), comparator_output_layout(p, tag),
+            **activity_members(),
+            clear=In(1),
             **({"flush": In(1)} if flush else {}),
-        })
+        ))
 
     def elaborate(self, platform):
         p = self._params

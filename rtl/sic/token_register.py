@@ -1,11 +1,17 @@
 """The block matcher's input register: a token's norm, its place in its tile, its rounds."""
 
 from amaranth.hdl import Module, Mux, Signal
-from amaranth.lib import data, stream
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import data
+from amaranth.lib.wiring import Out
 
 from ..block import FocusBlock
-from .match_layouts import match_input_layout, matcher_rounds, round_layout, tile_index_bits
+from .match_layouts import (
+    match_input_layout,
+    matcher_rounds,
+    matcher_stage_members,
+    round_layout,
+    tile_index_bits,
+)
 from .similarity_comparator import vector_layout
 from .vector_norm import VectorNorm
 
@@ -59,13 +65,10 @@ class TokenRegister(FocusBlock):
     capacity = 1
 
     def __init__(self, params=None):
-        super().__init__(params, lambda p: {
-            "i_stream": In(stream.Signature(match_input_layout(p))),
-            "o_stream": Out(stream.Signature(round_layout(p))),
-            "x_store": Out(data.ArrayLayout(vector_layout(p), 2)),
-            "clear": In(1),
-            "flush": In(1),
-        })
+        super().__init__(params, lambda p: matcher_stage_members(
+            match_input_layout(p), round_layout(p),
+            x_store=Out(data.ArrayLayout(vector_layout(p), 2)),
+        ))
 
     def elaborate(self, platform):
         p = self._params

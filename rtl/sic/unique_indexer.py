@@ -1,11 +1,11 @@
 """The block matcher's map lookup: each token's unique index, from its best candidate's."""
 
 from amaranth.hdl import Module, Mux, Signal, unsigned
-from amaranth.lib import memory, stream
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import memory
+from amaranth.lib.wiring import Out
 
 from ..block import FocusBlock
-from .match_layouts import best_layout, indexed_layout, tile_index_bits
+from .match_layouts import best_layout, indexed_layout, matcher_stage_members, tile_index_bits
 from .window_buffer import window_slots
 
 __all__ = ["UniqueIndexer"]
@@ -51,13 +51,10 @@ class UniqueIndexer(FocusBlock):
     capacity = 1
 
     def __init__(self, params=None):
-        super().__init__(params, lambda p: {
-            "i_stream": In(stream.Signature(best_layout(p))),
-            "o_stream": Out(stream.Signature(indexed_layout(p))),
-            "clear": In(1),
-            "flush": In(1),
-            "uniques": Out(p.position_bits),
-        })
+        super().__init__(params, lambda p: matcher_stage_members(
+            best_layout(p), indexed_layout(p),
+            uniques=Out(p.position_bits),
+        ))
 
     def elaborate(self, platform):
         p = self._params

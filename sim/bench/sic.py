@@ -28,6 +28,7 @@ which takes several minutes per configuration with the YoWASP tools.
 import argparse
 import re
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -54,6 +55,27 @@ progress = progress_printer("bench_sic")
 
 def _photo(frames, dim, seed=0, grid=GRID, elem_bits=8):
     return photo_tokens(frames=frames, grid=grid, dim=dim, seed=seed, elem_bits=elem_bits)
+
+
+@contextmanager
+def _cycles_plot(out, title):
+    """The axes of a plot of cycles per tile (log scale) against tokens per tile S: what the block
+    draws on them is written, with ``title`` and a legend, to ``out / "cycles.png"``."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    try:
+        yield ax
+        ax.set_xlabel("tokens per tile S")
+        ax.set_ylabel("cycles per tile")
+        ax.set_yscale("log")
+        ax.set_title(title)
+        ax.legend(fontsize=7, ncol=2)
+        fig.tight_layout()
+        fig.savefig(out / "cycles.png", dpi=120)
+    finally:
+        plt.close(fig)
 
 
 # ---- 1. cycles --------------------------------------------------------------------------------
@@ -111,24 +133,13 @@ def bench_cycles(out, quick):
                     "extra", "extra per unique"), mean_rows)]
     (out / "cycles.md").write_text("".join(text))
 
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    span = np.linspace(0, max(sizes), 50)
-    for k in range(1, 8):
-        ax.plot(sizes, [measured[k, s] for s in sizes], "o-", label=f"{k} comparators")
-    for k, style in ((1, ":"), (7, "--")):
-        ax.plot(span, [golden.cycles.block_match_target(int(s), k) for s in span], "k" + style,
-                lw=1, label=f"target, {k} comparator{'s' if k > 1 else ''}")
-    ax.set_xlabel("tokens per tile S")
-    ax.set_ylabel("cycles per tile")
-    ax.set_yscale("log")
-    ax.set_title("Block matcher: measured cycles (points) against the targets")
-    ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    fig.savefig(out / "cycles.png", dpi=120)
-    plt.close(fig)
+    with _cycles_plot(out, "Block matcher: measured cycles (points) against the targets") as ax:
+        span = np.linspace(0, max(sizes), 50)
+        for k in range(1, 8):
+            ax.plot(sizes, [measured[k, s] for s in sizes], "o-", label=f"{k} comparators")
+        for k, style in ((1, ":"), (7, "--")):
+            ax.plot(span, [golden.cycles.block_match_target(int(s), k) for s in span],
+                    "k" + style, lw=1, label=f"target, {k} comparator{'s' if k > 1 else ''}")
     return "".join(text)
 
 
@@ -496,25 +507,14 @@ def write(records, out):
     (out / "cycles.md").write_text("".join(text))
     paths = [out / "cycles.md"]
     if first:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        for k in sorted({r["comparators"] for r in first}):
-            sel = [r for r in first if r["comparators"] == k]
-            ax.plot([r["S"] for r in sel], [r["measured"] for r in sel], "o-",
-                    label=f"{k} comparators, measured")
-            ax.plot([r["S"] for r in sel], [r["model"] for r in sel], "kx", ms=4)
-        sizes = sorted({r["S"] for r in first})
-        ax.plot(sizes, sizes, "k:", lw=1, label="bound: one token per cycle")
-        ax.set_xlabel("tokens per tile S")
-        ax.set_ylabel("cycles per tile")
-        ax.set_yscale("log")
-        ax.set_title("Block matcher: measured (points), model (x), bound (dotted)")
-        ax.legend(fontsize=7, ncol=2)
-        fig.tight_layout()
-        fig.savefig(out / "cycles.png", dpi=120)
-        plt.close(fig)
+        with _cycles_plot(out, "Block matcher: measured (points), model (x), bound (dotted)") as ax:
+            for k in sorted({r["comparators"] for r in first}):
+                sel = [r for r in first if r["comparators"] == k]
+                ax.plot([r["S"] for r in sel], [r["measured"] for r in sel], "o-",
+                        label=f"{k} comparators, measured")
+                ax.plot([r["S"] for r in sel], [r["model"] for r in sel], "kx", ms=4)
+            sizes = sorted({r["S"] for r in first})
+            ax.plot(sizes, sizes, "k:", lw=1, label="bound: one token per cycle")
         paths.append(out / "cycles.png")
     return paths
 

@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from rtl.flow.cli_args import BadArgs, add_param_arguments, params_from, split_list
+from rtl.flow.cli_args import BadArgs, add_param_arguments, fail, params_from, split_list
 from rtl.flow.toolchain import display_path
 
 __all__ = ["add_parser", "run", "MODULES", "summary_markdown"]
@@ -295,8 +295,7 @@ def run(args):
     try:
         p, names = params_from(args.preset, args.set), _modules(args)
     except BadArgs as exc:
-        print(f"focus-rtl: error: {exc}", file=sys.stderr)
-        return 2
+        return fail(exc, 2)
     from rtl.flow import toolchain
 
     toolchain.apply()
@@ -343,7 +342,5 @@ def run(args):
         print(f"wrote {display_path(path)}")
     print(f"{total} jobs in {time.monotonic() - start:.1f} s")
     if failed:
-        print(f"focus-rtl: error: {len(failed)} of {total} job(s) failed (not in the tables): "
-              f"{failed[0]}", file=sys.stderr)
-        return 1
+        return fail(f"{len(failed)} of {total} job(s) failed (not in the tables): {failed[0]}")
     return 0

@@ -19,15 +19,12 @@ The driver protocol is :mod:`sim.block_match`'s: threshold table first, then the
 and the tokens offered at once, the output received until the block is idle again.
 """
 
-import json
 import os
 
 import cocotb
-import numpy as np
 from cocotb.simtime import get_sim_time
 from cocotb.triggers import FallingEdge, RisingEdge, with_timeout
 
-from rtl.params import FocusParams
 from rtl.sic.block_matcher import (
     match_config_layout,
     match_input_layout,
@@ -39,17 +36,15 @@ from ..block_match import (
     Job,
     _payloads,
     _split,
-    decode_beats,
-    golden_job,
+    check_results,
     load_jobs,
     regression_jobs,
     save_raw,
 )
-from ..cocotb_streams import PERIOD_NS, StreamMonitor, StreamSink, StreamSource, reset, start_clock
+from ..cocotb_streams import PERIOD_NS, StreamMonitor, StreamSink, StreamSource, start_bench
+from .settings import PARAMS, SEED, env_int
 
-PARAMS = FocusParams.from_dict(json.loads(os.environ.get("FOCUS_PARAMS", "{}")))
-SEED = int(os.environ.get("FOCUS_SEED", "1"))
-JOBS = int(os.environ.get("FOCUS_JOBS", "8"))
+JOBS = env_int("FOCUS_JOBS", 8)
 
 PORTS = ("cfg_stream", "i_stream", "o_stream")
 
@@ -75,10 +70,7 @@ class TB:
         dut.theta_we.value = 0
 
     async def start(self):
-        start_clock(self.dut)
-        await reset(self.dut)
-        for monitor in self.monitors.values():
-            monitor.start()
+        await start_bench(self.dut, self.monitors.values())
 
     def _snapshot(self):
         dut = self.dut
@@ -195,22 +187,6 @@ async def regression(dut, idles, backpressure):
     stalls = max(idles, backpressure)
     budget = 2000 + int(tokens * (matcher_rounds(p) + p.elem_bits + 4) * 4 / (1 - stalls) ** 2)
     raw = await tb.run(jobs, thetas, budget)
-    results = _split(jobs, raw)
-    rounds = matcher_rounds(p)
-    for n, (job, result, error) in enumerate(zip(jobs, results, expect_error, strict=True)):
-        assert result.error == error, f"job {n}: error flag {result.error}, expected {error}"
-        if error:
-            continue
-        want_map, want_uniques = golden_job(p, job, thetas)
-        got_map, got_uniques = decode_beats(result.beats, p.dim, job.mean)
-        assert np.array_equal(got_map, want_map), (
-            f"job {n} (FS {job.frame_stride}, HS {job.row_stride}, mean {job.mean}): map differs "
-            f"from golden at tokens {np.flatnonzero(got_map != want_map)[:10].tolist()}"
-            if got_map.shape == want_map.shape else f"job {n}: {len(got_map)} map entries, "
-            f"golden has {len(want_map)}")
-        assert np.array_equal(got_uniques, want_uniques), f"job {n}: unique vectors differ"
-        slots = p.comparators * rounds * len(job.positions)
-        assert result.active + result.gated == slots, (
-            f"job {n}: active {result.active} + gated {result.gated} != {slots}")
+    check_results(p, jobs, thetas, _split(jobs, raw), expect_error)
     dut._log.info("regression passed: %d jobs, %d cycles", len(jobs),
                   raw["out_cycles"][-1] - raw["in_cycles"][0] + 1)

@@ -16,14 +16,12 @@ from cocotb.simtime import get_sim_time
 from cocotb.triggers import FallingEdge, RisingEdge, with_timeout
 
 from rtl.layouts import mask_beat_layout, offset_word_layout, score_beat_layout
-from rtl.params import FocusParams
 from rtl.sic.block_matcher import match_output_layout
 from rtl.top.focus_unit import token_layout
 
-from ..cocotb_streams import PERIOD_NS, StreamMonitor, StreamSink, StreamSource, reset, start_clock
+from ..cocotb_streams import PERIOD_NS, StreamMonitor, StreamSink, StreamSource, start_bench
 from ..focus import INPUTS, OUTPUTS, _budget, focus_program
-
-PARAMS = FocusParams.from_dict(json.loads(os.environ.get("FOCUS_PARAMS", "{}")))
+from .settings import PARAMS
 
 
 class CocotbIO:
@@ -49,10 +47,7 @@ class CocotbIO:
         dut.bus__w_data.value = 0
 
     async def start(self):
-        start_clock(self.dut)
-        await reset(self.dut)
-        for monitor in self.monitors.values():
-            monitor.start()
+        await start_bench(self.dut, self.monitors.values())
         self.receivers = [cocotb.start_soon(self._receive(port)) for port in OUTPUTS]
 
     async def _receive(self, port):

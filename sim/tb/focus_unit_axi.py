@@ -41,15 +41,14 @@ from cocotbext.axi import (
 )
 
 from rtl.codecs import from_bits, to_bits
-from rtl.params import FocusParams
 from rtl.top.axi_wrapper import AXI_CTRL, axis_ports
 from rtl.top.registers import REGISTER, Ctrl, Irq, Reg
 
 from ..cocotb_streams import PERIOD_NS, StreamMonitor
 from ..focus import _budget, focus_program, wait_idle
 from ..streams import Stalls
+from .settings import PARAMS
 
-PARAMS = FocusParams.from_dict(json.loads(os.environ.get("FOCUS_PARAMS", "{}")))
 #: The pause patterns, crossed: (sources pause, sinks pause).
 PATTERNS = {"none": (False, False), "idle": (True, False), "backpressure": (False, True),
             "both": (True, True)}

@@ -15,7 +15,6 @@ Run through :func:`sim.runner.run_cocotb` on the block ``importance_analyzer`` o
   and drop stray beats; a good job follows and is right.
 """
 
-import json
 import os
 
 import cocotb
@@ -25,11 +24,10 @@ from cocotb.triggers import ClockCycles, RisingEdge, with_timeout
 import golden
 from golden.cycles import importance_cycles, topk_cycles
 from rtl.layouts import mask_beat_layout, score_beat_layout
-from rtl.params import FocusParams
 from rtl.sec.importance_analyzer import analyzer_config_layout
 from rtl.sec.topk_selector import selector_config_layout
 
-from ..cocotb_streams import PERIOD_NS, StreamMonitor, StreamSink, StreamSource, reset, start_clock
+from ..cocotb_streams import PERIOD_NS, StreamMonitor, StreamSink, StreamSource, start_bench
 from ..sec import (
     analyzer_config,
     importance_cases,
@@ -40,10 +38,9 @@ from ..sec import (
     vector_beats,
     vector_from_beats,
 )
+from .settings import PARAMS, SEED, env_int
 
-PARAMS = FocusParams.from_dict(json.loads(os.environ.get("FOCUS_PARAMS", "{}")))
-SEED = int(os.environ.get("FOCUS_SEED", "1"))
-JOBS = int(os.environ.get("FOCUS_JOBS", "40"))
+JOBS = env_int("FOCUS_JOBS", 40)
 PORTS = ("cfg_stream", "i_stream", "o_stream")
 
 
@@ -67,10 +64,7 @@ class TB:
         self.stalls = stalls
 
     async def start(self):
-        start_clock(self.dut)
-        await reset(self.dut)
-        for monitor in self.monitors.values():
-            monitor.start()
+        await start_bench(self.dut, self.monitors.values())
 
     async def run(self, cfg, beats, outputs, budget):
         """One job; returns (output payloads, cycles from its first beat in to its last beat

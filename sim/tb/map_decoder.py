@@ -10,15 +10,11 @@ idles and output back-pressure (``FOCUS_STALLS``), a stream-rule monitor on ever
 is ``FOCUS_SEED`` (default 1), logged.
 """
 
-import json
-import os
-
 import cocotb
 import numpy as np
 from cocotb.triggers import FallingEdge, RisingEdge
 
 from golden import map_code as gmc
-from rtl.params import FocusParams
 from rtl.sic.map_decoder import (
     map_decoder_config_layout,
     map_entry_layout,
@@ -30,11 +26,10 @@ from ..block_match import regression_jobs
 from ..cocotb_streams import StreamMonitor, StreamSource, reset, start_clock
 from ..map_code import word_beats
 from ..streams import Stalls
+from .settings import PARAMS, SEED, env_int, env_stalls
 
-PARAMS = FocusParams.from_dict(json.loads(os.environ.get("FOCUS_PARAMS", "{}")))
-SEED = int(os.environ.get("FOCUS_SEED", "1"))
-JOBS = int(os.environ.get("FOCUS_JOBS", "16"))
-STALLS = [float(s) for s in os.environ.get("FOCUS_STALLS", "0.0,0.3").split(",")]
+JOBS = env_int("FOCUS_JOBS", 16)
+STALLS = env_stalls()
 PORTS = ("cfg_stream", "i_stream", "pos_stream", "o_stream")
 
 

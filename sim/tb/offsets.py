@@ -32,11 +32,10 @@ from cocotb.triggers import FallingEdge, RisingEdge, with_timeout
 from golden.offsets import decode_offsets as golden_decode
 from golden.offsets import expgolomb_bits, gaps_from_mask, rice_bits
 from rtl.layouts import mask_beat_layout, offset_word_layout
-from rtl.params import FocusParams
 from rtl.sec.offset_decoder import decoder_config_layout, index_layout
 from rtl.sec.offset_encoder import encoder_config_layout
 
-from ..cocotb_streams import PERIOD_NS, StreamMonitor, reset, start_clock
+from ..cocotb_streams import PERIOD_NS, StreamMonitor, start_bench
 from ..offsets import (
     DECODER_PORTS,
     ENCODER_PORTS,
@@ -50,12 +49,11 @@ from ..offsets import (
     regression_masks,
 )
 from ..streams import pack, stall_sources, unpack
+from .settings import PARAMS, SEED, env_int, env_stalls
 
-PARAMS = FocusParams.from_dict(json.loads(os.environ.get("FOCUS_PARAMS", "{}")))
-SEED = int(os.environ.get("FOCUS_SEED", "1"))
-JOBS = int(os.environ.get("FOCUS_JOBS", "120"))
-FUZZ = int(os.environ.get("FOCUS_FUZZ", "300"))
-STALLS = [float(s) for s in os.environ.get("FOCUS_STALLS", "0.0,0.3").split(",")]
+JOBS = env_int("FOCUS_JOBS", 120)
+FUZZ = env_int("FOCUS_FUZZ", 300)
+STALLS = env_stalls()
 
 #: The H.264 ue(v) table (ITU-T H.264 clause 9.1, Table 9-2): codeNum -> bit string.
 UE_TABLE = {0: "1", 1: "010", 2: "011", 3: "00100", 4: "00101", 5: "00110", 6: "00111",
@@ -96,10 +94,7 @@ class JobRunner:
             getattr(dut, f"{port}__ready").value = 0
 
     async def start(self):
-        start_clock(self.dut)
-        await reset(self.dut)
-        for monitor in self.monitors:
-            monitor.start()
+        await start_bench(self.dut, self.monitors)
 
     async def run(self, jobs):
         """Run ``jobs`` (``{input port: [payload, ...]}`` each); returns the per-job results."""

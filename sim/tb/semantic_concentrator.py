@@ -18,15 +18,13 @@ from amaranth.lib import data
 from cocotb.triggers import FallingEdge, RisingEdge, with_timeout
 
 from rtl.layouts import mask_beat_layout, offset_word_layout, score_beat_layout
-from rtl.params import FocusParams
 from rtl.sec.importance_analyzer import Dataflow
 from rtl.sec.semantic_concentrator import sec_config_layout
 
-from ..cocotb_streams import PERIOD_NS, StreamMonitor, StreamSource, reset, start_clock
+from ..cocotb_streams import PERIOD_NS, StreamMonitor, StreamSource, start_bench
 from ..sec import PORTS, TRACED, config_is_good
 from ..streams import Stalls, unpack
-
-PARAMS = FocusParams.from_dict(json.loads(os.environ.get("FOCUS_PARAMS", "{}")))
+from .settings import PARAMS
 
 
 def _high(handle):
@@ -53,10 +51,7 @@ async def job(dut):
     for port in outputs:
         getattr(dut, f"{port}__ready").value = 0
     monitors = [StreamMonitor(dut, port) for port in (*inputs, *outputs)]
-    start_clock(dut)
-    await reset(dut)
-    for monitor in monitors:
-        monitor.start()
+    await start_bench(dut, monitors)
     dut._log.info("SEC: %d jobs, params %s, stalls %s, seed %s", len(jobs), p.tag, stalls, seed)
 
     expected = sum(config_is_good(p, j["cfg"]) for j in jobs)

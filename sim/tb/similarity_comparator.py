@@ -16,7 +16,6 @@ Run through :func:`sim.runner.run_cocotb`, which passes the parameters as JSON i
 - ``monitor_catches_violations``: the protocol monitor itself records planted violations.
 """
 
-import json
 import os
 
 import cocotb
@@ -27,7 +26,6 @@ from golden.cycles import similar_cycles
 from golden.similarity import dot as golden_dot
 from golden.similarity import similar as golden_similar
 from golden.similarity import sqnorm
-from rtl.params import FocusParams
 from rtl.sic.similarity_comparator import comparator_input_layout, comparator_output_layout
 
 from ..cocotb_streams import (
@@ -35,15 +33,13 @@ from ..cocotb_streams import (
     StreamMonitor,
     StreamSink,
     StreamSource,
-    reset,
-    start_clock,
+    start_bench,
     transfer_cycles,
 )
 from ..similarity import comparison_vectors
+from .settings import PARAMS, SEED, env_int
 
-PARAMS = FocusParams.from_dict(json.loads(os.environ.get("FOCUS_PARAMS", "{}")))
-SEED = int(os.environ.get("FOCUS_SEED", "1"))
-PAIRS = int(os.environ.get("FOCUS_PAIRS", "10000"))
+PAIRS = env_int("FOCUS_PAIRS", 10000)
 
 
 def model(params, x, y, nx, ny, theta_q):
@@ -69,10 +65,7 @@ class TB:
         dut.clear.value = 0
 
     async def start(self):
-        start_clock(self.dut)
-        await reset(self.dut)
-        for monitor in self.monitors:
-            monitor.start()
+        await start_bench(self.dut, self.monitors)
 
     async def run(self, x, y, nx, ny, theta_q, stalls):
         """Drive the comparisons, collect the results; returns (similar, dot, stats)."""
