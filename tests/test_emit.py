@@ -383,6 +383,7 @@ def test_own_icg_model_by_define(emitted, outdir):
     assert proc.returncode != 0 and "focus_icg" in proc.stderr, "the define is what avoids a clash"
 
 
+@pytest.mark.slow
 def test_board_preset_compiles_together(outdir):
     """The board preset (all blocks, gating=icg) in one Icarus and one Verilator -Wall run."""
     _icarus()
