@@ -191,9 +191,11 @@ class FocusParams:
     @classmethod
     def board(cls):
         """For the boards: 256 tokens, 2 lanes, V = 8, 2 comparators, 16-bit code words. The
-        iCE40 UP5K (iCEBreaker) holds its SEC (84 % of the logic cells with the UART bridge; 4
-        lanes need 101 %), not the whole unit (more than 3 times the device, as measured before
-        the block matcher was sized to its rate); the ULX3S's ECP5 holds it all. Two comparators
+        iCE40 UP5K (iCEBreaker) holds its SEC, not the whole unit (more than 3 times the device,
+        as measured before the block matcher was sized to its rate), and only with
+        ``offset_schemes = "kept-exp-golomb"``, which ``boards.top.board_params`` sets for it
+        (91 % of the logic cells with the UART bridge; all 32 offset schemes need 118 %); the
+        ULX3S's ECP5 holds it all, with every scheme. Two comparators
         (4 cycles per sub-vector) although one would keep up (see the class docstring): the
         board exercises the multi-lane selection on hardware, and at V = 8 it costs little."""
         return cls(tokens=256, lanes=2, dim=8, layers=8, window=64, tile=256, comparators=2,

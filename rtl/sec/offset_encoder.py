@@ -111,8 +111,8 @@ class OffsetEncoder(FocusBlock):
        when a quotient reaches 2 * bit_length(M). A beat with p set bits takes max(1, p) cycles
        (an empty beat one cycle); the next beat is accepted in the cycle the current one runs
        out, so ``i_stream`` sees back-pressure only from beats with 2 or more kept tokens.
-    2. **Choose.** 33 cycles, one scheme per cycle (read, then compared a cycle later): the
-       scheme (the fixed one, or the first
+    2. **Choose.** 33 cycles (:func:`scheme_count` + 1), one scheme per cycle (read, then
+       compared a cycle later): the scheme (the fixed one, or the first
        minimum among the schemes that can code the mask) and ``nbits = 5 + bit_length(M) +
        total``. (A minimum over many in one cycle is a chain of compares and was once the
        encoder's critical path.)
@@ -125,13 +125,22 @@ class OffsetEncoder(FocusBlock):
 
     Latency and throughput: with no stalls a job of M tokens takes ``sum over beats of max(1,
     kept in the beat) + max(fields, ceil(nbits/word_bits)) + 43`` to ``+ 44`` cycles from its
-    config beat to its last word, inclusive (42 when no code follows the header; the tests
-    check this; compare :func:`golden.cycles.encode_cycles`, an estimate). Jobs do not overlap,
+    config beat to its last word, inclusive (42 when no code follows the header; 24 fewer with
+    ``offset_schemes = "kept-exp-golomb"``; the tests check this; compare
+    :func:`golden.cycles.encode_cycles`, an estimate). Jobs do not overlap,
     except that the next config beat is accepted while the previous job's last word still
     waits in the output register. Under ``o_stream`` back-pressure the packer holds; nothing is
     lost or duplicated.
 
-    Errors: a config beat with M = 0 or M > ``tokens`` (``EncodeError.CONFIG``), a mask beat whose
+    Restricted build: with ``params.offset_schemes = "kept-exp-golomb"`` the encoder has only
+    the 8 kept-set Exp-Golomb schemes (indices 0..7): 8 totals (no dropped-set or Rice
+    counters, no "cannot code" flags), an 8-step choice (9 cycles), and an emitter without the
+    dropped-set walk and the Rice codes; ``dropped`` and ``rice`` are always 0, and the adaptive
+    scheme is the best of the 8 (:func:`golden.offsets.encode_offsets` with ``schemes``). A
+    fixed scheme with ``dropped`` or ``rice`` set is refused (``SCHEME``, like ``CONFIG``).
+
+    Errors: a config beat with M = 0 or M > ``tokens`` (``EncodeError.CONFIG``) or a fixed
+    scheme the encoder was not built with (``SCHEME``), a mask beat whose
     ``last`` disagrees with M (``LAST``), a set padding bit (``PADDING``), or a fixed Rice scheme
     that cannot code the mask (``QUOTIENT``, found once the mask is counted) raise ``error`` with
     its ``cause``. The job is dropped: no word is written for it, the rest of its mask beats are
@@ -142,8 +151,8 @@ class OffsetEncoder(FocusBlock):
     Parameters
     ----------
     params : FocusParams
-        Uses ``tokens``, ``lanes`` and ``word_bits`` (and the derived ``count_bits``,
-        ``index_bits``, ``nbits_bits``).
+        Uses ``tokens``, ``lanes``, ``word_bits`` and ``offset_schemes`` (and the derived
+        ``count_bits``, ``index_bits``, ``nbits_bits``).
 
     Members
     -------
