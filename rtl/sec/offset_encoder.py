@@ -248,33 +248,10 @@ class OffsetEncoder(FocusBlock):
         counting = Signal()             # stage B or C still holds a gap
         ingested = got_final & tail_sent & ~cur_valid & ~a_valid & ~counting
         chosen, refused = Signal(), Signal()
-        with m.FSM() as fsm:
-            with m.State("IDLE"):
-                with m.If(cfg_fire & bad_cfg):
-                    m.next = "DRAIN"
-                with m.Elif(cfg_fire):
-                    m.next = "INGEST"
-            with m.State("INGEST"):
-                with m.If(beat_fire & bad_beat):
-                    with m.If(i.payload.last):
-                        m.next = "IDLE"
-                    with m.Else():
-                        m.next = "DRAIN"
-                with m.Elif(ingested):
-                    m.next = "CHOOSE"
-            with m.State("CHOOSE"):
-                with m.If(chosen & refused):
-                    m.next = "IDLE"
-                with m.Elif(chosen):
-                    m.next = "EMIT"
-            with m.State("EMIT"):
-                with m.If(packer.done):
-                    m.next = "IDLE"
-            with m.State("DRAIN"):
-                with m.If(i.valid & i.payload.last):
-                    m.next = "IDLE"
-        idle, ingest, choose, emit, drain = (
-            fsm.ongoing(state) for state in ("IDLE", "INGEST", "CHOOSE", "EMIT", "DRAIN"))
+        idle, ingest, choose, emit, drain = _control(
+            m, start=cfg_fire, bad_cfg=bad_cfg, bad_beat=beat_fire & bad_beat,
+            last=i.payload.last, ingested=ingested, chosen=chosen, refused=refused,
+            emitted=packer.done, drained=i.valid & i.payload.last)
 
         error = Signal()
         cause = Signal(EncodeError)
@@ -520,6 +497,39 @@ class OffsetEncoder(FocusBlock):
                 m.d.sync += [best_c.eq(cand_c), best.eq(cand)]
         m.d.comb += chosen.eq(run & (ck == count) & ~cand_v)
         return best_c, best
+
+
+def _control(m, *, start, bad_cfg, bad_beat, last, ingested, chosen, refused, emitted,
+             drained):
+    """The encoder's states, IDLE -> INGEST -> CHOOSE -> EMIT -> IDLE, and DRAIN, which
+    discards the rest of a malformed job (a bad config beat, or a bad mask beat without
+    ``last``). Returns ``(idle, ingest, choose, emit, drain)``, one flag per state."""
+    with m.FSM() as fsm:
+        with m.State("IDLE"):
+            with m.If(start & bad_cfg):
+                m.next = "DRAIN"
+            with m.Elif(start):
+                m.next = "INGEST"
+        with m.State("INGEST"):
+            with m.If(bad_beat):
+                with m.If(last):
+                    m.next = "IDLE"
+                with m.Else():
+                    m.next = "DRAIN"
+            with m.Elif(ingested):
+                m.next = "CHOOSE"
+        with m.State("CHOOSE"):
+            with m.If(chosen & refused):
+                m.next = "IDLE"
+            with m.Elif(chosen):
+                m.next = "EMIT"
+        with m.State("EMIT"):
+            with m.If(emitted):
+                m.next = "IDLE"
+        with m.State("DRAIN"):
+            with m.If(drained):
+                m.next = "IDLE"
+    return tuple(fsm.ongoing(state) for state in ("IDLE", "INGEST", "CHOOSE", "EMIT", "DRAIN"))
 
 
 def _times(value, k):
