@@ -16,7 +16,7 @@ Boards (:data:`BOARDS`)
     comparators=1 window=16 tile=64``, still 8 313), so the iCEBreaker's unit is built with
     ``sic=False``, and with ``offset_schemes = "kept-exp-golomb"`` (:func:`board_params`: the
     offset encoder has the 8 kept-set Exp-Golomb schemes, not 32): 4 826 of 5 280 logic cells
-    (91 %) with the bridge, 28.3 MHz at 12 MHz; with all 32 schemes 6 245, which does not fit.
+    (91 %) with the bridge, 28.3 MHz at 12 MHz; with all 32 schemes 6 240, which does not fit.
 ``ulx3s``
     Radiona ULX3S with the LFE5U-85F (``ulx3s`` is the 85F; the 12F/25F/45F are ``ulx3s-12f``,
     ``ulx3s-25f``, ``ulx3s-45f``), 25 MHz oscillator, the FT231X as the UART. Bitstream ``.bit``,
