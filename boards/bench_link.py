@@ -172,7 +172,7 @@ def measure(params=None, *, rows=4, tokens=64, keep=16, columns=2, seed=0, divis
     start = _snapshot(board)
     result = board.sec(scores, keep)
     end = _snapshot(board)
-    expected = golden.sec(scores, keep)
+    expected = golden.sec(scores, keep, schemes=p.offset_schemes)
     _same("sec", result, expected)
     out = [_row(board, "sec", tokens, "tokens", start, end, model_sec["sec_tokens_s"],
                 divisor, baud)]

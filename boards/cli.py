@@ -27,10 +27,10 @@ from importlib import metadata
 from pathlib import Path
 
 from rtl.flow import toolchain
-from rtl.flow.cli_args import BadArgs, fail, params_from
+from rtl.flow.cli_args import BadArgs, fail
 from rtl.flow.toolchain import display_path
 
-from .top import BOARDS, DESIGNS, make_platform, make_top
+from .top import BOARDS, DESIGNS, board_params, make_platform, make_top
 
 __all__ = ["add_parser", "run", "build", "flash", "BoardError", "programmer_command",
            "bitstream_path", "is_fresh"]
@@ -58,8 +58,8 @@ Output (-o DIR, default build/board/<board>/):
                                                      Yosys script and log (<design>.rpt),
                                                      nextpnr's log (<design>.tim), build.log
 Designs: focus (default; the Focus unit behind the UART bridge, FocusParams.board(); on the
-iCEBreaker SEC only: the whole unit does not fit the UP5K) and blinky (LEDs only: checks a board,
-its clock and the programmer in seconds).
+iCEBreaker SEC only, with offset_schemes=kept-exp-golomb: the whole unit does not fit the UP5K)
+and blinky (LEDs only: checks a board, its clock and the programmer in seconds).
 
 Timing: nextpnr is told the board clock (iCEBreaker 12 MHz, ULX3S 25 MHz; --freq overrides the
 constraint, not the board's clock) and the build fails, exit 1, when the achieved Fmax is lower.
@@ -111,6 +111,14 @@ def _versions():
     return out
 
 
+def _params(board, overrides):
+    """:func:`boards.top.board_params`, a bad override as :class:`BadArgs`."""
+    try:
+        return board_params(board, overrides)
+    except (ValueError, TypeError) as exc:
+        raise BadArgs(str(exc)) from None
+
+
 def build_inputs(board, design="focus", freq_mhz=None, overrides=()):
     """What a bitstream depends on: the board, design, clock constraint, parameters, tool
     versions and a digest of every Python source of ``rtl/`` and ``boards/``."""
@@ -123,7 +131,7 @@ def build_inputs(board, design="focus", freq_mhz=None, overrides=()):
         "board": board,
         "design": design,
         "freq_mhz": freq_mhz,
-        "params": params_from("board", overrides).to_dict(),
+        "params": _params(board, overrides).to_dict(),
         "tools": _versions(),
         "sources": digest.hexdigest(),
     }
@@ -235,10 +243,10 @@ def build(board, design="focus", output=None, *, freq_mhz=None, overrides=(), ti
 
     Raises :class:`BoardError` when a tool fails, the design does not fit, or the achieved Fmax
     is below the clock constraint (the board clock, or ``freq_mhz``). ``overrides``:
-    ``"field=value"`` changes to ``FocusParams.board()`` (``--set``).
+    ``"field=value"`` changes to :func:`boards.top.board_params` (``--set``).
     """
     spec = BOARDS[board]
-    params = params_from("board", overrides)
+    params = _params(board, overrides)
     out = output_dir(board, output)
     work = out / "work"
     out.mkdir(parents=True, exist_ok=True)
@@ -428,7 +436,8 @@ def add_parser(sub):
                        help="timing constraint instead of the board clock (the design still "
                             "runs at the board clock)")
         p.add_argument("--set", action="append", metavar="FIELD=VALUE", default=[],
-                       help="change a field of FocusParams.board() (repeatable; the host "
+                       help="change a field of FocusParams.board() (the iCEBreaker's has "
+                            "offset_schemes=kept-exp-golomb; repeatable; the host "
                             "driver must then be given the same parameters)")
         p.add_argument("--timeout", type=float, default=3600.0, metavar="SECONDS",
                        help="time allowed for the build (default: 3600)")
@@ -441,7 +450,7 @@ def run(args):
         if args.freq is not None and not args.freq > 0:
             raise BadArgs(f"--freq {args.freq:g}: the frequency must be positive")
         output_dir(args.board, args.output)
-        params_from("board", args.set)
+        _params(args.board, args.set)
         options = dict(freq_mhz=args.freq, overrides=args.set, timeout=args.timeout)
         if args.board_action == "build":
             build(args.board, args.design, args.output, **options)

@@ -418,7 +418,10 @@ class FocusBoard(BridgeClient):
 
     def sec(self, scores, keep, *, mode="spatial", order=None, word_bits=32):
         """:func:`golden.sec` on the board: ``(mask, words, nbits)``. The board's code words
-        (``params.word_bits``) are repacked into ``word_bits`` words on the host."""
+        (``params.word_bits``) are repacked into ``word_bits`` words on the host. The code is
+        the one of the board's encoder: on an iCEBreaker (``offset_schemes =
+        "kept-exp-golomb"``, :func:`boards.top.board_params`) the adaptive code is
+        ``golden.sec(..., schemes="kept-exp-golomb")``'s."""
         a, keep = self._check_sec_inputs(scores, keep, mode, order, word_bits)
         got = self._sec_job(a, keep, mode, order)
         mask = mask_from_beats(got["mask"], a.shape[1], self.params.lanes)

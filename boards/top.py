@@ -14,7 +14,9 @@ Boards (:data:`BOARDS`)
     ice40_generic``). **SEC only**: the whole unit does not fit the UP5K (with SIC, 4 lanes: 16 786
     of 5 280 logic cells and 38 of 8 DSPs; the smallest shape tried, ``tokens=128 lanes=1 dim=1
     comparators=1 window=16 tile=64``, still 8 313), so the iCEBreaker's unit is built with
-    ``sic=False`` (about 82 % of the logic cells with the bridge).
+    ``sic=False``, and with ``offset_schemes = "kept-exp-golomb"`` (:func:`board_params`: the
+    offset encoder has the 8 kept-set Exp-Golomb schemes, not 32): 4 826 of 5 280 logic cells
+    (91 %) with the bridge, 28.3 MHz at 12 MHz; with all 32 schemes 6 240, which does not fit.
 ``ulx3s``
     Radiona ULX3S with the LFE5U-85F (``ulx3s`` is the 85F; the 12F/25F/45F are ``ulx3s-12f``,
     ``ulx3s-25f``, ``ulx3s-45f``), 25 MHz oscillator, the FT231X as the UART. Bitstream ``.bit``,
@@ -65,7 +67,8 @@ from rtl.params import FocusParams
 from .bridge import FocusBoardCore
 from .uart import uart_divisor
 
-__all__ = ["BOARDS", "Board", "BoardTop", "Blinky", "DESIGNS", "make_platform", "make_top"]
+__all__ = ["BOARDS", "Board", "BoardTop", "Blinky", "DESIGNS", "board_params", "make_platform",
+           "make_top"]
 
 
 @dataclass(frozen=True)
@@ -81,13 +84,14 @@ class Board:
     bitstream_ext: str       # "bin" or "bit"
     programmers: tuple       # candidate commands (argv without the bitstream), first found wins
     sic: bool = True         # False: the FocusUnit is built without SIC (see the module doc)
+    offset_schemes: str = "all"     # FocusParams.offset_schemes of the board's build
 
 
 BOARDS = {
     "icebreaker": Board("icebreaker", "iCEBreaker (iCE40UP5K-SG48)", "ice40",
                         "amaranth_boards.icebreaker", "ICEBreakerPlatform", 12e6, "bin",
                         (("iceprog",), ("openFPGALoader", "-b", "ice40_generic")),
-                        sic=False),
+                        sic=False, offset_schemes="kept-exp-golomb"),
     "ulx3s": Board("ulx3s", "ULX3S (LFE5U-85F-6BG381)", "ecp5",
                    "amaranth_boards.ulx3s", "ULX3S_85F_Platform", 25e6, "bit",
                    (("openFPGALoader", "-b", "ulx3s"),)),
@@ -96,6 +100,15 @@ BOARDS = {
                               "bit", (("openFPGALoader", "-b", "ulx3s"),))
        for size in ("12f", "25f", "45f")},
 }
+
+def board_params(board, overrides=()):
+    """The parameters ``board`` (a name in :data:`BOARDS`) is built with: ``FocusParams.board()``
+    with the board's ``offset_schemes``, then the ``"field=value"`` ``overrides`` (``--set``;
+    ``ValueError`` or ``TypeError`` for a bad one)."""
+    spec = BOARDS[board]
+    return FocusParams.board().replace(offset_schemes=spec.offset_schemes) \
+        .with_overrides(list(overrides or []))
+
 
 #: Power-on reset length, cycles.
 POR_CYCLES = 4096
@@ -193,12 +206,13 @@ class BoardTop(_BoardBase):
     board : str
         A name in :data:`BOARDS`.
     params : FocusParams or None
-        Default ``FocusParams.board()``.
+        Default :func:`board_params` (``FocusParams.board()`` with the board's
+        ``offset_schemes``).
     """
 
     def __init__(self, board, params=None):
         super().__init__(board)
-        self.params = params if params is not None else FocusParams.board()
+        self.params = params if params is not None else board_params(board)
 
     def elaborate(self, platform):
         m = Module()
@@ -250,7 +264,7 @@ DESIGNS = {"focus": BoardTop, "blinky": Blinky}
 
 def make_top(design, board, params=None):
     """The top Elaboratable of ``design`` (a name in :data:`DESIGNS`) for ``board``;
-    ``params`` (default ``FocusParams.board()``) is used by the ``focus`` design only."""
+    ``params`` (default :func:`board_params`) is used by the ``focus`` design only."""
     if design == "focus":
         return BoardTop(board, params)
     return DESIGNS[design](board)

@@ -53,13 +53,19 @@ class Scheme(NamedTuple):
 #: The 32 schemes in index order (the adaptive choice's tie order).
 SCHEMES = tuple(Scheme(s, f, e) for s in (0, 1) for f in (0, 1) for e in range(8))
 
+#: The scheme families an encoder may be built with (``schemes=``, the RTL's
+#: ``FocusParams.offset_schemes``): ``"all"`` the 32 schemes, ``"kept-exp-golomb"`` the kept set
+#: in Exp-Golomb, orders 0..7 (indices 0..7: the code before the dropped set and Rice were added).
+#: The header is the same either way (s = 0 and f = 0 under ``"kept-exp-golomb"``).
+SCHEME_SETS = {"all": SCHEMES, "kept-exp-golomb": SCHEMES[:8]}
+
 __all__ = [
     "ORDER_BITS", "SCHEME_BITS", "MAX_ORDER", "MAX_LEADING_ZEROS", "MAX_TOKENS",
-    "KEPT", "DROPPED", "EXPGOLOMB", "RICE", "SCHEMES", "Scheme",
+    "KEPT", "DROPPED", "EXPGOLOMB", "RICE", "SCHEMES", "SCHEME_SETS", "Scheme",
     "encode_offsets", "decode_offsets",
     "gaps_from_mask", "header_bits", "expgolomb_bits", "rice_bits", "rice_quotient_limit",
     "code_bits", "all_code_bits", "scheme_bits", "adaptive_order", "adaptive_scheme",
-    "check_mask", "check_word_bits", "check_order", "check_scheme", "check_code",
+    "check_mask", "check_word_bits", "check_order", "check_scheme", "check_schemes", "check_code",
 ]
 
 ORDER_BITS = 3          # width of the order field in the header
@@ -118,10 +124,31 @@ _SETS = {"kept": KEPT, "dropped": DROPPED}
 _FAMILIES = {"expgolomb": EXPGOLOMB, "rice": RICE}
 
 
-def check_scheme(order=None, coded=None, family=None):
+def check_schemes(schemes):
+    """``schemes`` (a key of :data:`SCHEME_SETS`) checked: ``ValueError`` naming it otherwise."""
+    if not isinstance(schemes, str) or schemes not in SCHEME_SETS:
+        allowed = " or ".join(repr(k) for k in SCHEME_SETS)
+        raise ValueError(f"schemes must be {allowed}, not {schemes!r}")
+    return schemes
+
+
+def check_scheme(order=None, coded=None, family=None, schemes="all"):
     """The scheme a caller asks for: None (adaptive: ``order``, ``coded`` and ``family`` all
     None) or a :class:`Scheme`. ``coded`` is ``"kept"`` (default) or ``"dropped"`` (or 0/1),
-    ``family`` ``"expgolomb"`` (default) or ``"rice"`` (or 0/1); both need a fixed ``order``."""
+    ``family`` ``"expgolomb"`` (default) or ``"rice"`` (or 0/1); both need a fixed ``order``.
+    A fixed scheme outside :data:`SCHEME_SETS` [``schemes``] raises ``ValueError``."""
+    schemes = check_schemes(schemes)
+    scheme = _check_scheme(order, coded, family)
+    if scheme is not None and scheme not in SCHEME_SETS[schemes]:
+        names = ("kept" if scheme.coded == KEPT else "dropped",
+                 "expgolomb" if scheme.family == EXPGOLOMB else "rice")
+        raise ValueError(f"the scheme coded = {names[0]!r}, family = {names[1]!r} is not "
+                         f"available with schemes = {schemes!r}: it has only the kept set in "
+                         f"Exp-Golomb")
+    return scheme
+
+
+def _check_scheme(order, coded, family):
     order = check_order(order)
     if order is None:
         if coded is not None or family is not None:
@@ -279,15 +306,17 @@ def all_code_bits(mask_or_gaps, tokens=None):
     return header_bits(M) + np.array(body, dtype=np.int64)
 
 
-def adaptive_scheme(mask_or_gaps, tokens=None):
-    """The adaptive :class:`Scheme`: the eligible scheme with the fewest bits, ties to the lowest
-    index ``16*coded + 8*family + order``. The kept-set Exp-Golomb schemes are always eligible."""
+def adaptive_scheme(mask_or_gaps, tokens=None, schemes="all"):
+    """The adaptive :class:`Scheme`: the eligible scheme of :data:`SCHEME_SETS` [``schemes``]
+    with the fewest bits, ties to the lowest index ``16*coded + 8*family + order``. The kept-set
+    Exp-Golomb schemes are always eligible."""
+    allowed = {c.index for c in SCHEME_SETS[check_schemes(schemes)]}
     flat = scheme_bits(mask_or_gaps, tokens).reshape(-1)
-    best = min((int(b), k) for k, b in enumerate(flat) if b >= 0)
+    best = min((int(b), k) for k, b in enumerate(flat) if b >= 0 and k in allowed)
     return SCHEMES[best[1]]
 
 
-def code_bits(mask_or_gaps, order, tokens=None, *, coded=None, family=None):
+def code_bits(mask_or_gaps, order, tokens=None, *, coded=None, family=None, schemes="all"):
     """``nbits``, the length of the offset code before padding, for one scheme.
 
     Parameters
@@ -295,17 +324,17 @@ def code_bits(mask_or_gaps, order, tokens=None, *, coded=None, family=None):
     mask_or_gaps : array_like
         A bool mask (M = its length) or integer kept gaps (then ``tokens`` = M is required).
     order : int or None
-        0..7, or None for the adaptive scheme (the fewest bits over the 32 schemes).
+        0..7, or None for the adaptive scheme (the fewest bits over the ``schemes``).
     tokens : int, optional
         M, when gaps are given.
-    coded, family : as :func:`encode_offsets`.
+    coded, family, schemes : as :func:`encode_offsets`.
 
     Raises ``ValueError`` for a Rice scheme the mask cannot use.
     """
-    scheme = check_scheme(order, coded, family)
+    scheme = check_scheme(order, coded, family, schemes)
     sizes = scheme_bits(mask_or_gaps, tokens)
     if scheme is None:
-        return int(sizes.reshape(-1)[adaptive_scheme(mask_or_gaps, tokens).index])
+        return int(sizes.reshape(-1)[adaptive_scheme(mask_or_gaps, tokens, schemes).index])
     size = int(sizes[scheme])
     if size < 0:
         raise ValueError(_ineligible(scheme, mask_or_gaps, tokens))
@@ -364,7 +393,7 @@ def _pack(values, widths, word_bits):
     return np.bitwise_or.reduce(rows, axis=1), nbits
 
 
-def encode_offsets(mask, order=None, word_bits=32, *, coded=None, family=None):
+def encode_offsets(mask, order=None, word_bits=32, *, coded=None, family=None, schemes="all"):
     """Encode a keep mask as the offset code of spec 3.3.
 
     ``e (3) | s (1) | f (1) | n (bit_length(M)) | C(g_0) ... C(g_(n-1))``, MSB first, packed
@@ -384,6 +413,10 @@ def encode_offsets(mask, order=None, word_bits=32, *, coded=None, family=None):
         With a fixed order: the set the code lists.
     family : "expgolomb" (default) or "rice", or None
         With a fixed order: the code family.
+    schemes : "all" (default) or "kept-exp-golomb"
+        The schemes the encoder has (:data:`SCHEME_SETS`; the RTL's
+        ``FocusParams.offset_schemes``): the adaptive choice is made among them, and a fixed
+        scheme outside them raises ``ValueError``.
 
     Returns
     -------
@@ -397,15 +430,15 @@ def encode_offsets(mask, order=None, word_bits=32, *, coded=None, family=None):
     ValueError
         For a mask that is not 1-D bool (or 0/1), an empty mask, an order outside 0..7,
         ``word_bits`` outside 8..64, a bad ``coded`` or ``family`` (or one given with the
-        adaptive order), or a fixed Rice scheme the mask cannot use (a quotient >=
-        2 * bit_length(M)).
+        adaptive order, or one outside ``schemes``), a bad ``schemes``, or a fixed Rice scheme
+        the mask cannot use (a quotient >= 2 * bit_length(M)).
     """
     mask = check_mask(mask)
-    scheme = check_scheme(order, coded, family)
+    scheme = check_scheme(order, coded, family, schemes)
     word_bits = check_word_bits(word_bits)
     M = mask.size
     if scheme is None:
-        scheme = adaptive_scheme(mask)
+        scheme = adaptive_scheme(mask, schemes=schemes)
     s, f, e = scheme
     gaps = gaps_from_mask(mask if s == KEPT else ~mask)
     lengths = _code_lengths(gaps, f, e, rice_quotient_limit(M))

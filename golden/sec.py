@@ -127,11 +127,12 @@ def topk_mask(s, keep):
     return mask
 
 
-def sec(scores, keep, *, mode="spatial", order=None, word_bits=32):
+def sec(scores, keep, *, mode="spatial", order=None, word_bits=32, schemes="all"):
     """The whole SEC job: importance, top-k, offset code.
 
     ``mask = topk_mask(importance(scores, mode), keep)`` and
-    ``(words, nbits) = encode_offsets(mask, order, word_bits)``.
+    ``(words, nbits) = encode_offsets(mask, order, word_bits, schemes=schemes)`` (``schemes``:
+    the encoder's schemes, ``FocusParams.offset_schemes`` of the RTL it models).
 
     Returns
     -------
@@ -139,5 +140,5 @@ def sec(scores, keep, *, mode="spatial", order=None, word_bits=32):
         The bool keep mask [M], the code words (uint64) and the code length in bits.
     """
     mask = topk_mask(importance(scores, mode), keep)
-    words, nbits = encode_offsets(mask, order=order, word_bits=word_bits)
+    words, nbits = encode_offsets(mask, order=order, word_bits=word_bits, schemes=schemes)
     return SecResult(mask, words, nbits)

@@ -64,6 +64,7 @@ _CHOICES = {
     "sorter": ("bubble", "radix"),
     "gating": ("enable", "icg"),
     "representatives": ("first+mean", "first"),
+    "offset_schemes": ("all", "kept-exp-golomb"),
 }
 
 
@@ -112,6 +113,16 @@ class FocusParams:
         Rows of ``dim`` partial sums the Focus GEMM's scatter stage adds per cycle (the paper's 64
         accumulators are 2 rows of 32). 1 to 64. The GEMM's array is ``dim`` x ``dim`` and its
         output tile ``tile`` rows (:class:`rtl.tile.focus_gemm.FocusGemm`).
+    offset_schemes : str
+        The offset-code schemes the SEC encoder is built with (spec 3.3): ``"all"`` (the 32:
+        kept or dropped set, Exp-Golomb or Rice, orders 0..7; the default) or
+        ``"kept-exp-golomb"`` (the kept set in Exp-Golomb, orders 0..7 only: the encoder before
+        the dropped set and Rice were added). ``"kept-exp-golomb"`` builds 8 bit counters instead
+        of 32 and an emitter without the dropped-set walk and the Rice codes; its adaptive
+        choice is the best of the 8 (``golden.encode_offsets(..., schemes=...)``), and a fixed
+        scheme with the dropped set or Rice is rejected (the encoder's ``error``, cause
+        ``EncodeError.SCHEME``; ``ValueError`` in golden and sim). The header format is the same
+        (s = 0, f = 0), and the decoders read every scheme whatever this is.
 
     Provisioning (``comparators``, ``representatives``), the paper's argument: the matcher takes
     ``rounds = ceil(7 / comparators)`` cycles per sub-vector (the paper's one cosine unit: 8).
@@ -146,6 +157,7 @@ class FocusParams:
     gating: str = "enable"
     representatives: str = "first+mean"
     scatter_rows: int = 2
+    offset_schemes: str = "all"
 
     def __post_init__(self):
         for name, (low, high) in _INT_RANGES.items():
@@ -179,9 +191,11 @@ class FocusParams:
     @classmethod
     def board(cls):
         """For the boards: 256 tokens, 2 lanes, V = 8, 2 comparators, 16-bit code words. The
-        iCE40 UP5K (iCEBreaker) holds its SEC (84 % of the logic cells with the UART bridge; 4
-        lanes need 101 %), not the whole unit (more than 3 times the device, as measured before
-        the block matcher was sized to its rate); the ULX3S's ECP5 holds it all. Two comparators
+        iCE40 UP5K (iCEBreaker) holds its SEC, not the whole unit (more than 3 times the device,
+        as measured before the block matcher was sized to its rate), and only with
+        ``offset_schemes = "kept-exp-golomb"``, which ``boards.top.board_params`` sets for it
+        (91 % of the logic cells with the UART bridge; all 32 offset schemes need 118 %); the
+        ULX3S's ECP5 holds it all, with every scheme. Two comparators
         (4 cycles per sub-vector) although one would keep up (see the class docstring): the
         board exercises the multi-lane selection on hardware, and at V = 8 it costs little."""
         return cls(tokens=256, lanes=2, dim=8, layers=8, window=64, tile=256, comparators=2,
@@ -238,7 +252,8 @@ class FocusParams:
         return (f"M{self.tokens}_a{self.lanes}_s{self.score_bits}_{self.sorter}_w{self.word_bits}"
                 f"_V{self.dim}_e{self.elem_bits}_F{self.theta_bits}_L{self.layers}"
                 f"_W{self.window}_T{self.tile}_c{self.comparators}_{self.gating}"
-                f"_{'fm' if self.mean_unit else 'f'}_r{self.scatter_rows}")
+                f"_{'fm' if self.mean_unit else 'f'}_r{self.scatter_rows}"
+                f"{'' if self.offset_schemes == 'all' else '_keg'}")
 
     @property
     def mean_unit(self):

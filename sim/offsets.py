@@ -27,11 +27,13 @@ from golden.offsets import (
     EXPGOLOMB,
     KEPT,
     RICE,
+    SCHEME_SETS,
     SCHEMES,
     Scheme,
     check_code,
     check_mask,
     check_scheme,
+    check_schemes,
     check_word_bits,
     scheme_bits,
 )
@@ -76,20 +78,25 @@ def decode_error_message(cause):
     return f"malformed offset code: {_DECODE_MESSAGES[cause]} (RTL decoder cause {cause.name})"
 
 
-def fit_params(M, word_bits=32, argument="M"):
+def fit_params(M, word_bits=32, argument="M", schemes="all"):
     """The parameters used when none are given: ``tokens`` the next power of two >= max(M, 8)
-    (so nearby sizes share a netlist), ``word_bits``, and the default ``lanes``. M beyond the
-    RTL's 65536 tokens raises ``ValueError`` naming ``argument`` (the user's name for M)."""
+    (so nearby sizes share a netlist), ``word_bits``, ``offset_schemes = schemes`` and the
+    default ``lanes``. M beyond the RTL's 65536 tokens raises ``ValueError`` naming ``argument``
+    (the user's name for M)."""
     M = check_limit("tokens", M, argument)
-    return FocusParams(tokens=1 << max(3, (M - 1).bit_length()), word_bits=word_bits)
+    return FocusParams(tokens=1 << max(3, (M - 1).bit_length()), word_bits=word_bits,
+                       offset_schemes=schemes)
 
 
-def _check_params(params, M, word_bits):
+def _check_params(params, M, word_bits, schemes=None):
     if not isinstance(params, FocusParams):
         raise TypeError(f"params must be a FocusParams, not {params!r}")
     if params.word_bits != word_bits:
         raise ValueError(f"params.word_bits = {params.word_bits} does not match word_bits = "
                          f"{word_bits}")
+    if schemes is not None and params.offset_schemes != schemes:
+        raise ValueError(f"params.offset_schemes = {params.offset_schemes!r} does not match "
+                         f"schemes = {schemes!r}")
     if M > params.tokens:
         raise ValueError(f"M = {M} > tokens = {params.tokens}: the job has more tokens than the "
                          f"unit's buffer (FocusParams.tokens)")
@@ -210,12 +217,17 @@ def regression_masks(params, count, seed=0):
     random masks with M over 1 .. tokens (edges favoured), densities 0 to 1 (empty, full,
     uniform, single, clustered, sparse with long gaps) and the schemes None (adaptive), then the
     32 fixed ones in turn (an int is a kept-set Exp-Golomb order; a Rice scheme that cannot code
-    the mask becomes the Exp-Golomb one: :func:`usable`)."""
+    the mask becomes the Exp-Golomb one: :func:`usable`). Only the schemes of
+    ``params.offset_schemes`` are used (``"kept-exp-golomb"``: no dropped-set edges, and the 8
+    kept-set Exp-Golomb schemes in turn)."""
     rng = np.random.default_rng(seed)
-    orders = [None, *SCHEMES]
+    allowed = SCHEME_SETS[params.offset_schemes]
+    orders = [None, *allowed]
     top = params.tokens
     edges = []
     for order in (0, None, 7, Scheme(DROPPED, RICE, 0), Scheme(DROPPED, EXPGOLOMB, 7)):
+        if isinstance(order, Scheme) and order not in allowed:
+            continue
         only_last = np.zeros(top, bool)
         only_last[-1] = True            # the longest gap, tokens - 1: the longest codes
         ends = np.zeros(top, bool)
@@ -230,13 +242,15 @@ def regression_masks(params, count, seed=0):
     return edges[:count] + jobs
 
 
-def golden_code(mask, order, word_bits):
+def golden_code(mask, order, word_bits, schemes="all"):
     """:func:`golden.offsets.encode_offsets` of an encoder job's mask and scheme (None, an
-    order, or a :class:`golden.offsets.Scheme`)."""
+    order, or a :class:`golden.offsets.Scheme`), for an encoder built with ``schemes``
+    (``FocusParams.offset_schemes``)."""
     scheme = as_scheme(order)
     if scheme is None:
-        return golden_encode(mask, None, word_bits)
-    return golden_encode(mask, scheme.order, word_bits, coded=scheme.coded, family=scheme.family)
+        return golden_encode(mask, None, word_bits, schemes=schemes)
+    return golden_encode(mask, scheme.order, word_bits, coded=scheme.coded, family=scheme.family,
+                         schemes=schemes)
 
 
 def _encode(mask, order, word_bits):
@@ -372,8 +386,8 @@ def _run_cocotb(block, params, payloads, simulator, stalls, seed):
 
 # ---- the spec 6 API --------------------------------------------------------------------------
 
-def encode_offsets(mask, order=None, word_bits=32, *, coded=None, family=None, params=None,
-                   simulator="amaranth", stalls=0.0, stats=None, seed=0):
+def encode_offsets(mask, order=None, word_bits=32, *, coded=None, family=None, schemes="all",
+                   params=None, simulator="amaranth", stalls=0.0, stats=None, seed=0):
     """Encode a keep mask with the RTL encoder: the same ``(words, nbits)`` as
     :func:`golden.offsets.encode_offsets` for the same arguments.
 
@@ -385,6 +399,9 @@ def encode_offsets(mask, order=None, word_bits=32, *, coded=None, family=None, p
     word_bits : int
         8 to 64; must equal ``params.word_bits`` when ``params`` is given.
     coded, family : as :func:`golden.offsets.encode_offsets` (a fixed scheme's set and family).
+    schemes : "all" (default) or "kept-exp-golomb"
+        As :func:`golden.offsets.encode_offsets`; must equal ``params.offset_schemes`` when
+        ``params`` is given.
     params : FocusParams or None
         None: :func:`fit_params`. M > ``params.tokens`` raises ``ValueError``.
     simulator : str
@@ -400,12 +417,12 @@ def encode_offsets(mask, order=None, word_bits=32, *, coded=None, family=None, p
     (numpy.ndarray of uint64, int)
     """
     mask = check_mask(mask)
-    scheme = check_scheme(order, coded, family)
+    scheme = check_scheme(order, coded, family, check_schemes(schemes))
     word_bits = check_word_bits(word_bits)
     check_simulator(simulator)
     if params is None:
-        params = fit_params(mask.size, word_bits)
-    _check_params(params, mask.size, word_bits)
+        params = fit_params(mask.size, word_bits, schemes=schemes)
+    _check_params(params, mask.size, word_bits, schemes)
     if scheme is not None and scheme_bits(mask)[scheme] < 0:
         golden_code(mask, scheme, word_bits)      # golden's ValueError: this Rice cannot code it
     with rtl_failures("sim.encode_offsets"):

@@ -30,7 +30,7 @@ The lower level, shared with the tests and the cocotb testbenches:
 
 import numpy as np
 
-from golden.offsets import check_order, check_word_bits
+from golden.offsets import check_order, check_schemes, check_word_bits
 from golden.results import SecResult
 from golden.sec import MODES, _unsigned, check_keep, check_scores
 from rtl.codecs import (
@@ -426,7 +426,7 @@ def topk_mask(s, keep, *, params=None, simulator="amaranth", stalls=0.0, stats=N
     return mask
 
 
-def sec(scores, keep, *, mode="spatial", order=None, word_bits=32, params=None,
+def sec(scores, keep, *, mode="spatial", order=None, word_bits=32, schemes="all", params=None,
         simulator="amaranth", stalls=0.0, stats=None, seed=0):
     """The whole SEC job on the RTL: importance, top-k and offset code; the same
     ``(mask, words, nbits)`` as :func:`golden.sec`.
@@ -443,10 +443,13 @@ def sec(scores, keep, *, mode="spatial", order=None, word_bits=32, params=None,
         The Exp-Golomb order 0..7, or None for the adaptive one.
     word_bits : int
         8 to 64; must equal ``params.word_bits`` when ``params`` is given.
+    schemes : "all" (default) or "kept-exp-golomb"
+        As :func:`golden.sec`; must equal ``params.offset_schemes`` when ``params`` is given.
     params : FocusParams or None
-        None: the default with ``tokens`` raised to M, ``score_bits`` to what the scores need and
-        this ``word_bits``. M > tokens, R > 65535, scores wider than ``score_bits`` or a
-        ``word_bits`` mismatch raise ``ValueError``. ``params.sorter`` picks the sorter.
+        None: the default with ``tokens`` raised to M, ``score_bits`` to what the scores need,
+        this ``word_bits`` and ``schemes``. M > tokens, R > 65535, scores wider than
+        ``score_bits`` or a ``word_bits`` or ``schemes`` mismatch raise ``ValueError``.
+        ``params.sorter`` picks the sorter.
     simulator : str
         ``"amaranth"``, ``"icarus"`` or ``"verilator"``.
     stalls : float
@@ -466,15 +469,20 @@ def sec(scores, keep, *, mode="spatial", order=None, word_bits=32, params=None,
     keep = check_keep(keep)
     order = check_order(order)
     word_bits = check_word_bits(word_bits)
+    schemes = check_schemes(schemes)
     check_simulator(simulator)
     R, M = a.shape
     if params is None:
-        params = fit_params(M, _needed_bits(a)).replace(word_bits=word_bits)
+        params = fit_params(M, _needed_bits(a)).replace(word_bits=word_bits,
+                                                        offset_schemes=schemes)
     _check_params(params, M, a, "scores")
     _check_rows(R)
     if params.word_bits != word_bits:
         raise ValueError(f"params.word_bits = {params.word_bits} does not match word_bits = "
                          f"{word_bits}")
+    if params.offset_schemes != schemes:
+        raise ValueError(f"params.offset_schemes = {params.offset_schemes!r} does not match "
+                         f"schemes = {schemes!r}")
     with rtl_failures("sim.sec"):
         (result,) = run_sec_jobs(params, [sec_job(params, a, mode, keep, order)],
                                  simulator=simulator, stalls=stalls, seed=seed)

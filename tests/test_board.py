@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """``focus-rtl board build`` and ``board flash``: bitstreams, timing check, programmer handling.
 
 The fast tests build the ``blinky`` design (seconds); the Focus unit's own bitstreams are the
@@ -12,9 +13,10 @@ import sys
 import pytest
 
 from boards import cli as board_cli
-from boards.top import BOARDS
+from boards.top import BOARDS, BoardTop, board_params
 from focus_rtl.cli import main
 from rtl.flow.toolchain import display_path
+from rtl.params import FocusParams
 
 pytestmark = pytest.mark.synth
 
@@ -125,6 +127,25 @@ def test_programmer_override_not_found(home, monkeypatch, capsys):
     assert "no-such-programmer-xyz not found" in err and "FOCUS_PROGRAMMER" in err
 
 
+def test_board_params():
+    """The iCEBreaker builds FocusParams.board() with offset_schemes = "kept-exp-golomb" (the
+    32-scheme encoder does not fit the UP5K beside SEC); the ULX3S boards keep every scheme;
+    --set overrides come last; a bad one is a ValueError naming the field."""
+    assert board_params("icebreaker") == FocusParams.board().replace(
+        offset_schemes="kept-exp-golomb")
+    assert BoardTop("icebreaker").params.offset_schemes == "kept-exp-golomb"
+    for name in BOARDS:
+        if name != "icebreaker":
+            assert board_params(name) == FocusParams.board()
+            assert BoardTop(name).params == FocusParams.board()
+    assert board_params("icebreaker", ["offset_schemes=all"]) == FocusParams.board()
+    assert board_params("ulx3s", ["lanes=4"]).lanes == 4
+    with pytest.raises(ValueError, match=r"^FocusParams\.offset_schemes = 'x' is not allowed"):
+        board_params("icebreaker", ["offset_schemes=x"])
+    params = board_cli.build_inputs("icebreaker")["params"]
+    assert params["offset_schemes"] == "kept-exp-golomb"
+
+
 def test_default_programmers(monkeypatch):
     monkeypatch.delenv("FOCUS_PROGRAMMER", raising=False)
     found = {"openFPGALoader"}
@@ -231,12 +252,10 @@ def test_focus_bitstream_ulx3s(home, capsys):
 
 
 @pytest.mark.bitstream
-@pytest.mark.xfail(strict=True, reason="known regression: with issue 18's 32-scheme offset encoder "
-                   "the SEC-only design needs 6 245 of the UP5K's 5 280 logic cells (nextpnr: "
-                   "'Failed to expand region'); README 'On a real board' says so")
 def test_focus_bitstream_icebreaker(home, capsys):
-    """The iCEBreaker's build: SEC only (the whole unit does not fit the UP5K) at the board's
-    12 MHz; no DSP (there is no multiplier without SIC)."""
+    """The iCEBreaker's build: SEC only (the whole unit does not fit the UP5K), its offset
+    encoder with the kept-set Exp-Golomb schemes only (all 32 do not fit beside SEC), at the
+    board's 12 MHz; no DSP (there is no multiplier without SIC)."""
     status, out, captured = _focus_build(home, "icebreaker", capsys)
     assert status == 0, captured.err
     assert (out / "focus.bin").is_file()

@@ -346,6 +346,41 @@ def test_adaptive_tie_cases():
     assert adaptive_scheme(mask_from_gaps([1, 1], tail=1)) == (0, 0, 1)
 
 
+def test_kept_exp_golomb_schemes_restrict_the_adaptive_choice():
+    """``schemes="kept-exp-golomb"``: the adaptive code is the shortest of the 8 kept-set
+    Exp-Golomb reference strings (ties to the smaller order), also where one of the other 24
+    schemes is shorter; fixed kept-set Exp-Golomb codes are unchanged; the other schemes raise
+    ``ValueError`` naming the parameter; the code decodes with the ordinary decoder."""
+    rng = np.random.default_rng(27)
+    shorter_elsewhere = 0
+    for _ in range(300):
+        M = int(rng.integers(1, 150))
+        mask = rng.random(M) < rng.choice([0.0, 0.1, 0.5, 0.9, 1.0])
+        strings = [ref_string(mask, e) for e in range(8)]
+        e = min(range(8), key=lambda k: (len(strings[k]), k))
+        shorter_elsewhere += len(ref_adaptive(mask)[1]) < len(strings[e])
+        assert adaptive_scheme(mask, schemes="kept-exp-golomb") == Scheme(0, 0, e)
+        words, nbits = encode_offsets(mask, None, 16, schemes="kept-exp-golomb")
+        assert bits_of(words, nbits, 16) == strings[e]
+        assert code_bits(mask, None, schemes="kept-exp-golomb") == nbits
+        assert np.array_equal(decode_offsets(words, nbits, M, 16), mask)
+        fixed = encode_offsets(mask, 3, 16, schemes="kept-exp-golomb")
+        assert bits_of(*fixed, 16) == strings[3]
+    assert shorter_elsewhere > 50      # the restriction really changed the choice
+    mask = np.ones(9, bool)
+    for coded, family in (("dropped", None), (None, "rice"), (1, 1)):
+        with pytest.raises(ValueError, match=r"is not available with schemes = "
+                                             r"'kept-exp-golomb'"):
+            encode_offsets(mask, 0, coded=coded, family=family, schemes="kept-exp-golomb")
+        with pytest.raises(ValueError, match=r"is not available with schemes"):
+            code_bits(mask, 0, coded=coded, family=family, schemes="kept-exp-golomb")
+    for bad in ("none", None, 0):
+        with pytest.raises(ValueError, match=r"^schemes must be 'all' or 'kept-exp-golomb', "):
+            encode_offsets(mask, schemes=bad)
+        with pytest.raises(ValueError, match=r"^schemes must be"):
+            adaptive_scheme(mask, schemes=bad)
+
+
 def test_code_bits_helpers():
     mask = mask_from_gaps([0, 1, 5, 20], tail=4)
     M = mask.size

@@ -8,7 +8,16 @@ from helpers import OFFSET_SHAPES
 import golden
 import sim
 from golden.cycles import encode_fields
-from golden.offsets import DROPPED, RICE, Scheme, adaptive_scheme
+from golden.offsets import (
+    DROPPED,
+    EXPGOLOMB,
+    KEPT,
+    RICE,
+    SCHEMES,
+    Scheme,
+    adaptive_order,
+    adaptive_scheme,
+)
 from rtl.params import FocusParams
 from rtl.sec.offset_encoder import EncodeError, OffsetEncoder
 from sim.offsets import (
@@ -25,6 +34,11 @@ from sim.streams import Stalls
 
 SHAPES = OFFSET_SHAPES
 SMALL = SHAPES[0]
+NARROW = "kept-exp-golomb"
+#: Both values of FocusParams.offset_schemes.
+SCHEME_SETS = ("all", NARROW)
+#: Cycles of the scheme choice: one per scheme the encoder has, plus one (spec 3.3).
+CHOOSE_CYCLES = {"all": 33, NARROW: 9}
 
 #: The H.264 ue(v) table (ITU-T H.264 clause 9.1, Table 9-2): codeNum -> bit string.
 UE_TABLE = {0: "1", 1: "010", 2: "011", 3: "00100", 4: "00101", 5: "00110", 6: "00111",
@@ -38,7 +52,7 @@ def tag(p):
 def check_against_golden(p, jobs, results):
     for k, ((mask, order), result) in enumerate(zip(jobs, results, strict=True)):
         words, nbits = encoder_result(result)
-        want, want_nbits = golden_code(mask, order, p.word_bits)
+        want, want_nbits = golden_code(mask, order, p.word_bits, p.offset_schemes)
         assert nbits == want_nbits and np.array_equal(words, want), (
             f"job {k}: M {mask.size}, order {order}, kept {np.flatnonzero(mask).tolist()}: "
             f"RTL {words.tolist()} / {nbits}, golden {want.tolist()} / {want_nbits}")
@@ -53,32 +67,38 @@ def cycle_terms(mask, lanes, words, dropped=False):
     return sum(max(1, x) for x in pops), max(encode_fields(mask, dropped), words)
 
 
-@pytest.mark.parametrize("p", SHAPES, ids=tag)
+@pytest.mark.parametrize("p", SHAPES + [SHAPES[0].replace(offset_schemes=NARROW),
+                                        SHAPES[-1].replace(offset_schemes=NARROW)], ids=tag)
 def test_random_masks_match_golden(p):
-    """Edges and random masks (M 1..tokens, densities 0..1, every scheme and adaptive), back to
-    back, no stalls; the cycles follow the documented ingest + emission model to within 43..44
-    (42 with no code after the header)."""
+    """Edges and random masks (M 1..tokens, densities 0..1, every scheme the encoder has and
+    adaptive), back to back, no stalls; the cycles follow the documented ingest + emission model
+    to within 43..44 (42 with no code after the header); 19..20 (18) with the 8 kept-set
+    Exp-Golomb schemes only, whose choice takes 24 cycles fewer."""
     jobs = regression_masks(p, 120, seed=p.tokens + p.word_bits)
+    fewer = 33 - CHOOSE_CYCLES[p.offset_schemes]
     results = run_encoder_jobs(p, jobs)
     check_against_golden(p, jobs, results)
     for (mask, _order), result in zip(jobs, results, strict=True):
         dropped = bool((int(result["o_stream"][0]["word"]) >> (p.word_bits - 4)) & 1)
         ingest, emission = cycle_terms(mask, p.lanes, len(result["o_stream"]), dropped)
         # With no code after the header no gap goes through the gap register: one cycle fewer.
-        low = ingest + emission + (43 if encode_fields(mask, dropped) > 1 else 42)
-        assert low <= result["cycles"] <= ingest + emission + 44, (
+        low = ingest + emission + (43 if encode_fields(mask, dropped) > 1 else 42) - fewer
+        assert low <= result["cycles"] <= ingest + emission + 44 - fewer, (
             f"M {mask.size}, n {int(mask.sum())}: {result['cycles']} cycles, model "
-            f"{ingest} + {emission} + 42..44")
+            f"{ingest} + {emission} + {42 - fewer}..{44 - fewer}")
 
 
+@pytest.mark.parametrize("schemes", SCHEME_SETS)
 @pytest.mark.parametrize("backpressure", [0.0, 0.3], ids=["nobp", "bp"])
 @pytest.mark.parametrize("idle", [0.0, 0.3], ids=["noidle", "idle"])
-def test_under_stalls(idle, backpressure):
+def test_under_stalls(idle, backpressure, schemes):
     """Input idles and output back-pressure (and both), with stream monitors on every port; the
-    jobs cover adaptive and all 32 fixed schemes."""
-    jobs = regression_masks(SMALL, 70, seed=7)
+    jobs cover adaptive and every fixed scheme the encoder has (32, or the 8 kept-set
+    Exp-Golomb ones)."""
+    p = SMALL.replace(offset_schemes=schemes)
+    jobs = regression_masks(p, 70, seed=7)
     stalls = {"cfg_stream": idle, "i_stream": idle, "o_stream": backpressure}
-    check_against_golden(SMALL, jobs, run_encoder_jobs(SMALL, jobs, stalls=stalls, seed=5))
+    check_against_golden(p, jobs, run_encoder_jobs(p, jobs, stalls=stalls, seed=5))
 
 
 def test_long_backpressure():
@@ -220,3 +240,77 @@ def test_sim_rejects_jobs_the_params_cannot_hold():
         sim.encode_offsets(np.ones(4, bool), 0, 16, params=p)
     with pytest.raises(ValueError, match=r"^Unknown simulator 'xsim'"):
         sim.encode_offsets(np.ones(4, bool), simulator="xsim")
+
+
+# ---- offset_schemes = "kept-exp-golomb" ------------------------------------------------------
+
+def test_narrow_adaptive_choice_is_the_best_kept_set_order():
+    """Masks where the 32-scheme choice takes the dropped set or Rice: the narrow encoder's
+    adaptive code is the kept set in Exp-Golomb at the order with the fewest bits (golden's
+    ``adaptive_order``, the choice before the set and the family were added), header s = f = 0,
+    and golden's restricted choice is that scheme."""
+    p = SMALL.replace(offset_schemes=NARROW)
+    rng = np.random.default_rng(11)
+    masks = [np.ones(64, bool), np.arange(64) % 9 != 0, rng.random(64) < 0.9,
+             np.arange(40) % 2 == 0, rng.random(64) < 0.5]
+    wide = [adaptive_scheme(mask) for mask in masks]
+    assert any(s.coded == DROPPED for s in wide) and any(s.family == RICE for s in wide)
+    results = run_encoder_jobs(p, [(mask, None) for mask in masks], stalls=0.3, seed=2)
+    for mask, result in zip(masks, results, strict=True):
+        words, nbits = encoder_result(result)
+        order = adaptive_order(mask)
+        assert adaptive_scheme(mask, schemes=NARROW) == Scheme(KEPT, EXPGOLOMB, order)
+        want = golden.encode_offsets(mask, order, 8)
+        assert nbits == want[1] and np.array_equal(words, want[0])
+        assert int(words[0]) >> 3 == order << 2         # e | s = 0 | f = 0
+
+
+@pytest.mark.parametrize("scheme", [Scheme(DROPPED, EXPGOLOMB, 0), Scheme(KEPT, RICE, 3),
+                                    Scheme(DROPPED, RICE, 7)])
+def test_narrow_encoder_refuses_the_schemes_it_lacks(scheme):
+    """A fixed dropped-set or Rice scheme asked of a narrow encoder: error, cause SCHEME, no word,
+    its mask beats drained, idle soon after the last one; the next job is encoded. golden and sim
+    raise the same ValueError (the RTL is not run for it)."""
+    p = FocusParams(tokens=16, lanes=4, word_bits=8, offset_schemes=NARROW)
+    good = np.array([1, 0, 0, 1, 1, 0, 0, 0, 0, 0, 1], bool)
+    coded, family = ("kept", "dropped")[scheme.coded], ("expgolomb", "rice")[scheme.family]
+    match = (rf"^the scheme coded = '{coded}', family = '{family}' is not available with "
+             rf"schemes = 'kept-exp-golomb'")
+    with pytest.raises(ValueError, match=match):
+        golden.encode_offsets(good, scheme.order, 8, coded=coded, family=family, schemes=NARROW)
+    with pytest.raises(ValueError, match=match):
+        sim.encode_offsets(good, scheme.order, 8, coded=coded, family=family, schemes=NARROW,
+                           params=p)
+    bad = encoder_job(good, scheme, p.lanes)
+    results = run_jobs(OffsetEncoder(p), ENCODER_PORTS, [bad, encoder_job(good, None, p.lanes)],
+                       stalls={"cfg_stream": 0.3, "i_stream": 0.3, "o_stream": 0.3}, seed=4)
+    assert results[0]["error"] == 1 and results[0]["cause"] == EncodeError.SCHEME.value
+    assert results[0]["o_stream"] == []
+    check_against_golden(p, [(good, None)], results[1:])
+    # No stalls: idle one cycle after the last of the bad job's 3 beats.
+    results = run_jobs(OffsetEncoder(p), ENCODER_PORTS, [bad, encoder_job(good, 2, p.lanes)])
+    assert results[0]["cause"] == EncodeError.SCHEME.value
+    assert results[0]["end"] <= len(bad["i_stream"]) + 3
+    check_against_golden(p, [(good, 2)], results[1:])
+
+
+def test_narrow_encoder_takes_the_kept_set_schemes_and_adaptive():
+    """Each of the 8 schemes a narrow encoder has, fixed, and a mask the dropped set would code
+    best (all kept), through the RTL under stalls."""
+    p = SHAPES[1].replace(offset_schemes=NARROW)
+    rng = np.random.default_rng(5)
+    jobs = [(rng.random(int(rng.integers(1, 65))) < 0.4, scheme) for scheme in SCHEMES[:8]]
+    jobs += [(np.ones(64, bool), None), (np.ones(64, bool), 0)]
+    check_against_golden(p, jobs, run_encoder_jobs(p, jobs, stalls=0.3, seed=9))
+
+
+def test_sim_schemes_must_match_the_params():
+    p = FocusParams(tokens=16, word_bits=8, offset_schemes=NARROW)
+    with pytest.raises(ValueError, match=r"^params.offset_schemes = 'kept-exp-golomb' does not "
+                                         r"match schemes = 'all'$"):
+        sim.encode_offsets(np.ones(4, bool), 0, 8, params=p)
+    with pytest.raises(ValueError, match=r"^schemes must be 'all' or 'kept-exp-golomb', not "
+                                         r"'rice'$"):
+        sim.encode_offsets(np.ones(4, bool), 0, 8, schemes="rice")
+    with pytest.raises(ValueError, match=r"^schemes must be 'all' or 'kept-exp-golomb'"):
+        golden.encode_offsets(np.ones(4, bool), schemes=None)

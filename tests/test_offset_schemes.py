@@ -2,13 +2,15 @@
 """Every scheme of the offset code (spec 3.3: kept or dropped set, Exp-Golomb or Rice, orders 0..7,
 and the adaptive choice) through the RTL encoder and then both RTL decoders (with the mask and
 index-only), under the four stall patterns, against golden: the encoder's words are golden's,
-and both decoders give back the mask and its kept indices."""
+and both decoders give back the mask and its kept indices. Also for an encoder built with
+``offset_schemes = "kept-exp-golomb"`` (its 8 schemes and its adaptive choice), whose codes the
+same decoders read."""
 
 import numpy as np
 import pytest
 from helpers import OFFSET_SHAPES
 
-from golden.offsets import SCHEMES, decode_offsets, scheme_bits
+from golden.offsets import SCHEME_SETS, decode_offsets, scheme_bits
 from rtl.sec.offset_decoder import OffsetDecoder
 from sim.offsets import (
     DECODER_PORTS,
@@ -28,14 +30,15 @@ ENC_STALLS = stall_patterns(("cfg_stream", "i_stream"), ("o_stream",))
 DEC_STALLS = stall_patterns(("cfg_stream", "i_stream"), ("o_stream", "idx_stream"))
 
 
-def scheme_jobs(seed):
-    """For each of the 32 schemes and the adaptive one, two masks it can code (a random one and,
-    in turn, empty, full, one token, or dense/sparse), M from 1 to tokens."""
+def scheme_jobs(seed, schemes="all"):
+    """For each scheme of ``SCHEME_SETS[schemes]`` (32, or the 8 kept-set Exp-Golomb ones) and
+    the adaptive one, two masks it can code (a random one and, in turn, empty, full, one token,
+    or dense/sparse), M from 1 to tokens."""
     rng = np.random.default_rng(seed)
     jobs = []
     specials = [np.zeros(P.tokens, bool), np.ones(P.tokens, bool), np.eye(1, 37, 36, bool)[0],
                 np.arange(P.tokens) % 7 != 0, np.arange(50) % 9 == 0]
-    for k, scheme in enumerate([None, *SCHEMES]):
+    for k, scheme in enumerate([None, *SCHEME_SETS[schemes]]):
         for mask in (random_mask(int(rng.integers(1, P.tokens + 1)), rng),
                      specials[k % len(specials)]):
             if scheme is not None and scheme_bits(mask)[scheme] < 0:
@@ -44,14 +47,16 @@ def scheme_jobs(seed):
     return jobs
 
 
+@pytest.mark.parametrize("schemes", sorted(SCHEME_SETS))
 @pytest.mark.parametrize("pattern", sorted(ENC_STALLS))
-def test_every_scheme_round_trips_through_the_rtl(pattern):
-    jobs = scheme_jobs(seed=len(pattern))
-    encoded = run_encoder_jobs(P, jobs, stalls=ENC_STALLS[pattern], seed=3)
+def test_every_scheme_round_trips_through_the_rtl(pattern, schemes):
+    jobs = scheme_jobs(seed=len(pattern), schemes=schemes)
+    encoded = run_encoder_jobs(P.replace(offset_schemes=schemes), jobs,
+                               stalls=ENC_STALLS[pattern], seed=3)
     codes = []
     for (mask, scheme), result in zip(jobs, encoded, strict=True):
         words, nbits = encoder_result(result)
-        want = golden_code(mask, scheme, P.word_bits)
+        want = golden_code(mask, scheme, P.word_bits, schemes)
         assert nbits == want[1] and np.array_equal(words, want[0]), (scheme, mask.astype(int))
         head = int(words[0]) >> (P.word_bits - 5)
         if scheme is not None:

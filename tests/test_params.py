@@ -15,7 +15,8 @@ INT_FIELDS = {
     "scatter_rows": (1, 64),
 }
 CHOICE_FIELDS = {"sorter": ("bubble", "radix"), "gating": ("enable", "icg"),
-                 "representatives": ("first+mean", "first")}
+                 "representatives": ("first+mean", "first"),
+                 "offset_schemes": ("all", "kept-exp-golomb")}
 
 
 def test_defaults_match_spec_table():
@@ -133,6 +134,25 @@ def test_representatives():
     old = FocusParams().to_dict()
     del old["representatives"]
     assert FocusParams.from_dict(old).mean_unit
+
+
+def test_offset_schemes():
+    """Both values, through the constructor, ``--set`` and the dict form; the tag tells them
+    apart (the default's tag is unchanged); a bad value is a ValueError naming the field."""
+    narrow = FocusParams(offset_schemes="kept-exp-golomb")
+    assert FocusParams().offset_schemes == "all" and FocusParams.board().offset_schemes == "all"
+    assert FocusParams().with_overrides(["offset_schemes=kept-exp-golomb"]) == narrow
+    assert FocusParams.from_dict(narrow.to_dict()) == narrow
+    assert narrow.tag == FocusParams().tag + "_keg"
+    with pytest.raises(ValueError, match=r"^FocusParams\.offset_schemes = 'rice' is not "
+                                         r"allowed: it must be 'all' or 'kept-exp-golomb'$"):
+        FocusParams(offset_schemes="rice")
+    with pytest.raises(TypeError, match=r"^FocusParams\.offset_schemes must be a string"):
+        FocusParams(offset_schemes=0)
+    # A dict from before the field existed still loads, with every scheme.
+    old = FocusParams().to_dict()
+    del old["offset_schemes"]
+    assert FocusParams.from_dict(old).offset_schemes == "all"
 
 
 def test_dict_round_trip():

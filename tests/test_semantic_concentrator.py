@@ -202,6 +202,23 @@ def test_sim_sec_matches_golden(sorter, word_bits):
         assert stats["order"] == int(want[1][0]) >> (word_bits - 3)
 
 
+def test_sim_sec_with_the_kept_set_exp_golomb_encoder():
+    """SEC built with offset_schemes = "kept-exp-golomb" (the iCEBreaker's): its adaptive code is
+    golden's restricted choice (here shorter schemes exist: the code differs from the 32-scheme
+    one), under stalls; schemes and params must agree."""
+    rng = np.random.default_rng(8)
+    p = FocusParams(tokens=40, lanes=2, word_bits=16, offset_schemes="kept-exp-golomb")
+    scores = rng.integers(0, 1000, (2, 40)).astype(np.uint16)
+    got = sim.sec(scores, 30, word_bits=16, schemes="kept-exp-golomb", params=p, stalls=0.3,
+                  seed=2)
+    want = golden.sec(scores, 30, word_bits=16, schemes="kept-exp-golomb")
+    assert (got[0] == want[0]).all() and np.array_equal(got[1], want[1]) and got[2] == want[2]
+    assert want[2] > golden.sec(scores, 30, word_bits=16)[2]
+    with pytest.raises(ValueError, match=r"^params.offset_schemes = 'kept-exp-golomb' does not "
+                                         r"match schemes = 'all'$"):
+        sim.sec(scores, 30, word_bits=16, params=p)
+
+
 def test_sim_sec_default_params_fit_the_data():
     scores = np.arange(3 * 40, dtype=np.uint32).reshape(3, 40) * 3000     # 19-bit scores
     got = sim.sec(scores, 5, word_bits=8)
@@ -220,6 +237,7 @@ def test_sim_sec_default_params_fit_the_data():
     ((np.ones((2, 3), np.uint8), 1), {"mode": "diagonal"}, r"^mode = 'diagonal' is not allowed"),
     ((np.ones((2, 3), np.uint8), 1), {"order": 8}, r"^order must be None \(adaptive\) or an"),
     ((np.ones((2, 3), np.uint8), 1), {"word_bits": 7}, r"^word_bits = 7 is out of range"),
+    ((np.ones((2, 3), np.uint8), 1), {"schemes": "rice"}, r"^schemes must be 'all' or "),
 ])
 def test_sim_sec_rejects_what_golden_rejects(args, kwargs, message):
     raises_like_golden(message, golden.sec, sim.sec, *args, **kwargs)

@@ -1,12 +1,13 @@
 """The SEC offset decoder (spec 3.3): offset code in (kept or dropped set, Exp-Golomb or Rice gaps),
 keep mask and kept indices out."""
 
-from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Module, Mux, Signal, unsigned
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
 from ..layouts import mask_beat_layout, offset_word_layout
+from .code_parser import CodeParser, decode_field_bits, leading_zero_limit, parsed_code_layout
 from .mask_builder import INDEX_FIFO_DEPTH, MaskBuilder
 from .offset_encoder import HEADER_FIXED_BITS, bit_length, rice_limit_bits
 
@@ -43,16 +44,6 @@ class DecodeError(enum.Enum, shape=4):
     UNARY = 9
 
 
-class _Phase(enum.Enum, shape=2):
-    """The decoder's phase within a job."""
-    #: The header is next.
-    HDR = 0
-    #: One code per cycle.
-    CODES = 1
-    #: The n codes are decoded.
-    FIN = 2
-
-
 def decoder_config_layout(p):
     """The decoder's configuration beat, one per job: the job's M (``tokens``, 1 ..
     ``params.tokens``) and the string's length ``nbits``."""
@@ -68,20 +59,6 @@ def index_layout(p):
         "index": unsigned(p.index_bits),
         "last": 1,
     })
-
-
-def leading_zero_limit(p):
-    """Z = bit_length(tokens): an Exp-Golomb code with Z leading zeros has v >= 2**(Z+e), so its
-    gap is at least 2**Z - 1 >= tokens >= M and its index is out of range. Z <= 17 < 31."""
-    return p.tokens.bit_length()
-
-
-def decode_field_bits(p):
-    """Longest field the decoder must see at once: an Exp-Golomb code with Z - 1 leading zeros at
-    order 7 (2*Z + 6 bits), a Rice code with the longest unary part (2*Z - 1 zeros) at order 7
-    (2*Z + 7 bits), or the header (5 + bit_length(tokens) bits)."""
-    return max(2 * leading_zero_limit(p) + 6, rice_limit_bits(p) + 8,
-               HEADER_FIXED_BITS + p.count_bits)
 
 
 class OffsetDecoder(FocusBlock):
@@ -102,7 +79,8 @@ class OffsetDecoder(FocusBlock):
     The code lists the kept or the dropped tokens, in Exp-Golomb or Rice gaps (the header says
     which); both outputs always give the kept tokens.
 
-    Datapath, two stages. Stage 1 (the parse): a bit buffer of ``decode_field_bits +
+    Datapath, two stages. Stage 1 (the parse, :class:`rtl.sec.code_parser.CodeParser`, joined
+    to ``i_stream`` and to stage 2 with ``wiring.connect``): a bit buffer of ``decode_field_bits +
     word_bits`` bits takes one word per cycle while it has room; each cycle the header, or one
     code, is found at its top and consumed: a one-hot leading-one detect over 2Z bits (Z =
     bit_length(tokens); Exp-Golomb codes use the first Z, Rice ones the first 2 *
@@ -214,64 +192,43 @@ class OffsetDecoder(FocusBlock):
     def elaborate(self, platform):
         p = self._params
         m = Module()
-        cfg, i, x = self.cfg_stream, self.i_stream, self.idx_stream
-        wb, cb = p.word_bits, p.count_bits
+        cfg, x = self.cfg_stream, self.idx_stream
+        cb = p.count_bits
         zmax = leading_zero_limit(p)
-        win = rice_limit_bits(p) + 1    # the one-hot search window (Rice: 2Z, Exp-Golomb: Z)
-        fw = decode_field_bits(p)
-        bb = fw + wb                    # bit buffer: a word fits in whenever fill <= fw
+        win = rice_limit_bits(p) + 1    # the parser's one-hot search window
 
         # ---- job settings and state -------------------------------------------------------------
         tokens = Signal(cb)
         hb = Signal(range(cb + 1))
-        e, s, f = Signal(3), Signal(), Signal()
-        n = Signal(range(p.tokens + 1))
-        kept = Signal(range(p.tokens + 1))
-        m.d.comb += [self.order.eq(e), self.kept.eq(kept), self.dropped.eq(s), self.rice.eq(f)]
         running = Signal()
-        in_done = Signal()              # the job's last word has been accepted
-        # The phase is an enum, not an m.FSM: a config beat restarts it from any value, so the
-        # decoder leaves even its unused code (the formal proof's induction relies on this).
-        phase = Signal(_Phase)
-        codes_left = Signal(range(p.tokens + 1))
         prev_end = Signal(cb + 1)       # previous index + 1
         error = Signal()
         cause = Signal(DecodeError)
         m.d.comb += [self.error.eq(error), self.cause.eq(cause)]
 
-        buf = Signal(bb)                # left-aligned: bit bb-1 is the next bit of the string
-        fill = Signal(range(bb + 1))    # bits loaded into buf (string and padding)
-        rem = Signal(p.nbits_bits)      # string bits not yet consumed
-        need = Signal(p.nbits_bits)     # string bits not yet loaded
-        all_in = Signal()               # need == 0
-        # String bits in the buffer: all of them (rem <= fill) once the string is all loaded,
-        # else the whole fill (fill < rem); and avail - 1 - e, so that a code with k leading
-        # zeros fits when slack >= 2*k (Rice: k) (compares with constants in the decoder's loop).
-        avail = Signal.like(fill)
-        slack = Signal(signed(len(fill) + 2))
-        rice_ok = Signal(win)           # bit k: a Rice unary part of k zeros is allowed (k < 2hb)
-        rice_lim = Signal(range(2 * cb + 1))
+        # ---- stage 1: the words, parsed into the header and one code per cycle ------------------
+        m.submodules.parser = parser = CodeParser(p)
+        wiring.connect(m, wiring.flipped(self.i_stream), parser.i_stream)
+        s = parser.dropped
+        m.d.comb += [self.order.eq(parser.order), self.kept.eq(parser.kept),
+                     self.dropped.eq(s), self.rice.eq(parser.rice)]
 
         # ---- a new job --------------------------------------------------------------------------
         cfg_fire = cfg.valid & cfg.ready
         m.d.comb += cfg.ready.eq(~running)
+        m.d.comb += [parser.start.eq(cfg_fire), parser.nbits.eq(cfg.payload.nbits),
+                     parser.tokens.eq(tokens), parser.hb.eq(hb), parser.running.eq(running),
+                     parser.error.eq(error)]
         with m.If(cfg_fire):
             cfg_m, cfg_hb = cfg.payload.tokens, bit_length(cfg.payload.tokens)
             bad_m = (cfg_m == 0) | (cfg_m > p.tokens)
             short = cfg.payload.nbits < HEADER_FIXED_BITS + cfg_hb
             m.d.sync += [
-                running.eq(1), in_done.eq(0), phase.eq(_Phase.HDR), codes_left.eq(0),
-                prev_end.eq(0),
-                tokens.eq(cfg_m), hb.eq(cfg_hb), e.eq(0), s.eq(0), f.eq(0), n.eq(0),
-                kept.eq(0),
-                buf.eq(0), fill.eq(0), rem.eq(cfg.payload.nbits), need.eq(cfg.payload.nbits),
-                all_in.eq(cfg.payload.nbits == 0), avail.eq(0), slack.eq(-1),
+                running.eq(1), prev_end.eq(0), tokens.eq(cfg_m), hb.eq(cfg_hb),
                 error.eq(bad_m | short),
                 cause.eq(Mux(bad_m, DecodeError.CONFIG,
                              Mux(short, DecodeError.HEADER, DecodeError.NONE))),
             ]
-        m.d.sync += [rice_lim.eq(2 * hb),
-                     rice_ok.eq(Cat(*(k < rice_lim for k in range(win))))]
 
         # ---- the outputs' room: idx_stream's register and, with the mask, the mask builder's
         # queue (each index goes to both in the same cycle, only when both have room, so
@@ -286,136 +243,38 @@ class OffsetDecoder(FocusBlock):
             room = room & to_mask.ready
 
         # ---- stage 2: the index of the code parsed in the cycle before --------------------------
-        # Stage 1 (below) only finds where each code ends, so its loop (leading zeros, shift) is
-        # short; the value, the index and their checks take the next cycle, here. A kept index
-        # goes to the outputs; a dropped one to the walker, which gives the kept ones.
-        s2_valid, s2_last, s2_trail = Signal(), Signal(), Signal()
-        s2_top = Signal(fw)             # the buffer's top fw bits when the code was parsed
-        s2_shift = Signal(range(fw + 1))  # fw - the code's length
-        # The gap is v + s2_off: v - 2**e (Exp-Golomb), or (quotient << e) + v - 2**e (Rice),
-        # the offset formed at the parse, so stage 2 adds only three registered values.
-        s2_off = Signal(signed(win.bit_length() + 9))
+        # Stage 1 only finds where each code ends, so its loop (leading zeros, shift) is short;
+        # the value, the index and their checks take the next cycle, here. A kept index goes to
+        # the outputs; a dropped one to the walker, which gives the kept ones.
+        code = stream.Signature(parsed_code_layout(p)).flip().create(path=("code",))
+        wiring.connect(m, parser.o_stream, code)
+        s2_valid, c = code.valid, code.payload
         v = Signal(zmax + 8)
-        m.d.comb += v.eq(s2_top >> s2_shift)
-        j = Signal(max(cb + 1, zmax + 8, len(s2_off)) + 2)
-        m.d.comb += j.eq(prev_end + v + s2_off)
+        m.d.comb += v.eq(c.top >> c.shift)
+        # The gap is v + off, the offset formed at the parse, so stage 2 adds only three
+        # registered values.
+        j = Signal(max(cb + 1, zmax + 8, win.bit_length() + 9) + 2)
+        m.d.comb += j.eq(prev_end + v + c.off)
         walk_room = Signal()            # the walker takes a dropped index this cycle
         s2_room = Mux(s, walk_room, room)
-        s2_go = s2_valid & (error | s2_room)  # the entry leaves stage 2 this cycle
+        m.d.comb += code.ready.eq(error | s2_room)  # the entry leaves stage 2 when valid
         ok2, fail2 = Signal(name="ok2"), Signal(name="fail2")
         fail2_cause = Signal(DecodeError)
         with m.If(running & ~error & s2_valid & s2_room):
             with m.If(j >= tokens):
                 m.d.comb += [fail2.eq(1), fail2_cause.eq(DecodeError.INDEX)]
-            with m.Elif(s2_trail):
+            with m.Elif(c.trail):
                 m.d.comb += [fail2.eq(1), fail2_cause.eq(DecodeError.TRAILING)]
             with m.Else():
                 m.d.comb += ok2.eq(1)
                 m.d.sync += prev_end.eq(j + 1)
 
-        # ---- stage 1: parse the header, or one code, at the top of the buffer -------------------
-        first, fits_eg, fits_rice = _code_starts(m, p, buf, slack, win)
-        hl, hdr, hdr_n = _header_fields(m, p, buf, hb)
-        # The leading zeros, from the one-hot first[] by ORs (a binary encoder, not a priority
-        # chain: at most one first[k] is high). Used only when a code fits, so some first[k] is.
-        lz = Signal(range(win + 1))
-        m.d.comb += lz.eq(Cat(*(_or_all(first[k] for k in range(win) if k >> b & 1)
-                                for b in range(len(lz)) if any(k >> b & 1 for k in range(win)))))
-        code_len = Signal(range(fw + 1))
-        m.d.comb += code_len.eq(Mux(f, lz, 2 * lz) + 1 + e)
-        fits = Signal()                 # a whole code is in the buffer
-        m.d.comb += fits.eq(Mux(
-            f, Cat(*(first[k] & rice_ok[k] & fits_rice[k] for k in range(win))).any(),
-            Cat(*(first[k] & fits_eg[k] for k in range(zmax))).any()))
-        no_one = Mux(f, ~Cat(*(first[k] & rice_ok[k] for k in range(win))).any(),
-                     ~buf[bb - zmax:].any())
-        zeros_at = Mux(f, avail >= rice_lim, avail >= zmax)
-
-        take_hdr, take_code = Signal(), Signal()
-        fail, fail_cause = Signal(name="fail"), Signal(DecodeError)
-        active = running & ~error
-        hdr_e, hdr_s, hdr_f = (hdr >> (hb + 2))[:3], (hdr >> (hb + 1))[0], (hdr >> hb)[0]
-        with m.Switch(phase):
-            with m.Case(_Phase.HDR):
-                with m.If(active & (avail >= hl)):
-                    m.d.comb += take_hdr.eq(1)
-                    m.d.sync += [e.eq(hdr_e), s.eq(hdr_s), f.eq(hdr_f), n.eq(hdr_n),
-                                 codes_left.eq(hdr_n),
-                                 kept.eq(Mux(hdr_s, tokens - hdr_n, hdr_n))]
-                    with m.If(hdr_n > tokens):
-                        m.d.comb += [fail.eq(1), fail_cause.eq(DecodeError.COUNT)]
-                    with m.Else():
-                        m.d.sync += phase.eq(_Phase.CODES)
-            with m.Case(_Phase.CODES):
-                with m.If(active & (codes_left == 0)):
-                    # Only for n = 0: the header must be the whole string.
-                    with m.If(rem == 0):
-                        m.d.sync += phase.eq(_Phase.FIN)
-                    with m.Else():
-                        m.d.comb += [fail.eq(1), fail_cause.eq(DecodeError.TRAILING)]
-                with m.Elif(active & (~s2_valid | s2_go)):
-                    with m.If(fits):
-                        m.d.comb += take_code.eq(1)
-                        m.d.sync += codes_left.eq(codes_left - 1)
-                        with m.If(codes_left == 1):
-                            m.d.sync += phase.eq(_Phase.FIN)
-                    with m.Elif(zeros_at & no_one):
-                        m.d.comb += [fail.eq(1),
-                                     fail_cause.eq(Mux(f, DecodeError.UNARY, DecodeError.ZEROS))]
-                    with m.Elif(all_in):
-                        # Every string bit is in the buffer and the code still does not fit.
-                        m.d.comb += [fail.eq(1), fail_cause.eq(DecodeError.TRUNCATED)]
-        with m.If(take_code):
-            m.d.sync += [s2_valid.eq(1), s2_top.eq(buf[bb - fw:]), s2_shift.eq(fw - code_len),
-                         s2_off.eq(Mux(f, lz << e, 0) - (1 << e)), s2_last.eq(codes_left == 1),
-                         s2_trail.eq((codes_left == 1) & (rem != code_len))]
-        with m.Elif(s2_go):
-            m.d.sync += s2_valid.eq(0)
-        fin = (phase == _Phase.FIN) & ~s2_valid
-
-        # ---- the buffer: load a word below the string bits, then consume ------------------------
-        m.d.comb += i.ready.eq(running & ~in_done & (error | all_in | (fill <= fw)))
-        word_fire = i.valid & i.ready
-        load = word_fire & ~error & ~all_in
-        loaded = Signal(bb)             # fill <= fw when a word is taken, so it fits
-        m.d.comb += loaded.eq(Mux(load, buf | ((i.payload.word << fw) >> fill), buf))
-        after_code = _consume(m, loaded, e, f, first, zmax)
-        used = Signal(range(fw + 1))    # string bits consumed this cycle
-        with m.If(take_hdr):
-            m.d.comb += used.eq(hl)
-        with m.Elif(take_code):
-            m.d.comb += used.eq(code_len)
-        # The next avail and slack: after this cycle's word, less what this cycle consumes.
-        all_in_next = all_in | (load & (need <= wb))
-        fill_next = Signal.like(fill)
-        m.d.comb += fill_next.eq(fill + Mux(load, wb, 0))
-        base = Signal.like(fill)
-        m.d.comb += base.eq(Mux(all_in_next, rem[:len(fill)], fill_next))
-        e_next = Mux(take_hdr, hdr_e, e)[:3]
-        with m.If(running & ~cfg_fire):
-            m.d.sync += [rem.eq(rem - used), fill.eq(fill_next - used), all_in.eq(all_in_next),
-                         avail.eq(base - used), slack.eq(base - 1 - e_next - used)]
-            with m.If(take_hdr):
-                with m.Switch(hb):      # a select by a register, not a shifter
-                    for h in range(cb + 1):
-                        with m.Case(h):
-                            m.d.sync += buf.eq(loaded << HEADER_FIXED_BITS + h)
-            with m.Elif(take_code):
-                m.d.sync += buf.eq(after_code)
-            with m.Else():
-                m.d.sync += buf.eq(loaded)
-            with m.If(load):
-                m.d.sync += need.eq(Mux(need > wb, need - wb, 0))
-        short = word_fire & i.payload.last & (need > wb)
-        with m.If(word_fire & i.payload.last):
-            m.d.sync += in_done.eq(1)
-
         # Stage 2's code comes before stage 1's, so its error wins.
-        with m.If(running & ~error & (fail2 | fail | short)):
+        with m.If(running & ~error & (fail2 | parser.fail | parser.short)):
             m.d.sync += [error.eq(1), cause.eq(
-                Mux(fail2, fail2_cause, Mux(fail, fail_cause, DecodeError.SHORT)))]
-        with m.If(cfg_fire):
-            m.d.sync += s2_valid.eq(0)
+                Mux(fail2, fail2_cause, Mux(parser.fail, parser.cause.as_value(),
+                                            DecodeError.SHORT)))]
+        fin = parser.fin
 
         # ---- outputs: the index register (and the mask builder), and the end of a job ----------
         push, out_idx, out_last, walked = self._walk(
@@ -423,7 +282,7 @@ class OffsetDecoder(FocusBlock):
             coded_done=fin, tokens=tokens, walk_room=walk_room)
         with m.If(Mux(s, push, ok2)):
             m.d.sync += [x.valid.eq(1), x.payload.index.eq(Mux(s, out_idx, j)),
-                         x.payload.last.eq(Mux(s, out_last, s2_last))]
+                         x.payload.last.eq(Mux(s, out_last, c.last))]
         with m.Elif(x.ready):
             m.d.sync += x.valid.eq(0)
         done = Mux(s, walked, fin)      # every kept index is decided
@@ -438,7 +297,7 @@ class OffsetDecoder(FocusBlock):
             busy = busy | self.o_stream.valid
             finished = ~builder.busy
         m.d.comb += self.busy.eq(busy)
-        with m.If(running & in_done & (error | finished)):
+        with m.If(running & parser.in_done & (error | finished)):
             m.d.sync += running.eq(0)
         return m
 
@@ -480,70 +339,3 @@ class OffsetDecoder(FocusBlock):
         m.d.comb += [push.eq((found & pend_valid) | flush), out_last.eq(flush)]
         walked = ~d_valid & coded_done & (wpos >= tokens) & ~pend_valid
         return push, pend, out_last, walked
-
-
-def _or_all(values):
-    """The OR of an iterable of values."""
-    values = list(values)
-    out = values[0]
-    for value in values[1:]:
-        out = out | value
-    return out
-
-
-def _code_starts(m, p, buf, slack, win):
-    """Where the code at the top of the bit buffer ``buf`` ends, at order ``e``: ``first[k]`` is
-    high when it has exactly k leading zeros (k < ``win``; none is high when the top ``win`` bits
-    are all zero), ``fits_eg[k]`` when an Exp-Golomb code of that many leading zeros, ``2*k + 1 +
-    e`` bits (k < Z = :func:`leading_zero_limit`), and ``fits_rice[k]`` when a Rice code of
-    ``k + 1 + e`` bits is within the string bits in the buffer (``slack`` = those bits - 1 - e).
-    All come straight from registers, so they are the first steps of the decoder's loop."""
-    zmax, bb = leading_zero_limit(p), len(buf)
-    assert zmax <= 31
-    first, fits_eg, fits_rice = [], [], []
-    for k in range(win):
-        f = Signal(name=f"first{k}")
-        zeros = ~buf[bb - k:].any() if k else 1
-        m.d.comb += f.eq(buf[bb - 1 - k] & zeros)
-        first.append(f)
-        fr = Signal(name=f"fits_rice{k}")
-        m.d.comb += fr.eq(slack >= k)
-        fits_rice.append(fr)
-        if k < zmax:
-            fe = Signal(name=f"fits{k}")
-            m.d.comb += fe.eq(slack >= 2 * k)
-            fits_eg.append(fe)
-    return first, fits_eg, fits_rice
-
-
-def _consume(m, loaded, e, f, first, zmax):
-    """The buffer after the code at its top: shifted by the code's 1 + e bits past its leading
-    zeros, then by its leading zeros k (Rice) or 2 * k (Exp-Golomb), as one one-hot select over
-    the shift amounts (the family folded into the selects, so no barrel shifter and no final
-    choice between the families)."""
-    bb = len(loaded)
-    after_e = Signal(bb)
-    m.d.comb += after_e.eq(loaded << 1 + e)
-    terms = []
-    for s in range(len(first)):
-        sel = Signal(name=f"shift{s}")
-        rice = f & first[s]
-        eg = (~f & first[s // 2]) if s % 2 == 0 and s // 2 < zmax else 0
-        m.d.comb += sel.eq(rice | eg)
-        terms.append(after_e.shift_left(s) & sel.replicate(bb))
-    return _or_all(terms)
-
-
-def _header_fields(m, p, buf, hb):
-    """The header at the top of ``buf`` for a count field of ``hb`` bits: its length
-    ``5 + hb``, the header's bits (order, set, family, then count) and the count n."""
-    cb, bb = p.count_bits, len(buf)
-    hl = Signal(range(cb + HEADER_FIXED_BITS + 1))  # header length (registered, set with hb)
-    m.d.sync += hl.eq(HEADER_FIXED_BITS + hb)
-    hdr_shift = Signal(range(bb + 1))
-    m.d.comb += hdr_shift.eq(bb - hl)
-    hdr = Signal(HEADER_FIXED_BITS + cb)
-    m.d.comb += hdr.eq(buf >> hdr_shift)
-    hdr_n = Signal(cb)
-    m.d.comb += hdr_n.eq(hdr & ((1 << hb) - 1))
-    return hl, hdr, hdr_n

@@ -1,7 +1,7 @@
 """The SEC offset encoder (spec 3.3): keep mask in, offset code (kept or dropped set, Exp-Golomb or
 Rice gaps) out."""
 
-from amaranth.hdl import Array, Cat, Module, Mux, Signal, unsigned
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, enum, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -10,7 +10,7 @@ from ..layouts import mask_beat_layout, offset_word_layout
 from ..lib.bit_packer import BitPacker, packer_field_layout
 
 __all__ = ["OffsetEncoder", "EncodeError", "encoder_config_layout", "code_field_bits",
-           "bit_length", "rice_limit_bits", "SCHEME_COUNT", "HEADER_FIXED_BITS"]
+           "bit_length", "rice_limit_bits", "scheme_count", "SCHEME_COUNT", "HEADER_FIXED_BITS"]
 
 #: Orders 0..7; the order field of the header is 3 bits wide.
 _ORDERS = 8
@@ -18,6 +18,13 @@ _ORDERS = 8
 SCHEME_COUNT = 32
 #: Header bits besides the count: the order (3), the set (1) and the family (1).
 HEADER_FIXED_BITS = 5
+
+
+def scheme_count(p):
+    """The schemes the encoder is built with (``params.offset_schemes``): 32 for ``"all"``, 8 for
+    ``"kept-exp-golomb"`` (indices 0..7, the kept set in Exp-Golomb). The choice takes this many
+    cycles plus one."""
+    return SCHEME_COUNT if p.offset_schemes == "all" else _ORDERS
 
 
 def rice_limit_bits(p):
@@ -39,6 +46,9 @@ class EncodeError(enum.Enum, shape=3):
     #: A fixed Rice scheme was asked for, and a gap of the coded set has a quotient of
     #: 2 * bit_length(M) or more: that scheme cannot code the mask.
     QUOTIENT = 4
+    #: A fixed scheme with the dropped set or Rice was asked for from an encoder built with
+    #: ``offset_schemes = "kept-exp-golomb"``, which has neither.
+    SCHEME = 5
 
 
 def encoder_config_layout(p):
@@ -101,8 +111,8 @@ class OffsetEncoder(FocusBlock):
        when a quotient reaches 2 * bit_length(M). A beat with p set bits takes max(1, p) cycles
        (an empty beat one cycle); the next beat is accepted in the cycle the current one runs
        out, so ``i_stream`` sees back-pressure only from beats with 2 or more kept tokens.
-    2. **Choose.** 33 cycles, one scheme per cycle (read, then compared a cycle later): the
-       scheme (the fixed one, or the first
+    2. **Choose.** 33 cycles (:func:`scheme_count` + 1), one scheme per cycle (read, then
+       compared a cycle later): the scheme (the fixed one, or the first
        minimum among the schemes that can code the mask) and ``nbits = 5 + bit_length(M) +
        total``. (A minimum over many in one cycle is a chain of compares and was once the
        encoder's critical path.)
@@ -115,13 +125,22 @@ class OffsetEncoder(FocusBlock):
 
     Latency and throughput: with no stalls a job of M tokens takes ``sum over beats of max(1,
     kept in the beat) + max(fields, ceil(nbits/word_bits)) + 43`` to ``+ 44`` cycles from its
-    config beat to its last word, inclusive (42 when no code follows the header; the tests
-    check this; compare :func:`golden.cycles.encode_cycles`, an estimate). Jobs do not overlap,
+    config beat to its last word, inclusive (42 when no code follows the header; 24 fewer with
+    ``offset_schemes = "kept-exp-golomb"``; the tests check this; compare
+    :func:`golden.cycles.encode_cycles`, an estimate). Jobs do not overlap,
     except that the next config beat is accepted while the previous job's last word still
     waits in the output register. Under ``o_stream`` back-pressure the packer holds; nothing is
     lost or duplicated.
 
-    Errors: a config beat with M = 0 or M > ``tokens`` (``EncodeError.CONFIG``), a mask beat whose
+    Restricted build: with ``params.offset_schemes = "kept-exp-golomb"`` the encoder has only
+    the 8 kept-set Exp-Golomb schemes (indices 0..7): 8 totals (no dropped-set or Rice
+    counters, no "cannot code" flags), an 8-step choice (9 cycles), and an emitter without the
+    dropped-set walk and the Rice codes; ``dropped`` and ``rice`` are always 0, and the adaptive
+    scheme is the best of the 8 (:func:`golden.offsets.encode_offsets` with ``schemes``). A
+    fixed scheme with ``dropped`` or ``rice`` set is refused (``SCHEME``, like ``CONFIG``).
+
+    Errors: a config beat with M = 0 or M > ``tokens`` (``EncodeError.CONFIG``) or a fixed
+    scheme the encoder was not built with (``SCHEME``), a mask beat whose
     ``last`` disagrees with M (``LAST``), a set padding bit (``PADDING``), or a fixed Rice scheme
     that cannot code the mask (``QUOTIENT``, found once the mask is counted) raise ``error`` with
     its ``cause``. The job is dropped: no word is written for it, the rest of its mask beats are
@@ -132,8 +151,8 @@ class OffsetEncoder(FocusBlock):
     Parameters
     ----------
     params : FocusParams
-        Uses ``tokens``, ``lanes`` and ``word_bits`` (and the derived ``count_bits``,
-        ``index_bits``, ``nbits_bits``).
+        Uses ``tokens``, ``lanes``, ``word_bits`` and ``offset_schemes`` (and the derived
+        ``count_bits``, ``index_bits``, ``nbits_bits``).
 
     Members
     -------
@@ -179,13 +198,16 @@ class OffsetEncoder(FocusBlock):
         cfg, i = self.cfg_stream, self.i_stream
         lanes, cb = p.lanes, p.count_bits
         fw = code_field_bits(p)         # widest packed field
+        # offset_schemes = "kept-exp-golomb": the set and the family are always 0.
+        narrow = scheme_count(p) != SCHEME_COUNT
 
         # ---- job settings -----------------------------------------------------------------------
         tokens = Signal(cb)
         hb = Signal(range(cb + 1))      # bit_length(M): width of the header's count field
         adaptive = Signal()
         fixed = Signal(5)               # the fixed scheme's index
-        e, s, f = Signal(3), Signal(), Signal()
+        e = Signal(3)
+        s, f = (Const(0, 1), Const(0, 1)) if narrow else (Signal(), Signal())
         nbits = Signal(p.nbits_bits)
         n = Signal(range(p.tokens + 1))
         m.d.comb += [self.kept.eq(n), self.order.eq(e), self.dropped.eq(s), self.rice.eq(f)]
@@ -216,39 +238,20 @@ class OffsetEncoder(FocusBlock):
         # ---- control ----------------------------------------------------------------------------
         # IDLE -> INGEST -> CHOOSE -> EMIT -> IDLE; DRAIN discards the rest of a malformed job.
         cfg_fire = cfg.valid & cfg.ready
-        bad_cfg = (cfg.payload.tokens == 0) | (cfg.payload.tokens > p.tokens)
+        bad_m = (cfg.payload.tokens == 0) | (cfg.payload.tokens > p.tokens)
+        # A fixed scheme this encoder was not built with.
+        bad_scheme = (~cfg.payload.adaptive & (cfg.payload.dropped | cfg.payload.rice)
+                      if narrow else Const(0))
+        bad_cfg = bad_m | bad_scheme
         beat_fire = Signal()            # an ingest beat is accepted ...
         bad_beat = Signal()             # ... and it is malformed
         counting = Signal()             # stage B or C still holds a gap
         ingested = got_final & tail_sent & ~cur_valid & ~a_valid & ~counting
         chosen, refused = Signal(), Signal()
-        with m.FSM() as fsm:
-            with m.State("IDLE"):
-                with m.If(cfg_fire & bad_cfg):
-                    m.next = "DRAIN"
-                with m.Elif(cfg_fire):
-                    m.next = "INGEST"
-            with m.State("INGEST"):
-                with m.If(beat_fire & bad_beat):
-                    with m.If(i.payload.last):
-                        m.next = "IDLE"
-                    with m.Else():
-                        m.next = "DRAIN"
-                with m.Elif(ingested):
-                    m.next = "CHOOSE"
-            with m.State("CHOOSE"):
-                with m.If(chosen & refused):
-                    m.next = "IDLE"
-                with m.Elif(chosen):
-                    m.next = "EMIT"
-            with m.State("EMIT"):
-                with m.If(packer.done):
-                    m.next = "IDLE"
-            with m.State("DRAIN"):
-                with m.If(i.valid & i.payload.last):
-                    m.next = "IDLE"
-        idle, ingest, choose, emit, drain = (
-            fsm.ongoing(state) for state in ("IDLE", "INGEST", "CHOOSE", "EMIT", "DRAIN"))
+        idle, ingest, choose, emit, drain = _control(
+            m, start=cfg_fire, bad_cfg=bad_cfg, bad_beat=beat_fire & bad_beat,
+            last=i.payload.last, ingested=ingested, chosen=chosen, refused=refused,
+            emitted=packer.done, drained=i.valid & i.payload.last)
 
         error = Signal()
         cause = Signal(EncodeError)
@@ -260,13 +263,15 @@ class OffsetEncoder(FocusBlock):
             c = cfg.payload
             m.d.sync += [
                 tokens.eq(c.tokens), hb.eq(bit_length(c.tokens)), adaptive.eq(c.adaptive),
-                fixed.eq(Cat(c.order, c.rice, c.dropped)),
-                e.eq(c.order), s.eq(c.dropped), f.eq(c.rice),
+                fixed.eq(Cat(c.order, c.rice, c.dropped)), e.eq(c.order),
                 n.eq(0), in_base.eq(0), got_final.eq(0), tail_sent.eq(0), cur_valid.eq(0),
                 prev_end.eq(0), a_valid.eq(0),
                 error.eq(bad_cfg),
-                cause.eq(Mux(bad_cfg, EncodeError.CONFIG, EncodeError.NONE)),
+                cause.eq(Mux(bad_m, EncodeError.CONFIG,
+                             Mux(bad_scheme, EncodeError.SCHEME, EncodeError.NONE))),
             ]
+            if not narrow:
+                m.d.sync += [s.eq(c.dropped), f.eq(c.rice)]
 
         # ---- ingest: stage A picks one kept token per cycle, then the tail ----------------------
         lowest = _lowest_set(m, cur_bits)
@@ -323,11 +328,14 @@ class OffsetEncoder(FocusBlock):
                                     chosen=chosen)
         pick = Mux(adaptive, best_c, fixed)
         fixed_total, fixed_bad = Signal.like(best), Signal()    # registered 32-way selects
-        m.d.sync += [fixed_total.eq(totals[fixed]), fixed_bad.eq(bad[fixed])]
+        index = fixed[:3] if narrow else fixed      # a narrow job's fixed scheme is 0..7
+        m.d.sync += [fixed_total.eq(totals[index]), fixed_bad.eq(bad[index])]
         m.d.comb += refused.eq(~adaptive & fixed_bad)
         with m.If(chosen):
-            m.d.sync += [e.eq(pick[:3]), f.eq(pick[3]), s.eq(pick[4]),
+            m.d.sync += [e.eq(pick[:3]),
                          nbits.eq(HEADER_FIXED_BITS + hb + Mux(adaptive, best, fixed_total))]
+            if not narrow:
+                m.d.sync += [f.eq(pick[3]), s.eq(pick[4])]
             with m.If(refused):
                 m.d.sync += [error.eq(1), cause.eq(EncodeError.QUOTIENT)]
 
@@ -344,11 +352,14 @@ class OffsetEncoder(FocusBlock):
         set a kept gap g > 0 is g dropped tokens: the first one's gap is the run of kept tokens
         before it (``ones``), the others' 0 (e + 1 bits in either family). Returns the 32 totals
         and their "cannot code" flags (a Rice quotient >= 2 * bit_length(M)), both indexed by
-        scheme; ``counting`` is high while B or C holds a gap."""
+        scheme; ``counting`` is high while B or C holds a gap. Built with ``offset_schemes =
+        "kept-exp-golomb"``, only the 8 kept-set Exp-Golomb totals (indices 0..7) exist, and no
+        scheme is ever "cannot code"."""
         p = self._params
-        totals = Array(Signal(p.nbits_bits, name=f"total{c}") for c in range(SCHEME_COUNT))
-        bad = Array(Signal(name=f"bad{c}") for c in range(SCHEME_COUNT))
-        inc = [Signal(p.nbits_bits, name=f"inc{c}") for c in range(SCHEME_COUNT)]
+        count = scheme_count(p)
+        totals = Array(Signal(p.nbits_bits, name=f"total{c}") for c in range(count))
+        bad = Array(Signal(name=f"bad{c}") if c >= 8 else Const(0, 1) for c in range(count))
+        inc = [Signal(p.nbits_bits, name=f"inc{c}") for c in range(count)]
         ones = Signal(p.count_bits)     # kept tokens since the last dropped one
         limit = Signal(range(2 * p.count_bits + 1))
         b_valid = Signal()
@@ -356,20 +367,24 @@ class OffsetEncoder(FocusBlock):
         m.d.sync += limit.eq(2 * hb)
         with m.If(start):
             m.d.sync += [ones.eq(0), b_valid.eq(0)]
-            m.d.sync += [t.eq(0) for t in totals] + [b.eq(0) for b in bad]
+            m.d.sync += [t.eq(0) for t in totals] + [b.eq(0) for b in bad[8:]]
         run = gap != 0
         for e in range(_ORDERS):
+            keg = 2 * bit_length(gap + (1 << e)) - 1 - e
+            with m.If(go):
+                m.d.sync += inc[e].eq(Mux(tail, 0, keg))
+            if count == _ORDERS:
+                continue
             # The g dropped tokens of a gap g > 0: the first one's code (the run of kept tokens
             # before it), then g - 1 codes of 0 at e + 1 bits each; g * (e + 1) as shifts and
             # adds (no multiplier), the - (e + 1) folded into the constants.
             times = _times(gap, e + 1)
-            keg = 2 * bit_length(gap + (1 << e)) - 1 - e
             deg = 2 * bit_length(ones + (1 << e)) - 2 - 2 * e
             krice = (gap >> e) + 1 + e
             drice = ones >> e
             with m.If(go):
                 m.d.sync += [
-                    inc[e].eq(Mux(tail, 0, keg)), inc[8 + e].eq(Mux(tail, 0, krice)),
+                    inc[8 + e].eq(Mux(tail, 0, krice)),
                     inc[16 + e].eq(Mux(run, deg + times, 0)),
                     inc[24 + e].eq(Mux(run, drice + times, 0)),
                 ]
@@ -382,7 +397,7 @@ class OffsetEncoder(FocusBlock):
         with m.Elif(b_valid):
             m.d.sync += b_valid.eq(0)
         with m.If(b_valid):
-            m.d.sync += [totals[c].eq(totals[c] + inc[c]) for c in range(SCHEME_COUNT)]
+            m.d.sync += [totals[c].eq(totals[c] + inc[c]) for c in range(count)]
         return totals, bad
 
     def _feed_fields(self, m, rd, field, *, start, run, e, s, f, hb, n, tokens, last_end):
@@ -456,30 +471,65 @@ class OffsetEncoder(FocusBlock):
         return ~hdr_pending & ~m_valid & ~g_valid & (rd_ptr == entries)
 
     def _choose(self, m, totals, bad, *, start, run, chosen):
-        """The first minimum of the 32 schemes' ``totals`` among those that can code the mask
-        (not ``bad``), one scheme per cycle (33 cycles): a scheme's total is read (a 32-way
-        select, registered) in one cycle and compared with the best in the next, since a
-        minimum over many in one cycle is a chain of compares and was the encoder's critical
-        path. Scheme 0 (kept set, Exp-Golomb, order 0) can always code the mask. ``start``
-        begins it; while ``run``, ``chosen`` rises in the cycle the returned (scheme, total) is
-        final."""
+        """The first minimum of the schemes' ``totals`` among those that can code the mask (not
+        ``bad``), one scheme per cycle (:func:`scheme_count` + 1 cycles: 33, or 9 for
+        ``"kept-exp-golomb"``): a scheme's total is read (a 32-way select, registered) in one
+        cycle and compared with the best in the next, since a minimum over many in one cycle is
+        a chain of compares and was the encoder's critical path. Scheme 0 (kept set,
+        Exp-Golomb, order 0) can always code the mask. ``start`` begins it; while ``run``,
+        ``chosen`` rises in the cycle the returned (scheme, total) is final."""
         p = self._params
+        count = len(totals)
+        sel = count.bit_length() - 1    # bits of a scheme index (count is a power of two)
         best_c = Signal(5)
         best = Signal(p.nbits_bits)
-        ck = Signal(range(SCHEME_COUNT + 1))
+        ck = Signal(range(count + 1))
         cand_v, cand_ok, cand_c = Signal(), Signal(), Signal(5)
         cand = Signal(p.nbits_bits)
         with m.If(start):
             m.d.sync += [ck.eq(1), best_c.eq(0), best.eq(totals[0]), cand_v.eq(0)]
         with m.If(run):
-            m.d.sync += [cand_v.eq(ck != SCHEME_COUNT), cand_c.eq(ck[:5]),
-                         cand.eq(totals[ck[:5]]), cand_ok.eq(~bad[ck[:5]])]
-            with m.If(ck != SCHEME_COUNT):
+            m.d.sync += [cand_v.eq(ck != count), cand_c.eq(ck[:sel]),
+                         cand.eq(totals[ck[:sel]]), cand_ok.eq(~bad[ck[:sel]])]
+            with m.If(ck != count):
                 m.d.sync += ck.eq(ck + 1)
             with m.If(cand_v & cand_ok & (cand < best)):
                 m.d.sync += [best_c.eq(cand_c), best.eq(cand)]
-        m.d.comb += chosen.eq(run & (ck == SCHEME_COUNT) & ~cand_v)
+        m.d.comb += chosen.eq(run & (ck == count) & ~cand_v)
         return best_c, best
+
+
+def _control(m, *, start, bad_cfg, bad_beat, last, ingested, chosen, refused, emitted,
+             drained):
+    """The encoder's states, IDLE -> INGEST -> CHOOSE -> EMIT -> IDLE, and DRAIN, which
+    discards the rest of a malformed job (a bad config beat, or a bad mask beat without
+    ``last``). Returns ``(idle, ingest, choose, emit, drain)``, one flag per state."""
+    with m.FSM() as fsm:
+        with m.State("IDLE"):
+            with m.If(start & bad_cfg):
+                m.next = "DRAIN"
+            with m.Elif(start):
+                m.next = "INGEST"
+        with m.State("INGEST"):
+            with m.If(bad_beat):
+                with m.If(last):
+                    m.next = "IDLE"
+                with m.Else():
+                    m.next = "DRAIN"
+            with m.Elif(ingested):
+                m.next = "CHOOSE"
+        with m.State("CHOOSE"):
+            with m.If(chosen & refused):
+                m.next = "IDLE"
+            with m.Elif(chosen):
+                m.next = "EMIT"
+        with m.State("EMIT"):
+            with m.If(emitted):
+                m.next = "IDLE"
+        with m.State("DRAIN"):
+            with m.If(drained):
+                m.next = "IDLE"
+    return tuple(fsm.ongoing(state) for state in ("IDLE", "INGEST", "CHOOSE", "EMIT", "DRAIN"))
 
 
 def _times(value, k):

@@ -231,15 +231,15 @@ async def _encoder_regression(dut, stalls):
     longest = 0
     for k, ((mask, order), result) in enumerate(zip(masks, results, strict=True)):
         words, nbits = encoder_result(result)
-        want, want_nbits = golden_code(mask, order, p.word_bits)
+        want, want_nbits = golden_code(mask, order, p.word_bits, p.offset_schemes)
         assert nbits == want_nbits and np.array_equal(words, want), (
             f"job {k} (M = {mask.size}, order {order}, kept {np.flatnonzero(mask).tolist()}): "
             f"RTL {words.tolist()} / {nbits}, golden {want.tolist()} / {want_nbits}")
         if k >= JOBS:
             ue_check(mask, words, nbits, p.word_bits)
         if stalls == 0.0:
-            # Ingest, the 33-cycle choice, then the header and one field per cycle (a dropped-set
-            # walk has at most M fields).
+            # Ingest, the choice (33 cycles; 9 with offset_schemes = "kept-exp-golomb"), then
+            # the header and one field per cycle (a dropped-set walk has at most M fields).
             W, n = -(-mask.size // p.lanes), int(mask.sum())
             bound = W + n + max(mask.size + 1, len(words)) + 44
             assert result["cycles"] <= bound, (
