@@ -177,8 +177,9 @@ REGISTERS = (
     Register(0x08, "SEC_ORDER", RW, 4, "the offset code's scheme", fields=(
         Field("ORDER", 0, 3, "the order e of a fixed kept-set Exp-Golomb code"),
         Field("ADAPTIVE", 3, description="pick the scheme (kept or dropped set, Exp-Golomb or "
-                                         "Rice, order) with the fewest bits per job (ORDER is "
-                                         "then not used)"),
+                                         "Rice, order; the kept-set Exp-Golomb orders only on a "
+                                         "build with offset_schemes = kept-exp-golomb) with the "
+                                         "fewest bits per job (ORDER is then not used)"),
     )),
     Register(0x09, "SIC_FRAME_STRIDE", RW, 32, "FS (FS + HS + 1 >= window: MATCHER)", sic=True),
     Register(0x0A, "SIC_ROW_STRIDE", RW, 32, "HS", sic=True),
