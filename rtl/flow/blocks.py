@@ -13,6 +13,7 @@ from ..sic.map_coder import MapCoder
 from ..sic.map_decoder import MapDecoder
 from ..sic.similarity_comparator import SimilarityComparator
 from ..tile.focus_gemm import FocusGemm
+from ..tile.focus_gemm_coded import FocusGemmCoded
 from ..tile.fp16_multiplier import FP16Multiplier
 from ..tile.fp32_adder import FP32Adder
 from ..tile.scatter_stage import ScatterStage
@@ -41,6 +42,8 @@ BLOCKS = {
     "map_coder": lambda p, icg_cell: MapCoder(p),
     "frame_stats": lambda p, icg_cell: FrameStats(p),
     "map_decoder": lambda p, icg_cell: MapDecoder(p),
+    # The tile fed map codes: the decoder in front of FocusGemm's scatter stage.
+    "focus_gemm_coded": lambda p, icg_cell: FocusGemmCoded(p),
 }
 
 #: Reference designs, not part of the Focus unit, so not in BLOCKS (nor walked by default): only

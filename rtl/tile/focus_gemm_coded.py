@@ -116,7 +116,9 @@ class FocusGemmCoded(FocusBlock):
         final = Signal(name="final")
         rows = Signal(range(p.tile + 1), name="rows")   # the chunk's positions taken so far
         m.d.comb += [
-            cfg.ready.eq(~active & ~chunk_open),
+            # The next job starts once the decoder is done with this one (a fault found after
+            # the last entry, TRAILING, belongs to this job).
+            cfg.ready.eq(~active & ~chunk_open & ~dec.busy),
             dec.cfg_stream.payload.frame_stride.eq(job.frame_stride),
             dec.cfg_stream.payload.row_stride.eq(job.row_stride),
             dec.cfg_stream.valid.eq(active & ~chunk_open),
