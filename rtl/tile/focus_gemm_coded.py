@@ -51,9 +51,9 @@ class FocusGemmCoded(FocusBlock):
     decoder's register stage, the packer's beat); a block's last result leaves
     :func:`scatter_latency` (2) cycles after its final beat is taken. Throughput: as
     :class:`FocusGemm` on the array side; the map side carries one row per cycle (the
-    decoder's rate), not ``scatter_rows``, plus per chunk a configuration cycle, the header
-    cycle and the decoder's drain (about m + 4 cycles for m rows), so a chunk whose array time
-    ``p_c + 3 * dim - 1`` is below that is bound by the decoder. Back-pressure: a result waiting
+    decoder's rate), not ``scatter_rows``, plus per chunk the decoder's configuration beat,
+    header and end of job (m + 6 cycles for m rows, measured without stalls), so a chunk whose
+    array time ``p_c + 3 * dim - 1`` is below that is bound by the decoder. Back-pressure: a result waiting
     on ``o_stream`` holds the scatter stage, then the packer and the decoder
     (``code_stream`` and ``pos_stream`` wait); the array runs on until both partial-sum banks
     are full.
