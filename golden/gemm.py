@@ -229,7 +229,7 @@ def decode_tile_maps(codes, positions, columns, *, frame_stride, row_stride, til
 def focus_gemm_coded(uniques, map_codes, positions, weights, *, frame_stride, row_stride, tile,
                      window=256, word_bits=32):
     """The Focus GEMM with its map given as map codes (spec 4.5), the model of
-    :class:`rtl.tile.focus_gemm_coded.FocusGemmCoded`: the row tiles' codes decoded
+    :class:`rtl.top.focus_gemm_coded.FocusGemmCoded`: the row tiles' codes decoded
     (:func:`decode_tile_maps`), then :func:`focus_gemm`.
 
     Parameters

@@ -27,7 +27,7 @@ from golden.results import LayerResult
 from rtl.params import FocusParams
 from rtl.sic.map_decoder import MapDecodeError
 from rtl.tile.focus_gemm import FocusGemm
-from rtl.tile.focus_gemm_coded import FocusGemmCoded
+from rtl.top.focus_gemm_coded import FocusGemmCoded
 
 from . import streams
 from .focus import fit_params as unit_params
@@ -354,7 +354,7 @@ def run_coded_jobs(params, jobs, *, stalls=0.0, seed=0, max_cycles=None):
 def focus_gemm_coded(uniques, map_codes, positions, weights, *, frame_stride, row_stride, tile,
                      window=256, word_bits=32, params=None, stalls=0.0, stats=None, seed=0):
     """:func:`golden.gemm.focus_gemm_coded`, computed by
-    :class:`rtl.tile.focus_gemm_coded.FocusGemmCoded` (Amaranth simulator): the same int64
+    :class:`rtl.top.focus_gemm_coded.FocusGemmCoded` (Amaranth simulator): the same int64
     [S, N] result, and the same ``ValueError`` for input that is bad for any code.
 
     A code the RTL rejects raises ``ValueError("<CAUSE>: the tile's map decoder rejected a map

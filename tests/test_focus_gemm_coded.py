@@ -1,5 +1,5 @@
 # amaranth: UnusedElaboratable=no
-"""The Focus GEMM fed map codes (rtl/tile/focus_gemm_coded.py) in the Amaranth simulator: equal to
+"""The Focus GEMM fed map codes (rtl/top/focus_gemm_coded.py) in the Amaranth simulator: equal to
 golden (golden.gemm.focus_gemm_coded), to the uncoded golden GEMM on the generator's own map and
 to a NumPy matmul of the concentrated input, under the four stall patterns with the protocol
 monitor on every stream port; the edge cases; every decode fault that can reach the tile (error
@@ -19,7 +19,7 @@ from golden import map_code as gmc
 from golden.gemm import focus_gemm_coded
 from rtl.flow.blocks import BLOCKS, build_block
 from rtl.params import FocusParams
-from rtl.tile.focus_gemm_coded import FocusGemmCoded
+from rtl.top.focus_gemm_coded import FocusGemmCoded
 from sim.gemm import coded_job, run_coded_jobs
 from sim.streams import Stalls, stall_patterns
 

@@ -13,13 +13,13 @@ from ..sic.map_coder import MapCoder
 from ..sic.map_decoder import MapDecoder
 from ..sic.similarity_comparator import SimilarityComparator
 from ..tile.focus_gemm import FocusGemm
-from ..tile.focus_gemm_coded import FocusGemmCoded
 from ..tile.fp16_multiplier import FP16Multiplier
 from ..tile.fp32_adder import FP32Adder
 from ..tile.scatter_stage import ScatterStage
 from ..tile.systolic_array import SystolicArray
 from ..tile.systolic_array_fp16 import SystolicArrayFp16
 from ..top.axi_wrapper import FocusUnitAXI
+from ..top.focus_gemm_coded import FocusGemmCoded
 from ..top.focus_unit import FocusUnit
 
 __all__ = ["BLOCKS", "REFERENCE_BLOCKS", "WRAPPERS", "build_block"]

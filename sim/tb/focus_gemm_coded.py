@@ -1,4 +1,4 @@
-"""cocotb testbench of :class:`rtl.tile.focus_gemm_coded.FocusGemmCoded` (style R8).
+"""cocotb testbench of :class:`rtl.top.focus_gemm_coded.FocusGemmCoded` (style R8).
 
 Run through :func:`sim.runner.run_job` on block ``focus_gemm_coded`` (parameters as JSON in
 ``FOCUS_PARAMS``). Test ``job``: the JSON file named by ``FOCUS_JOB`` holds ``beats`` ({input
@@ -19,7 +19,7 @@ from rtl.params import FocusParams
 from rtl.sic.map_decoder import map_position_layout
 from rtl.sic.match_layouts import map_word_layout
 from rtl.tile.focus_gemm import result_beat_layout, unique_beat_layout, weight_beat_layout
-from rtl.tile.focus_gemm_coded import coded_gemm_config_layout
+from rtl.top.focus_gemm_coded import coded_gemm_config_layout
 
 from ..cocotb_streams import PERIOD_NS, StreamMonitor, StreamSink, StreamSource, reset, start_clock
 

@@ -4,7 +4,9 @@ decoder in front of its scatter stage.
 A wrapper, not a parameter of :class:`FocusGemm`: the tile is reused unchanged (its ``map_stream``
 is simply driven from inside), the decoder is reused unchanged, and the map path (decoder ->
 :class:`MapBeatPacker` -> ``map_stream``) is joined with ``wiring.connect``, so the coded variant
-adds ports and a small job control without touching the tile's pipeline or its tests.
+adds ports and a small job control without touching the tile's pipeline or its tests. It lives in
+``rtl/top`` because it joins a SIC block to the tile: ``rtl.sic`` and ``rtl.tile`` are one layer
+and do not import each other (tests/test_layers.py).
 """
 
 from amaranth.hdl import Module, Signal, unsigned
@@ -14,7 +16,12 @@ from amaranth.lib.wiring import In, Out
 from ..block import FocusBlock
 from ..sic.map_decoder import MapDecodeError, MapDecoder, map_position_layout
 from ..sic.match_layouts import map_word_layout
-from .focus_gemm import FocusGemm, result_beat_layout, unique_beat_layout, weight_beat_layout
+from ..tile.focus_gemm import (
+    FocusGemm,
+    result_beat_layout,
+    unique_beat_layout,
+    weight_beat_layout,
+)
 from .map_beat_packer import MapBeatPacker
 
 __all__ = ["FocusGemmCoded", "coded_gemm_config_layout"]
@@ -53,8 +60,8 @@ class FocusGemmCoded(FocusBlock):
     :class:`FocusGemm` on the array side; the map side carries one row per cycle (the
     decoder's rate), not ``scatter_rows``, plus per chunk the decoder's configuration beat,
     header and end of job (m + 6 cycles for m rows, measured without stalls), so a chunk whose
-    array time ``p_c + 3 * dim - 1`` is below that is bound by the decoder. Back-pressure: a result waiting
-    on ``o_stream`` holds the scatter stage, then the packer and the decoder
+    array time ``p_c + 3 * dim - 1`` is below that is bound by the decoder. Back-pressure: a
+    result waiting on ``o_stream`` holds the scatter stage, then the packer and the decoder
     (``code_stream`` and ``pos_stream`` wait); the array runs on until both partial-sum banks
     are full.
 

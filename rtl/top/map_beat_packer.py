@@ -8,7 +8,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
 from ..sic.map_decoder import map_entry_layout
-from .scatter_stage import map_beat_layout
+from ..tile.scatter_stage import map_beat_layout
 
 __all__ = ["MapBeatPacker"]
 
