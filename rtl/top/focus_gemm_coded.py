@@ -47,8 +47,8 @@ class FocusGemmCoded(FocusBlock):
     those rows alone, unique indices from 0, as the block matcher writes it for a job of one
     tile) with the rows' positions (``pos_stream``, up to ``last``; m <= ``tile``). The chunk's
     p_c unique vectors must be the code's p_c new groups, in order. Results leave on
-    ``o_stream`` as for :class:`FocusGemm`; ``final`` is the job's: chunk ``columns - 1`` of
-    each block.
+    ``o_stream`` as for :class:`FocusGemm`; the job control marks chunk ``columns - 1`` of each
+    block ``final``. ``columns`` or ``passes`` 0 is an empty job.
 
     Structure: per chunk the job control gives the :class:`MapDecoder` a configuration beat
     (FS, HS); the decoder's entries (the chunk's local map, one per row) go to a
