@@ -22,13 +22,16 @@ own output with the same tile those are exactly SIC's uniques of that tile (a to
 an earlier token of its tile), so the local map is ``maps - first index of the tile``.
 """
 
+import numbers
+
 import numpy as np
 
 from .block_match import _check_int
 from .results import LayerResult
 
 __all__ = ["focus_gemm", "concentrate", "dense_inputs", "pad_reduction", "gemm_tiles",
-           "check_gemm_inputs", "focus_layer", "ELEM_BITS_MAX"]
+           "check_gemm_inputs", "focus_layer", "ELEM_BITS_MAX", "focus_gemm_coded",
+           "check_coded_inputs", "decode_tile_maps", "check_coded_counts"]
 
 #: Widest signed element of the unique vectors and weights (FocusParams.elem_bits <= 16), so that
 #: every product and every sum of up to 2**31 of them is exact in int64.
@@ -122,6 +125,154 @@ def focus_gemm(uniques, maps, weights):
     for c, u in enumerate(us):
         y += u[mp[:, c]] @ w[c * dim:(c + 1) * dim]
     return y
+
+
+def check_coded_inputs(uniques, map_codes, positions, weights, *, frame_stride, row_stride,
+                       tile, window=256, word_bits=32):
+    """The arguments of :func:`focus_gemm_coded` checked for what is wrong with any code
+    (``ValueError`` naming the argument); returns ``(uniques, codes, positions, weights, fs, hs,
+    tile, window, word_bits)`` with ``codes[t][c] = (word list, nbits)``. What only decoding
+    finds (the causes of :func:`golden.map_code.decode_map`) is left to :func:`decode_tile_maps`.
+    """
+    from .block_match import check_config
+    from .map_code import check_word_bits
+    from .offsets import _check_words
+
+    fs, hs, _, _, tile, window = check_config(frame_stride, row_stride, 0, 8, tile, window,
+                                              "first")
+    word_bits = check_word_bits(word_bits)
+    if isinstance(uniques, np.ndarray) or not hasattr(uniques, "__len__") or not len(uniques):
+        raise ValueError(f"uniques must be a list of C >= 1 arrays [p_c, V] (one per column), "
+                         f"not {type(uniques).__name__}")
+    us = [_check_ints(u, f"uniques[{c}]", 2, "[p_c, V]") for c, u in enumerate(uniques)]
+    dim = us[0].shape[1]
+    for c, u in enumerate(us):
+        if u.shape[1] != dim or dim < 1:
+            raise ValueError(f"uniques[{c}] has shape {u.shape}: every column needs vectors of the "
+                             f"same V >= 1 (uniques[0] has V = {dim})")
+        _check_range(u, f"uniques[{c}]", ELEM_BITS_MAX)
+    columns = len(us)
+    w = _check_ints(weights, "weights", 2, "[C*V, N]")
+    if w.shape[0] != columns * dim or w.shape[1] < 1:
+        raise ValueError(f"weights must have shape [C*V, N] = [{columns * dim}, N >= 1] for C = "
+                         f"{columns} columns of V = {dim}, not {w.shape}")
+    _check_range(w, "weights", ELEM_BITS_MAX)
+    pos = np.asarray(positions)
+    if pos.ndim != 1 or pos.dtype == bool or not np.issubdtype(pos.dtype, np.integer):
+        raise ValueError(f"positions must be a 1-D integer array (one per row), not shape "
+                         f"{pos.shape} dtype {pos.dtype}")
+    if pos.size and (pos.min() < 0 or pos.max() >= 1 << 32):
+        raise ValueError(f"positions must be in [0, 2**32): min {pos.min()}, max {pos.max()}")
+    pos = pos.astype(np.int64)
+    blocks = -(-pos.size // tile)
+    if isinstance(map_codes, np.ndarray) or not hasattr(map_codes, "__len__") \
+            or len(map_codes) != blocks:
+        raise ValueError(f"map_codes must be a list of ceil(S / tile) = {blocks} lists (one per "
+                         f"row tile) of C = {columns} codes (words, nbits)")
+    codes = []
+    for t, row in enumerate(map_codes):
+        if not hasattr(row, "__len__") or len(row) != columns:
+            raise ValueError(f"map_codes[{t}] must hold C = {columns} codes (words, nbits), one "
+                             f"per column")
+        codes.append([])
+        for c, code in enumerate(row):
+            try:
+                words, nbits = code
+            except (TypeError, ValueError):
+                raise ValueError(f"map_codes[{t}][{c}] must be a pair (words, nbits)") from None
+            values = _check_words(words, word_bits)
+            if not values:
+                raise ValueError(f"map_codes[{t}][{c}] has no words: a map code holds at least "
+                                 f"its header")
+            if isinstance(nbits, bool) or not isinstance(nbits, numbers.Integral) \
+                    or not 0 <= nbits < 1 << 32:
+                raise ValueError(f"map_codes[{t}][{c}]: nbits must be an integer in [0, 2**32), "
+                                 f"not {nbits!r}")
+            codes[-1].append((values, int(nbits)))
+    return us, codes, pos, w, fs, hs, tile, window, word_bits
+
+
+def decode_tile_maps(codes, positions, columns, *, frame_stride, row_stride, tile, window,
+                     word_bits):
+    """Each row tile's map codes (checked, :func:`check_coded_inputs`) decoded with
+    :func:`golden.map_code.decode_map`: ``(maps, counts)``, ``maps`` int64 [S, C] with the
+    tiles' local indices offset by the groups of the tiles before (the job's map, as
+    :func:`focus_gemm` takes it) and ``counts[t][c]`` the groups code (t, c) opens.
+
+    A code ``decode_map`` rejects raises ``ValueError("<CAUSE>: rows a:b, column c: ...")``
+    (``CAUSE`` the :class:`rtl.sic.map_decoder.MapDecodeError` name), tile by tile, column by
+    column.
+    """
+    from .map_code import decode_map
+
+    maps = np.zeros((positions.size, columns), np.int64)
+    counts = []
+    first = [0] * columns
+    for t, row in enumerate(codes):
+        start, stop = t * tile, min((t + 1) * tile, positions.size)
+        counts.append([])
+        for c, (words, nbits) in enumerate(row):
+            try:
+                local, symbols = decode_map(words, nbits, positions[start:stop],
+                                            frame_stride=frame_stride, row_stride=row_stride,
+                                            tile=tile, window=window, word_bits=word_bits)
+            except ValueError as exc:
+                cause, _, rest = str(exc).partition(": ")
+                raise ValueError(f"{cause}: rows {start}:{stop}, column {c}: {rest}") from None
+            maps[start:stop, c] = local + first[c]
+            opened = int((symbols == 0).sum())
+            first[c] += opened
+            counts[-1].append(opened)
+    return maps, counts
+
+
+def focus_gemm_coded(uniques, map_codes, positions, weights, *, frame_stride, row_stride, tile,
+                     window=256, word_bits=32):
+    """The Focus GEMM with its map given as map codes (spec 4.5), the model of
+    :class:`rtl.top.focus_gemm_coded.FocusGemmCoded`: the row tiles' codes decoded
+    (:func:`decode_tile_maps`), then :func:`focus_gemm`.
+
+    Parameters
+    ----------
+    uniques : list of C integer arrays [p_c, V]
+        Column c's unique vectors, tile by tile in the order the codes open them.
+    map_codes : list of ceil(S / tile) lists of C pairs (words, nbits)
+        ``map_codes[t][c]``: :func:`golden.map_code.encode_map` of the symbols of rows
+        ``t*tile .. min((t+1)*tile, S) - 1`` in column c (the code of a matcher job of that one
+        tile: its unique indices count from 0).
+    positions : integer array [S]
+        The rows' positions (each tile's strictly increasing), as the matcher had them.
+    weights : integer array [C*V, N]
+    frame_stride, row_stride, tile, window, word_bits
+        As for :func:`golden.map_code.decode_map`; ``tile`` is also the output tile.
+
+    Returns
+    -------
+    int64 array [S, N]
+
+    Raises
+    ------
+    ValueError
+        Bad arguments (:func:`check_coded_inputs`); a code ``decode_map`` rejects (the message
+        starts with the cause); ``uniques[c]`` not holding exactly the groups column c's codes
+        open.
+    """
+    us, codes, pos, w, fs, hs, tile, window, word_bits = check_coded_inputs(
+        uniques, map_codes, positions, weights, frame_stride=frame_stride,
+        row_stride=row_stride, tile=tile, window=window, word_bits=word_bits)
+    maps, counts = decode_tile_maps(codes, pos, len(us), frame_stride=fs, row_stride=hs,
+                                    tile=tile, window=window, word_bits=word_bits)
+    check_coded_counts(us, counts)
+    return focus_gemm(us, maps, w)
+
+
+def check_coded_counts(uniques, counts):
+    """``ValueError`` unless ``uniques[c]`` has exactly the groups column c's codes open."""
+    for c, u in enumerate(uniques):
+        opened = sum(row[c] for row in counts)
+        if len(u) != opened:
+            raise ValueError(f"uniques[{c}] has {len(u)} vectors but column {c}'s map codes open "
+                             f"{opened} groups: there must be one vector per group")
 
 
 def concentrate(uniques, maps):

@@ -10,21 +10,34 @@ what :func:`golden.focus_gemm` returns and raises the same ``ValueError`` for th
 
 import itertools
 import os
+from dataclasses import dataclass
 
 import numpy as np
 
-from golden.gemm import ELEM_BITS_MAX, check_gemm_inputs, check_layer_inputs, gemm_tiles
+from golden.gemm import (
+    ELEM_BITS_MAX,
+    check_coded_counts,
+    check_coded_inputs,
+    check_gemm_inputs,
+    check_layer_inputs,
+    decode_tile_maps,
+    gemm_tiles,
+)
 from golden.results import LayerResult
 from rtl.params import FocusParams
+from rtl.sic.map_decoder import MapDecodeError
 from rtl.tile.focus_gemm import FocusGemm
+from rtl.top.focus_gemm_coded import FocusGemmCoded
 
+from . import streams
 from .focus import fit_params as unit_params
 from .focus import focus
+from .map_code import word_beats
 from .runner import SIMULATORS, case_dir, check_simulator, run_cocotb
-from .streams import run_streams
+from .streams import RTLFailure, rtl_failures, run_streams
 
 __all__ = ["SIMULATORS", "focus_gemm", "focus_layer", "fit_params", "check_params", "job_beats",
-           "assemble"]
+           "assemble", "focus_gemm_coded", "CodedJob", "coded_job", "run_coded_jobs"]
 
 
 _BLOCK = "focus_gemm"
@@ -252,3 +265,157 @@ def focus_layer(scores, tokens, weights, keep, *, mode="spatial", order=None, wo
         stats.update(unit=unit_stats, gemm=gemm_stats,
                      cycles=unit_stats.get("cycles", 0) + gemm_stats["cycles"])
     return LayerResult(mask, y)
+
+
+# ---- the coded variant: FocusGemmCoded ------------------------------------------------------
+
+_CODED_INPUTS = ("cfg_stream", "w_stream", "u_stream", "code_stream", "pos_stream")
+
+
+@dataclass
+class CodedJob:
+    """One :class:`FocusGemmCoded` job as the RTL gets it: ``beats`` ({input port: payloads}),
+    ``tiles`` (the output blocks in result order, as :func:`job_beats` gives them), ``count``
+    (result beats) and ``rows``, ``n`` (the result's shape)."""
+    beats: dict
+    tiles: list
+    count: int
+    rows: int
+    n: int
+
+
+def coded_job(us, codes, pos, w, fs, hs, params, counts):
+    """The beats of one coded job (arguments checked by :func:`golden.gemm.check_coded_inputs`):
+    per output block and chunk, the weight rows, the chunk's unique vectors (``counts[t][c]`` of
+    them, the next ones of ``us[c]``; a count of None, for a code golden rejects, sends one zero
+    vector instead: the RTL must reject that code), the code's words and the rows' positions."""
+    p = params
+    dim, tile = p.dim, p.tile
+    n = w.shape[1]
+    cols = -(-n // dim)
+    wp = np.pad(w, ((0, 0), (0, cols * dim - n)))
+    columns = len(us)
+    beats = {"cfg_stream": [{"frame_stride": fs, "row_stride": hs, "columns": columns,
+                             "passes": len(codes) * cols}],
+             "w_stream": [], "u_stream": [], "code_stream": [], "pos_stream": []}
+    tiles = []
+    first = [0] * columns
+    for t, row in enumerate(codes):
+        start, stop = t * tile, min((t + 1) * tile, pos.size)
+        vectors = []
+        for c, count in enumerate(counts[t]):
+            if count is None:
+                vectors.append([[0] * dim])
+            else:
+                vectors.append(us[c][first[c]:first[c] + count].tolist())
+                first[c] += count
+        for col in range(cols):
+            tiles.append((start, stop, col))
+            for c, (words, nbits) in enumerate(row):
+                block = wp[c * dim:(c + 1) * dim, col * dim:(col + 1) * dim]
+                beats["w_stream"].extend({"w": r} for r in block.tolist())
+                beats["u_stream"].extend({"x": v, "last": int(i == len(vectors[c]) - 1)}
+                                         for i, v in enumerate(vectors[c]))
+                beats["code_stream"].extend(word_beats(words, nbits, p.word_bits))
+                beats["pos_stream"].extend({"position": int(q), "last": int(q_i == stop - 1)}
+                                           for q_i, q in enumerate(pos[start:stop], start))
+    return CodedJob(beats, tiles, _result_beats(tiles, p.scatter_rows), pos.size, n)
+
+
+def run_coded_jobs(params, jobs, *, stalls=0.0, seed=0, max_cycles=None):
+    """Run :class:`CodedJob` s through one simulation of :class:`FocusGemmCoded` (every input
+    port fed back to back, the protocol monitor on every stream port). Returns, per job, a dict
+    with ``y`` (int64 [rows, n], assembled from its result beats), ``error`` and ``cause``
+    (the flags as the job ended: at the next job's configuration beat, or at the end), ``cycles``
+    (its first input to its last result, inclusive) and ``transfers``; and ``idle`` (``busy``
+    low at the end)."""
+    dut = FocusGemmCoded(params)
+    run = streams.run_jobs(dut, [{**j.beats, "o_stream": j.count} for j in jobs],
+                           inputs=_CODED_INPUTS, outputs=("o_stream",), feed="parallel",
+                           stalls=stalls, seed=seed, max_cycles=max_cycles,
+                           count_from=_CODED_INPUTS[1:], trace=("error", "cause"),
+                           probes=("error", "cause", "busy"), linger=2)
+    cfg = run.transfers["cfg_stream"]
+    results = []
+    for k, (job, record) in enumerate(zip(jobs, run.jobs, strict=True)):
+        if k + 1 < len(jobs):
+            error, cause = run.trace["error"][cfg[k + 1]], run.trace["cause"][cfg[k + 1]]
+        else:
+            error, cause = run.final["error"], run.final["cause"]
+        y = assemble(record["outputs"]["o_stream"], job.tiles, job.rows, job.n, params)
+        results.append({"y": y, "error": bool(error),
+                        "cause": MapDecodeError(streams._plain(cause)).name,
+                        "cycles": record["cycles"],
+                        "transfers": {port: len(c) for port, c in record["inputs"].items()},
+                        "idle": not run.final["busy"]})
+    return results
+
+
+def focus_gemm_coded(uniques, map_codes, positions, weights, *, frame_stride, row_stride, tile,
+                     window=256, word_bits=32, params=None, stalls=0.0, stats=None, seed=0):
+    """:func:`golden.gemm.focus_gemm_coded`, computed by
+    :class:`rtl.top.focus_gemm_coded.FocusGemmCoded` (Amaranth simulator): the same int64
+    [S, N] result, and the same ``ValueError`` for input that is bad for any code.
+
+    A code the RTL rejects raises ``ValueError("<CAUSE>: the tile's map decoder rejected a map
+    code")`` (golden's message starts with the same cause; with several faults in one code the
+    cause can differ, see :class:`rtl.sic.map_decoder.MapDecoder`); ``RTLFailure`` when the RTL
+    and golden disagree on whether the job is valid.
+
+    Parameters
+    ----------
+    uniques, map_codes, positions, weights, frame_stride, row_stride, tile, window, word_bits
+        As for :func:`golden.gemm.focus_gemm_coded`.
+    params : FocusParams or None
+        None: :func:`fit_params` with this ``tile``, ``window`` and ``word_bits``; given ones must
+        match them and fit the data (:func:`check_params`).
+    stalls, seed
+        As for :func:`focus_gemm` (the inputs are ``cfg_stream``, ``w_stream``, ``u_stream``,
+        ``code_stream`` and ``pos_stream``).
+    stats : dict or None
+        Filled with ``cycles`` (first weight row, vector, word or position in to last result
+        out, inclusive) and ``transfers`` per input port.
+    """
+    us, codes, pos, w, fs, hs, tile, window, word_bits = check_coded_inputs(
+        uniques, map_codes, positions, weights, frame_stride=frame_stride,
+        row_stride=row_stride, tile=tile, window=window, word_bits=word_bits)
+    # Golden's verdict, per code: the groups it opens, or None if decode_map rejects it.
+    counts, rejected = [], None
+    for t, row in enumerate(codes):
+        counts.append([])
+        for code in row:
+            try:
+                _, (opened,) = decode_tile_maps([[code]], pos[t * tile:(t + 1) * tile], 1,
+                                                frame_stride=fs, row_stride=hs, tile=tile,
+                                                window=window, word_bits=word_bits)
+                counts[-1].append(opened[0])
+            except ValueError as exc:
+                rejected = rejected or str(exc)
+                counts[-1].append(None)
+    if rejected is None:
+        check_coded_counts(us, counts)
+    if params is None:
+        needed = max(_signed_bits(w), *(_signed_bits(u) for u in us))
+        params = fit_params(us[0].shape[1], tile, min(ELEM_BITS_MAX, needed)).replace(
+            window=window, word_bits=word_bits)
+    for name, want in (("tile", tile), ("window", window), ("word_bits", word_bits)):
+        if getattr(params, name) != want:
+            raise ValueError(f"params.{name} = {getattr(params, name)} does not match "
+                             f"{name} = {want}")
+    check_params(params, us, w)
+    if pos.size == 0:
+        if stats is not None:
+            stats.update(cycles=0)
+        return np.zeros((0, w.shape[1]), np.int64)
+    job = coded_job(us, codes, pos, w, fs, hs, params, counts)
+    with rtl_failures("sim.gemm.focus_gemm_coded"):
+        (result,) = run_coded_jobs(params, [job], stalls=stalls, seed=seed)
+    if result["error"] != (rejected is not None) or not result["idle"]:
+        raise RTLFailure(f"FocusGemmCoded: error = {result['error']} ({result['cause']}), "
+                         f"idle = {result['idle']}, but golden "
+                         f"{'rejects: ' + rejected if rejected else 'accepts the job'}")
+    if result["error"]:
+        raise ValueError(f"{result['cause']}: the tile's map decoder rejected a map code")
+    if stats is not None:
+        stats.update(cycles=result["cycles"], transfers=result["transfers"])
+    return result["y"]

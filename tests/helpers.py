@@ -10,9 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from amaranth.back import rtlil
 
+from golden.block_match import candidate_offsets
+from golden.map_code import encode_map
 from rtl.flow import toolchain
 from rtl.params import FocusParams
 
@@ -125,3 +128,41 @@ def raises_like_golden(message, golden_fn, sim_fn, *args, **kwargs):
     for fn in (golden_fn, sim_fn):
         with pytest.raises(ValueError, match=message):
             fn(*args, **kwargs)
+
+
+def coded_gemm_job(rng, rows, columns, dim, tile, *, frame_stride=6, row_stride=2, share=0.6,
+                   word_bits=16, gap=2, elem=128):
+    """A random job for the coded Focus GEMM, built forwards (not by decoding): positions with
+    gaps of 1 to ``gap``; per tile and column each row either matches, with probability
+    ``share``, one of its candidates c = 1..7 that is an earlier row of its tile (symbol c, that
+    row's map entry) or opens a group (symbol 0, the column's next unique index); each tile's
+    symbols coded by ``golden.map_code.encode_map`` (fixed or variable at random).
+
+    Returns ``(uniques, map_codes, positions, maps, symbols)`` with ``maps`` [rows, columns] the
+    job's map as ``golden.focus_gemm`` takes it and ``symbols`` [rows, columns]."""
+    positions = np.cumsum(rng.integers(1, gap + 1, rows)) - 1
+    offsets = candidate_offsets(frame_stride, row_stride)
+    maps = np.zeros((rows, columns), np.int64)
+    symbols = np.zeros((rows, columns), np.int64)
+    counts = [0] * columns
+    blocks = cdiv(rows, tile)
+    codes = [[None] * columns for _ in range(blocks)]
+    for c in range(columns):
+        for t in range(blocks):
+            start, stop = t * tile, min((t + 1) * tile, rows)
+            row_of = {}
+            for s in range(start, stop):
+                hits = [k + 1 for k, off in enumerate(offsets)
+                        if off and int(positions[s] - off) in row_of]
+                if hits and rng.random() < share:
+                    symbols[s, c] = hits[int(rng.integers(len(hits)))]
+                    maps[s, c] = maps[row_of[int(positions[s] - offsets[symbols[s, c] - 1])], c]
+                else:
+                    maps[s, c] = counts[c]
+                    counts[c] += 1
+                row_of[int(positions[s])] = s
+            words, nbits = encode_map(symbols[start:stop, c], variable=bool(rng.random() < 0.5),
+                                      word_bits=word_bits)
+            codes[t][c] = ([int(w) for w in words], int(nbits))
+    uniques = [rng.integers(-elem, elem, (counts[c], dim)) for c in range(columns)]
+    return uniques, codes, positions, maps, symbols

@@ -57,3 +57,43 @@ def test_monitor_catches_violations(require_simulator):
     require_simulator("icarus")
     run_cocotb("focus_gemm", P, test_module="sim.tb.focus_gemm", simulator="icarus",
                case="monitor", testcase="monitor_catches_violations")
+
+
+def test_focus_gemm_coded_on_icarus(require_simulator):
+    """``FocusGemmCoded``'s Verilog on Icarus, 30 % stalls on every port: a job whose tile-1 code
+    of column 1 names a candidate that is not in its tile (``CANDIDATE``: error and cause set,
+    the job still ends), then a good job equal to golden with the error cleared, the tile idle."""
+    from helpers import coded_gemm_job
+
+    from golden import map_code as gmc
+    from golden.gemm import focus_gemm_coded
+    from rtl.sic.map_decoder import MapDecodeError
+    from sim.gemm import assemble, coded_job
+    from sim.runner import run_job
+
+    require_simulator("icarus")
+    p = FocusParams(dim=4, tile=8, scatter_rows=2, window=16, word_bits=16)
+    geometry = dict(frame_stride=6, row_stride=2, tile=8, window=16, word_bits=16)
+    rng = np.random.default_rng(12)
+    uniques, codes, pos, _, symbols = coded_gemm_job(rng, 13, 2, 4, 8, share=0.7, gap=1)
+    w = rng.integers(-128, 128, (8, 3))
+    counts = [[int((symbols[t * 8:(t + 1) * 8, c] == 0).sum()) for c in range(2)]
+              for t in range(2)]
+    bad_symbols = symbols[8:13, 1].copy()
+    bad_symbols[0] = 1                              # a tile's first row has no earlier row
+    words, nbits = gmc.encode_map(bad_symbols, word_bits=16)
+    bad_codes = [codes[0], [codes[1][0], ([int(x) for x in words], nbits)]]
+    bad_counts = [counts[0], [counts[1][0], None]]
+    jobs = [coded_job(uniques, bad_codes, pos, w, 6, 2, p, bad_counts),
+            coded_job(uniques, codes, pos, w, 6, 2, p, counts)]
+    beats = {port: [b for j in jobs for b in j.beats[port]] for port in jobs[0].beats}
+    out = run_job("focus_gemm_coded", p, {"beats": beats, "count": sum(j.count for j in jobs),
+                                          "stalls": 0.3, "seed": 5},
+                  test_module="sim.tb.focus_gemm_coded", simulator="icarus", case="coded")
+    (bad_error, bad_cause), (error, cause) = out["flags"]
+    assert bad_error == 1 and MapDecodeError(bad_cause) == MapDecodeError.CANDIDATE
+    assert error == 0 and cause == 0 and out["busy"] == 0
+    second = out["results"][jobs[0].count:]
+    y = assemble(second, jobs[1].tiles, 13, 3, p)
+    np.testing.assert_array_equal(y, focus_gemm_coded(uniques, codes, pos, w, **geometry))
+    assert out["transfers"]["o_stream"] == jobs[0].count + jobs[1].count

@@ -63,6 +63,78 @@ def test_sic_output_on_a_photograph():
                                   x.astype(np.int64) @ w)
 
 
+def test_coded_equals_the_uncoded_golden_and_numpy():
+    """golden.gemm.focus_gemm_coded on random jobs built forwards (helpers.coded_gemm_job: the
+    generator's own map, not a decode) equals golden.focus_gemm on that map (the uncoded path is
+    the reference) and X' @ W with X' rebuilt by Python loops."""
+    from helpers import coded_gemm_job
+
+    from golden.gemm import focus_gemm_coded
+
+    rng = np.random.default_rng(40)
+    for n in range(25):
+        dim, tile = int(rng.integers(1, 6)), int(rng.integers(1, 12))
+        S, C, N = int(rng.integers(1, 40)), int(rng.integers(1, 4)), int(rng.integers(1, 9))
+        fs, hs = int(rng.integers(0, 8)), int(rng.integers(0, 4))
+        wb = int(rng.choice([8, 16, 32]))
+        uniques, codes, pos, maps, _ = coded_gemm_job(
+            rng, S, C, dim, tile, frame_stride=fs, row_stride=hs, share=float(rng.random()),
+            word_bits=wb, gap=int(rng.integers(1, 4)))
+        w = rng.integers(-128, 128, (C * dim, N))
+        got = focus_gemm_coded(uniques, codes, pos, w, frame_stride=fs, row_stride=hs, tile=tile,
+                               window=16, word_bits=wb)
+        assert got.dtype == np.int64 and got.shape == (S, N)
+        np.testing.assert_array_equal(got, golden.focus_gemm(uniques, maps, w), err_msg=str(n))
+        np.testing.assert_array_equal(got, reconstruct(uniques, maps) @ w, err_msg=str(n))
+
+
+def test_coded_on_the_matchers_own_codes():
+    """Per tile, the matcher's symbols (golden.map_code.match_codes on the tile's rows) coded and
+    fed with golden.sic's unique vectors give golden.focus_gemm of golden.sic's maps."""
+    from golden import map_code as gmc
+    from golden.gemm import focus_gemm_coded
+
+    x, pos = golden.photo.photo_tokens(frames=3, grid=6, dim=16)
+    x = np.hstack([x, x[::-1]])
+    w = np.random.default_rng(2).integers(-128, 128, (32, 5))
+    kw = dict(frame_stride=36, row_stride=6, tile=40, window=256)
+    tq = golden.theta_q(0.85)
+    maps, uniques = golden.sic(x, pos, theta_q=tq, dim=16, **kw)
+    codes = []
+    for start in range(0, len(x), 40):
+        rows = slice(start, start + 40)
+        codes.append([gmc.encode_map(gmc.match_codes(x[rows, c * 16:(c + 1) * 16], pos[rows],
+                                                     theta_q=tq, **kw), variable=c == 1)
+                      for c in range(2)])
+    got = focus_gemm_coded(uniques, codes, pos, w, **kw)
+    np.testing.assert_array_equal(got, golden.focus_gemm(uniques, maps, w))
+    assert sum(len(u) for u in uniques) < 2 * len(x)
+
+
+def test_coded_rejections_name_the_cause_and_the_code():
+    from golden import map_code as gmc
+    from golden.gemm import focus_gemm_coded
+
+    uniques = [np.ones((2, 2), int)]
+    w = np.ones((2, 1), int)
+    pos = np.array([0, 1, 5])
+    kw = dict(frame_stride=4, row_stride=2, tile=2, window=16, word_bits=8)
+    good = [[gmc.encode_map([0, 1], word_bits=8)], [([0], 4)]]      # symbols 0, 1 | 0
+    assert [int(x) for x in good[0][0][0]] == [0b00000010] and good[0][0][1] == 7
+    np.testing.assert_array_equal(focus_gemm_coded(uniques, good, pos, w, **kw), [[2], [2], [2]])
+    cases = {"LENGTH": [good[0], [([0, 0], 4)]], "SHORT": [good[0], [([0], 3)]],
+             "TRAILING": [good[0], [([0], 5)]], "CANDIDATE": [good[0], [([0b00010000], 4)]],
+             "HEADER": [good[0], [([0b10000000], 5)]]}          # variable, no ranking
+    for cause, codes in cases.items():
+        with pytest.raises(ValueError, match=f"^{cause}: rows 2:3, column 0: "):
+            focus_gemm_coded(uniques, codes, pos, w, **kw)
+    with pytest.raises(ValueError, match=r"^POSITION: rows 0:2, column 0: "):
+        focus_gemm_coded(uniques, good, np.array([1, 1, 5]), w, **kw)
+    with pytest.raises(ValueError, match=r"^uniques\[0\] has 3 vectors but column 0's map codes "
+                                         r"open 2 groups"):
+        focus_gemm_coded([np.ones((3, 2), int)], good, pos, w, **kw)
+
+
 def test_pad_reduction_keeps_the_product():
     rng = np.random.default_rng(2)
     x, w = rng.integers(-128, 128, (6, 37)), rng.integers(-128, 128, (37, 4))

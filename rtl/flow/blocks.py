@@ -19,6 +19,7 @@ from ..tile.scatter_stage import ScatterStage
 from ..tile.systolic_array import SystolicArray
 from ..tile.systolic_array_fp16 import SystolicArrayFp16
 from ..top.axi_wrapper import FocusUnitAXI
+from ..top.focus_gemm_coded import FocusGemmCoded
 from ..top.focus_unit import FocusUnit
 
 __all__ = ["BLOCKS", "REFERENCE_BLOCKS", "WRAPPERS", "build_block"]
@@ -41,6 +42,8 @@ BLOCKS = {
     "map_coder": lambda p, icg_cell: MapCoder(p),
     "frame_stats": lambda p, icg_cell: FrameStats(p),
     "map_decoder": lambda p, icg_cell: MapDecoder(p),
+    # The tile fed map codes: the decoder in front of FocusGemm's scatter stage.
+    "focus_gemm_coded": lambda p, icg_cell: FocusGemmCoded(p),
 }
 
 #: Reference designs, not part of the Focus unit, so not in BLOCKS (nor walked by default): only
