@@ -1,4 +1,5 @@
-"""Helpers shared by the tests that run tools as subprocesses: the console script and yowasp-sby.
+"""Helpers shared by the tests: stall crosses, job generators, and the tools run as subprocesses
+(the console script and yowasp-sby).
 
 Fixtures live in ``conftest.py``; these are plain functions a test imports (``from helpers import
 ...``; pytest puts ``tests/`` on the path).
