@@ -26,7 +26,10 @@ import numbers
 
 import numpy as np
 
-from .block_match import _check_int
+from .block_match import _check_int, check_config
+from .focus import check_focus_inputs, focus
+from .map_code import check_word_bits, decode_map
+from .offsets import _check_words
 from .results import LayerResult
 
 __all__ = ["focus_gemm", "concentrate", "dense_inputs", "pad_reduction", "gemm_tiles",
@@ -54,6 +57,28 @@ def _check_range(a, name, bits):
                          f"{high}]: min {a.min()}, max {a.max()}")
 
 
+def _check_vectors(uniques):
+    """The unique vectors of every column as int64 arrays [p_c, V] of one V >= 1, and V."""
+    us = [_check_ints(u, f"uniques[{c}]", 2, "[p_c, V]") for c, u in enumerate(uniques)]
+    dim = us[0].shape[1]
+    for c, u in enumerate(us):
+        if u.shape[1] != dim or dim < 1:
+            raise ValueError(f"uniques[{c}] has shape {u.shape}: every column needs vectors of the "
+                             f"same V >= 1 (uniques[0] has V = {dim})")
+        _check_range(u, f"uniques[{c}]", ELEM_BITS_MAX)
+    return us, dim
+
+
+def _check_weights(weights, columns, dim):
+    """``weights`` as an int64 array [C*V, N >= 1] within :data:`ELEM_BITS_MAX`."""
+    w = _check_ints(weights, "weights", 2, "[C*V, N]")
+    if w.shape[0] != columns * dim or w.shape[1] < 1:
+        raise ValueError(f"weights must have shape [C*V, N] = [{columns * dim}, N >= 1] for C = "
+                         f"{columns} columns of V = {dim}, not {w.shape}")
+    _check_range(w, "weights", ELEM_BITS_MAX)
+    return w
+
+
 def _check_uniques_maps(uniques, maps):
     mp = _check_ints(maps, "maps", 2, "[S tokens, C columns]")
     if mp.shape[1] < 1:
@@ -65,13 +90,8 @@ def _check_uniques_maps(uniques, maps):
     if len(uniques) != columns:
         raise ValueError(f"uniques has {len(uniques)} arrays but maps has C = {columns} columns: "
                          f"there must be one per column")
-    us = [_check_ints(u, f"uniques[{c}]", 2, "[p_c, V]") for c, u in enumerate(uniques)]
-    dim = us[0].shape[1]
+    us, dim = _check_vectors(uniques)
     for c, u in enumerate(us):
-        if u.shape[1] != dim or dim < 1:
-            raise ValueError(f"uniques[{c}] has shape {u.shape}: every column needs vectors of the "
-                             f"same V >= 1 (uniques[0] has V = {dim})")
-        _check_range(u, f"uniques[{c}]", ELEM_BITS_MAX)
         col = mp[:, c]
         if col.size and (col.min() < 0 or col.max() >= len(u)):
             bad = int(np.flatnonzero((col < 0) | (col >= len(u)))[0])
@@ -89,11 +109,7 @@ def check_gemm_inputs(uniques, maps, weights):
     """
     us, mp, dim = _check_uniques_maps(uniques, maps)
     columns = mp.shape[1]
-    w = _check_ints(weights, "weights", 2, "[C*V, N]")
-    if w.shape[0] != columns * dim or w.shape[1] < 1:
-        raise ValueError(f"weights must have shape [C*V, N] = [{columns * dim}, N >= 1] for C = "
-                         f"{columns} columns of V = {dim}, not {w.shape}")
-    _check_range(w, "weights", ELEM_BITS_MAX)
+    w = _check_weights(weights, columns, dim)
     return us, mp, w
 
 
@@ -134,29 +150,15 @@ def check_coded_inputs(uniques, map_codes, positions, weights, *, frame_stride, 
     tile, window, word_bits)`` with ``codes[t][c] = (word list, nbits)``. What only decoding
     finds (the causes of :func:`golden.map_code.decode_map`) is left to :func:`decode_tile_maps`.
     """
-    from .block_match import check_config
-    from .map_code import check_word_bits
-    from .offsets import _check_words
-
     fs, hs, _, _, tile, window = check_config(frame_stride, row_stride, 0, 8, tile, window,
                                               "first")
     word_bits = check_word_bits(word_bits)
     if isinstance(uniques, np.ndarray) or not hasattr(uniques, "__len__") or not len(uniques):
         raise ValueError(f"uniques must be a list of C >= 1 arrays [p_c, V] (one per column), "
                          f"not {type(uniques).__name__}")
-    us = [_check_ints(u, f"uniques[{c}]", 2, "[p_c, V]") for c, u in enumerate(uniques)]
-    dim = us[0].shape[1]
-    for c, u in enumerate(us):
-        if u.shape[1] != dim or dim < 1:
-            raise ValueError(f"uniques[{c}] has shape {u.shape}: every column needs vectors of the "
-                             f"same V >= 1 (uniques[0] has V = {dim})")
-        _check_range(u, f"uniques[{c}]", ELEM_BITS_MAX)
+    us, dim = _check_vectors(uniques)
     columns = len(us)
-    w = _check_ints(weights, "weights", 2, "[C*V, N]")
-    if w.shape[0] != columns * dim or w.shape[1] < 1:
-        raise ValueError(f"weights must have shape [C*V, N] = [{columns * dim}, N >= 1] for C = "
-                         f"{columns} columns of V = {dim}, not {w.shape}")
-    _check_range(w, "weights", ELEM_BITS_MAX)
+    w = _check_weights(weights, columns, dim)
     pos = np.asarray(positions)
     if pos.ndim != 1 or pos.dtype == bool or not np.issubdtype(pos.dtype, np.integer):
         raise ValueError(f"positions must be a 1-D integer array (one per row), not shape "
@@ -203,8 +205,6 @@ def decode_tile_maps(codes, positions, columns, *, frame_stride, row_stride, til
     (``CAUSE`` the :class:`rtl.sic.map_decoder.MapDecodeError` name), tile by tile, column by
     column.
     """
-    from .map_code import decode_map
-
     maps = np.zeros((positions.size, columns), np.int64)
     counts = []
     first = [0] * columns
@@ -329,8 +329,6 @@ def check_layer_inputs(scores, tokens, weights, **settings):
     """The inputs of :func:`focus_layer` checked (``settings``: the SIC keywords of
     :func:`golden.focus.check_focus_inputs`): (scores, tokens, weights) as arrays, or
     ``ValueError`` naming the bad one."""
-    from .focus import check_focus_inputs
-
     a, orig, _ = check_focus_inputs(scores, tokens, **settings)
     w = _check_ints(weights, "weights", 2, "[D, N]")
     if w.shape[0] != orig.shape[1] or w.shape[1] < 1:
@@ -361,8 +359,6 @@ def focus_layer(scores, tokens, weights, keep, *, mode="spatial", order=None, wo
     -------
     (mask, y) : bool [M], int64 [n_kept, N].
     """
-    from .focus import focus
-
     _, _, w = check_layer_inputs(scores, tokens, weights, frame_stride=frame_stride,
                                  row_stride=row_stride, theta_q=theta_q, theta_bits=theta_bits,
                                  tile=tile, window=window, representative=representative, dim=dim)
