@@ -44,10 +44,11 @@ def require_simulator(name):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark ``slow`` every test that takes a ``simulator`` parameter of ``"verilator"``."""
+    """Mark ``slow`` every cocotb case on Verilator: those whose parameter id has a
+    ``verilator`` part (``[verilator-...]``, ``[...-verilator]``)."""
     for item in items:
         callspec = getattr(item, "callspec", None)
-        if callspec is not None and callspec.params.get("simulator") == "verilator":
+        if callspec is not None and "verilator" in callspec.id.split("-"):
             item.add_marker(pytest.mark.slow)
 
 

@@ -86,6 +86,7 @@ def test_synth(home):
 
 
 @pytest.mark.synth
+@pytest.mark.slow
 def test_synth_sweep(home):
     proc = focus_rtl("synth", *TINY, "--block", "similarity_comparator", "--target", "ice40",
                      "--sweep", "dim=1,2", "--work-dir", "work", cwd=home, build=home / "build")

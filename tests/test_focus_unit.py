@@ -669,8 +669,10 @@ def test_unit_without_sic():
         assert counters["SIC_CYCLES"] == counters["UNIQUES"] == counters["SIC_TOKENS"] == 0
 
 
-@pytest.mark.parametrize("setting, value", [(Reg.SEC_M, 0), (Reg.SEC_M, 49), (Reg.SEC_M, 1 << 31),
-                                            (Reg.SEC_R, 0), (Reg.SEC_R, 1 << 16)])
+# One value per register and side in make test; the far values in the slow tier.
+@pytest.mark.parametrize("setting, value", [
+    (Reg.SEC_M, 0), (Reg.SEC_M, 49), pytest.param(Reg.SEC_M, 1 << 31, marks=pytest.mark.slow),
+    (Reg.SEC_R, 0), pytest.param(Reg.SEC_R, 1 << 16, marks=pytest.mark.slow)])
 def test_bad_sec_settings(setting, value):
     """SEC_CONFIG, cause ANALYZER, no output, stray score beats drained, idle; the next job is
     good."""
@@ -702,8 +704,9 @@ def test_bad_sec_settings(setting, value):
     check_job(p, good, rec, io)
 
 
-@pytest.mark.parametrize("setting, value", [("frame_stride", 13), ("layer", 4), ("layer", 1 << 20),
-                                            ("mean", 1)])
+@pytest.mark.parametrize("setting, value", [
+    ("frame_stride", 13), ("layer", 4), pytest.param("layer", 1 << 20, marks=pytest.mark.slow),
+    ("mean", 1)])
 def test_bad_sic_settings(setting, value):
     """MATCHER flag: the matcher rejects the job, the zip still drains its tokens, nothing leaves
     on ``sic``; the next good SIC job on the same code works. ``mean``: SIC_REPR.MEAN in a unit
@@ -736,7 +739,8 @@ def test_bad_sic_settings(setting, value):
     check_job(p, job, rec, io)
 
 
-@pytest.mark.parametrize("extra", [-3, -1, 1, 4])
+@pytest.mark.parametrize("extra", [pytest.param(-3, marks=pytest.mark.slow), -1, 1,
+                                   pytest.param(4, marks=pytest.mark.slow)])
 def test_token_count_mismatch(extra):
     """``last`` too early (fewer tokens than kept indices) or too late (more): TOKENS set, the
     other side drained, ``sic`` still ends with ``last``, idle; the next job is good."""

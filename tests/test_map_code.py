@@ -6,6 +6,7 @@ paths and fuzzing of malformed codes."""
 
 import numpy as np
 import pytest
+from helpers import stall_cross
 
 import golden
 from golden import map_code as gmc
@@ -72,8 +73,7 @@ def coded_jobs(p, count, seed, tokens=(20, 90)):
 
 # ---- the matcher's map coder and frame statistics ----------------------------------------------
 
-@pytest.mark.parametrize("stalls", MATCH_STALLS.values(), ids=MATCH_STALLS.keys())
-@pytest.mark.parametrize("comparators", [1, 7])
+@pytest.mark.parametrize("comparators, stalls", stall_cross([1, 7], MATCH_STALLS))
 def test_matcher_code_and_frames_equal_golden(comparators, stalls):
     p = small(comparators=comparators)
     jobs, thetas = coded_jobs(p, 6, seed=comparators)
