@@ -61,7 +61,7 @@ def _sv_path(path):
     return ".".join(out)
 
 
-@pytest.mark.parametrize("preset", PRESETS)
+@pytest.mark.parametrize("preset", ["tiny", pytest.param("board", marks=pytest.mark.slow)])
 def test_sv_package_matches_the_layouts(preset, require_simulator):
     require_simulator("verilator")
     toolchain.apply()
