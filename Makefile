@@ -36,8 +36,11 @@ test: $(STAMP) lint
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) -m "slow and not bitstream" --durations=20 $(ARGS)
 
-# What CI runs (.ci/run): both tiers and the board bitstreams.
-test-all: test test-slow test-boards
+# What CI runs (.ci/run): ruff, both tiers in one pytest session (one session packs the long
+# tests onto the workers better than two), then the board bitstreams.
+test-all: $(STAMP) lint
+	$(BIN)/python -m pytest -n $(JOBS) -m "not bitstream" --durations=40 $(ARGS)
+	$(BIN)/python -m pytest -n $(JOBS) -m bitstream $(ARGS)
 
 # ruff over the tree (the rules are in pyproject.toml); make test runs it first.
 lint: $(STAMP)
