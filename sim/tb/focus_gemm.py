@@ -11,14 +11,12 @@ Run through :func:`sim.runner.run_cocotb`, which passes the parameters as JSON i
 - ``monitor_catches_violations``: the protocol monitor itself records a planted violation.
 """
 
-import json
 import os
 
 import cocotb
 import numpy as np
 from cocotb.triggers import ClockCycles, RisingEdge, with_timeout
 
-from rtl.params import FocusParams
 from rtl.tile.focus_gemm import (
     map_beat_layout,
     result_beat_layout,
@@ -35,8 +33,8 @@ from ..cocotb_streams import (
     start_clock,
     transfer_cycles,
 )
+from .settings import PARAMS
 
-PARAMS = FocusParams.from_dict(json.loads(os.environ.get("FOCUS_PARAMS", "{}")))
 INPUTS = ("w_stream", "u_stream", "map_stream")
 PORTS = (*INPUTS, "o_stream")
 

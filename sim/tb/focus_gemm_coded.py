@@ -15,15 +15,14 @@ import os
 import cocotb
 from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge, with_timeout
 
-from rtl.params import FocusParams
 from rtl.sic.map_decoder import map_position_layout
 from rtl.sic.match_layouts import map_word_layout
 from rtl.tile.focus_gemm import result_beat_layout, unique_beat_layout, weight_beat_layout
 from rtl.top.focus_gemm_coded import coded_gemm_config_layout
 
 from ..cocotb_streams import PERIOD_NS, StreamMonitor, StreamSink, StreamSource, reset, start_clock
+from .settings import PARAMS
 
-PARAMS = FocusParams.from_dict(json.loads(os.environ.get("FOCUS_PARAMS", "{}")))
 INPUTS = ("cfg_stream", "w_stream", "u_stream", "code_stream", "pos_stream")
 PORTS = (*INPUTS, "o_stream")
 
