@@ -67,16 +67,17 @@ def product_rows(m, a, b):
     Returns ``(rows, constant)``: ``a * b == sum(row << shift for row, shift in rows) +
     constant``, every row an unsigned value of AND and NAND bits (n rows of m bits).
     """
-    x, y = _bits(_signal(m, a, "bw_a")), _bits(_signal(m, b, "bw_b"))
+    x, y = _bits(_signal(m, a, "bw_a")), _signal(m, b, "bw_b")
     n, w = len(x), len(y)
     if n == 1 or w == 1:
         raise ValueError("operands must have at least 2 bits")
+    top = Const(1 << (w - 1), w)
     rows = []
     for i in range(n - 1):
         # a_i * b_j for j < w-1, and the negative a_i * b_{w-1} as its complement.
-        rows.append((Cat(*(x[i] & y[j] for j in range(w - 1)), ~(x[i] & y[w - 1])), i))
+        rows.append(((x[i].replicate(w) & y) ^ top, i))
     # The top row: the negative a_{n-1} * b_j as complements, and the positive a_{n-1} b_{w-1}.
-    rows.append((Cat(*(~(x[n - 1] & y[j]) for j in range(w - 1)), x[n - 1] & y[w - 1]), n - 1))
+    rows.append((~(x[n - 1].replicate(w) & y) ^ top, n - 1))
     # Each complement ~t stands for -t + 1: subtract the ones added.
     constant = -((1 << (n - 1)) - 1) * (1 << (w - 1)) - ((1 << (w - 1)) - 1) * (1 << (n - 1))
     return rows, constant
@@ -102,6 +103,10 @@ def booth_rows(m, x, y, *, x_signed=True, y_signed=True):
     w = len(yb)                             # y as a w-bit signed value
     yb = yb + [yb[-1]]                      # ... and its w+1-bit sign extension, for 2y
     xb = [Const(0, 1)] + xb                 # x_{-1} = 0
+    # y and 2y as w+1-bit rows: the selects pick one of them bit-wise (whole-row operators
+    # rather than one expression per bit keep the simulator's compile time down).
+    y1, y2 = Signal(w + 1, name="booth_y1"), Signal(w + 1, name="booth_y2")
+    m.d.comb += [y1.eq(Cat(*yb)), y2.eq(Cat(Const(0, 1), *yb[:w]))]
     rows, constant = [], 0
     for k in range(len(xb) // 2):
         lo, mid, hi = xb[2 * k], xb[2 * k + 1], xb[2 * k + 2]
@@ -113,10 +118,8 @@ def booth_rows(m, x, y, *, x_signed=True, y_signed=True):
         ]
         # d * y = r + neg, r the (w+1)-bit two's complement of (one*y | two*2y) ^ neg; as an
         # unsigned row r + 2**w (its sign bit flipped), the 2**w taken back in the constant.
-        bits = [((one & yb[j]) | (two & (yb[j - 1] if j else Const(0, 1)))) ^ neg
-                for j in range(w + 1)]
-        bits[w] = ~bits[w]
-        rows.append((Cat(*bits), 2 * k))
+        row = ((one.replicate(w + 1) & y1) | (two.replicate(w + 1) & y2)) ^ neg.replicate(w + 1)
+        rows.append((row ^ Const(1 << w, w + 1), 2 * k))
         rows.append((neg, 2 * k))
         constant -= 1 << (w + 2 * k)
     return rows, constant
@@ -134,8 +137,8 @@ def square_rows(m, a):
     # u**2 = sum a_i 2**(2i) + sum_{i<j} a_i a_j 2**(i+j+1).
     for i in range(n - 1):
         rows.append((x[i], 2 * i))
-        for j in range(i + 1, n - 1):
-            rows.append((x[i] & x[j], i + j + 1))
+        if i + 1 < n - 1:
+            rows.append((x[i].replicate(n - 2 - i) & Cat(*x[i + 1:n - 1]), 2 * i + 2))
     rows.append((x[n - 1], 2 * n - 2))
     if n > 1:
         rows.append((Cat(*(~(x[n - 1] & x[i]) for i in range(n - 1))), n))
@@ -193,7 +196,7 @@ def unsigned_square(m, a, width):
     rows = []
     for i in range(len(x)):
         rows.append((x[i], 2 * i))
-        for j in range(i + 1, len(x)):
-            rows.append((x[i] & x[j], i + j + 1))
+        if i + 1 < len(x):
+            rows.append((x[i].replicate(len(x) - 1 - i) & Cat(*x[i + 1:]), 2 * i + 2))
     _record("square", 1, len(x) ** 2, rows)
     return row_sum(m, rows, 0, width, signed=False)
