@@ -105,7 +105,8 @@ def test_valid_codes_match_golden(p):
         assert low <= result["cycles"] <= high, (M, n, len(words), result["cycles"])
 
 
-@pytest.mark.parametrize("p", [SMALL, FocusParams(tokens=100, lanes=3, word_bits=16)], ids=tag)
+@pytest.mark.parametrize("p", [SMALL, pytest.param(FocusParams(tokens=100, lanes=3, word_bits=16),
+                                                  marks=pytest.mark.slow)], ids=tag)
 def test_fuzz(p):
     """1500 random and mutated streams per shape (about a third valid), no stalls."""
     jobs = fuzz_codes(p, 1500, seed=11 + p.word_bits)
@@ -297,7 +298,9 @@ def check_index_jobs(p, jobs, results, bound=True):
     return rejected
 
 
-@pytest.mark.parametrize("p", SHAPES, ids=tag)
+# The M = 100 and 256 shapes (most of this file's time) in the slow tier.
+@pytest.mark.parametrize("p", SHAPES[:3] + [pytest.param(p, marks=pytest.mark.slow)
+                                            for p in SHAPES[3:]], ids=tag)
 def test_index_only_decoder_matches_golden(p):
     """``mask=False``: golden's codes of edge and random masks and fuzzed streams; the same
     indices and the same rejections as the full decoder, one index per cycle."""
