@@ -43,8 +43,8 @@ from rtl.codecs import pack, unpack
 from rtl.flow.toolchain import BUILD_ROOT
 
 __all__ = ["Stalls", "stall_sources", "stall_patterns", "stall_bounds", "pack", "unpack",
-           "stream_put", "stream_get", "stream_monitor", "run_jobs", "JobRun", "run_streams",
-           "CLOCK_PERIOD", "RTLFailure", "rtl_failures"]
+           "stream_put", "stream_get", "stream_monitor", "streams_monitor", "run_jobs", "JobRun",
+           "run_streams", "CLOCK_PERIOD", "RTLFailure", "rtl_failures"]
 
 #: Clock period of the harness, in seconds (10 ns, as in the cocotb testbenches).
 CLOCK_PERIOD = 10e-9
@@ -208,35 +208,56 @@ def stream_monitor(stream, name, transfers=None, on_transfer=None):
     ``name`` and the cycle. The cycle of every transfer is appended to ``transfers`` (a list), and
     ``on_transfer(cycle, payload)`` is called with the sampled payload.
     """
+    return streams_monitor({name: (stream, transfers, on_transfer)})
+
+
+def streams_monitor(ports):
+    """:func:`stream_monitor` of several streams in one testbench: ``ports`` maps each name to
+    ``(stream, transfers, on_transfer)``. One testbench samples them all each cycle (the
+    simulator's cost is per testbench woken, not per signal), checking the ports in order."""
+    checkers = [_RuleChecker(name, *port) for name, port in ports.items()]
+    signals = [sig for c in checkers for sig in (c.stream.valid, c.stream.ready, c.stream.payload)]
+
     async def monitor(ctx):
         cycle = 0
-        held = None     # (payload bits, cycle) of a beat that was offered but not yet taken
         while True:
-            _, _, valid, ready, payload = await ctx.tick().sample(
-                stream.valid, stream.ready, stream.payload)
-            if held is not None:
-                bits, since = held
-                if not valid:
-                    raise AssertionError(
-                        f"{name}: valid fell in cycle {cycle} without a transfer "
-                        f"(it was raised in cycle {since})")
-                if _bits(payload) != bits:
-                    raise AssertionError(
-                        f"{name}: payload changed in cycle {cycle} while valid was high and "
-                        f"ready low (valid since cycle {since}): {bits:#x} -> "
-                        f"{_bits(payload):#x}")
-            if valid and ready:
-                if transfers is not None:
-                    transfers.append(cycle)
-                if on_transfer is not None:
-                    on_transfer(cycle, payload)
-                held = None
-            elif valid:
-                held = (_bits(payload), cycle if held is None else held[1])
-            else:
-                held = None
+            sampled = (await ctx.tick().sample(*signals))[2:]
+            for k, checker in enumerate(checkers):
+                checker.step(cycle, *sampled[3 * k:3 * k + 3])
             cycle += 1
     return monitor
+
+
+class _RuleChecker:
+    """The stream rules of one port, fed one sampled cycle at a time."""
+
+    def __init__(self, name, stream, transfers=None, on_transfer=None):
+        self.name, self.stream = name, stream
+        self.transfers, self.on_transfer = transfers, on_transfer
+        self.held = None    # (payload bits, cycle) of a beat offered but not yet taken
+
+    def step(self, cycle, valid, ready, payload):
+        if self.held is not None:
+            bits, since = self.held
+            if not valid:
+                raise AssertionError(
+                    f"{self.name}: valid fell in cycle {cycle} without a transfer "
+                    f"(it was raised in cycle {since})")
+            if _bits(payload) != bits:
+                raise AssertionError(
+                    f"{self.name}: payload changed in cycle {cycle} while valid was high and "
+                    f"ready low (valid since cycle {since}): {bits:#x} -> "
+                    f"{_bits(payload):#x}")
+        if valid and ready:
+            if self.transfers is not None:
+                self.transfers.append(cycle)
+            if self.on_transfer is not None:
+                self.on_transfer(cycle, payload)
+            self.held = None
+        elif valid:
+            self.held = (_bits(payload), cycle if self.held is None else self.held[1])
+        else:
+            self.held = None
 
 
 def _stream_ports(component):
@@ -469,9 +490,9 @@ def run_jobs(dut, jobs, *, inputs, outputs, feed="serial", end="outputs", stalls
     for helper in helpers:
         sim.add_testbench(helper, background=True)
 
-    for port, stream in ports.items():
-        sim.add_testbench(stream_monitor(stream, port, run.transfers[port], on_transfer(port)),
-                          background=True)
+    sim.add_testbench(streams_monitor({
+        port: (stream, run.transfers[port], on_transfer(port)) for port, stream in ports.items()}),
+        background=True)
 
     if signals:
         async def recorder(ctx):
@@ -537,16 +558,21 @@ def run_jobs(dut, jobs, *, inputs, outputs, feed="serial", end="outputs", stalls
             sim.add_testbench(queued(port), background=True)
         run.pending.clear()
 
-    def sink(port):
-        async def testbench(ctx):
-            stream, stall, limit = ports[port], sources[port], expected[port]
-            while limit is None or len(run.transfers[port]) < limit:
-                ctx.set(stream.ready, not stall())
+    async def sinks(ctx):
+        """Every output's consumer: ``ready`` as its stalls say, until its expected count (one
+        testbench for all of them, as for the monitors)."""
+        active = list(outputs)
+        while active:
+            for port in list(active):
+                limit = expected[port]
+                if limit is not None and len(run.transfers[port]) >= limit:
+                    ctx.set(ports[port].ready, 0)
+                    active.remove(port)
+                else:
+                    ctx.set(ports[port].ready, not sources[port]())
+            if active:
                 await ctx.tick()
-            ctx.set(stream.ready, 0)
-        return testbench
-    for port in outputs:
-        sim.add_testbench(sink(port), background=True)
+    sim.add_testbench(sinks, background=True)
 
     if end == "outputs":
         outputs_done()
