@@ -293,16 +293,12 @@ class OffsetEncoder(FocusBlock):
             m.d.sync += a_valid.eq(0)
 
         m.d.comb += i.ready.eq((ingest & ~got_final & (~cur_valid | cur_done)) | drain)
-        beat_final = in_base + lanes >= tokens
-        pad = Signal(lanes)             # lanes at or past M on this beat
-        for k in range(lanes):
-            m.d.comb += pad[k].eq(in_base + k >= tokens)
-        m.d.comb += [beat_fire.eq(ingest & i.valid & i.ready),
-                     bad_beat.eq((i.payload.last != beat_final) | ((i.payload.keep & pad) != 0))]
+        beat_final, bad_last, bad_padding = self._check_beat(m, in_base, tokens)
+        m.d.comb += [beat_fire.eq(ingest & i.valid & i.ready), bad_beat.eq(bad_last | bad_padding)]
         with m.If(beat_fire):
-            with m.If(i.payload.last != beat_final):
+            with m.If(bad_last):
                 m.d.sync += [error.eq(1), cause.eq(EncodeError.LAST)]
-            with m.Elif((i.payload.keep & pad) != 0):
+            with m.Elif(bad_padding):
                 m.d.sync += [error.eq(1), cause.eq(EncodeError.PADDING)]
             with m.Else():
                 m.d.sync += [cur_bits.eq(i.payload.keep), cur_valid.eq(1), cur_base.eq(in_base),
@@ -344,6 +340,18 @@ class OffsetEncoder(FocusBlock):
                                         hb=hb, n=n, tokens=tokens, last_end=last_end)
         m.d.comb += [packer.nbits.eq(nbits), packer.flush.eq(emit & fields_done)]
         return m
+
+    def _check_beat(self, m, base, tokens):
+        """The checks of the mask beat on ``i_stream``, whose lane 0 is token ``base`` of a job of
+        ``tokens`` (M). Returns ``(final, bad_last, bad_padding)``: the beat is the job's final
+        one by M; its ``last`` flag disagrees with that (:attr:`EncodeError.LAST`); it keeps a
+        lane at or past M (:attr:`EncodeError.PADDING`)."""
+        lanes, beat = self._params.lanes, self.i_stream.payload
+        final = base + lanes >= tokens
+        pad = Signal(lanes)             # lanes at or past M on this beat
+        for k in range(lanes):
+            m.d.comb += pad[k].eq(base + k >= tokens)
+        return final, beat.last != final, (beat.keep & pad) != 0
 
     def _count(self, m, *, start, go, tail, gap, hb, counting):
         """The bit counts of the 32 schemes, two stages: while ``go``, stage B turns ``gap`` (a
