@@ -5,7 +5,7 @@ from amaranth.lib.wiring import In, Out
 
 from .params import FocusParams
 
-__all__ = ["FocusBlock", "resolve_params", "stage_members"]
+__all__ = ["FocusBlock", "resolve_params", "stage_members", "job_status_members"]
 
 
 def resolve_params(params):
@@ -19,6 +19,14 @@ def stage_members(i_layout, o_layout, **members):
     order of the emitted ports)."""
     return {"i_stream": In(stream.Signature(i_layout)),
             "o_stream": Out(stream.Signature(o_layout)), **members}
+
+
+def job_status_members(cause):
+    """The status members of a block that takes jobs: ``busy`` (a job is under way), ``error``
+    (the job was rejected) and ``cause`` (``Out(cause)``, an ``enum.Enum`` with a shape: why,
+    ``NONE`` otherwise), in that order. ``error`` and ``cause`` hold until the next job's
+    configuration beat is accepted."""
+    return {"busy": Out(1), "error": Out(1), "cause": Out(cause)}
 
 
 class FocusBlock(wiring.Component):

@@ -50,7 +50,8 @@ from .streams import RTLFailure, rtl_failures
 
 __all__ = ["encode_offsets", "decode_offsets", "fit_params", "mask_beats",
            "beats_to_mask", "encoder_job", "decoder_job", "encoder_result", "decoder_result",
-           "run_jobs", "run_encoder_jobs", "run_decoder_jobs", "decode_error_message",
+           "checked_code", "check_encoder_results", "run_jobs", "run_encoder_jobs",
+           "run_decoder_jobs", "decode_error_message",
            "ENCODER_PORTS", "DECODER_PORTS", "random_mask", "regression_masks", "fuzz_codes",
            "job_budget"]
 
@@ -251,6 +252,25 @@ def golden_code(mask, order, word_bits, schemes="all"):
         return golden_encode(mask, None, word_bits, schemes=schemes)
     return golden_encode(mask, scheme.order, word_bits, coded=scheme.coded, family=scheme.family,
                          schemes=schemes)
+
+
+def checked_code(n, mask, order, result, params):
+    """``(words, nbits)`` of encoder job ``n`` (``mask`` and ``order``, as for
+    :func:`encoder_job`) from its :func:`run_jobs` ``result`` (:func:`encoder_result`), asserted
+    equal to :func:`golden_code`'s for an encoder built with ``params``."""
+    words, nbits = encoder_result(result)
+    want, want_nbits = golden_code(mask, order, params.word_bits, params.offset_schemes)
+    assert nbits == want_nbits and np.array_equal(words, want), (
+        f"job {n} (M = {mask.size}, order {order}, kept {np.flatnonzero(mask).tolist()}): "
+        f"RTL {words.tolist()} / {nbits}, golden {want.tolist()} / {want_nbits}")
+    return words, nbits
+
+
+def check_encoder_results(params, jobs, results):
+    """Assert that each encoder job of ``jobs`` (``(mask, order)`` pairs) gave golden's code
+    (:func:`checked_code`); returns the ``(words, nbits)`` of each."""
+    return [checked_code(n, mask, order, result, params)
+            for n, ((mask, order), result) in enumerate(zip(jobs, results, strict=True))]
 
 
 def _encode(mask, order, word_bits):

@@ -22,6 +22,7 @@ from rtl.params import FocusParams
 from rtl.sec.offset_encoder import EncodeError, OffsetEncoder
 from sim.offsets import (
     ENCODER_PORTS,
+    check_encoder_results,
     encoder_job,
     encoder_result,
     golden_code,
@@ -49,15 +50,6 @@ def tag(p):
     return p.tag
 
 
-def check_against_golden(p, jobs, results):
-    for k, ((mask, order), result) in enumerate(zip(jobs, results, strict=True)):
-        words, nbits = encoder_result(result)
-        want, want_nbits = golden_code(mask, order, p.word_bits, p.offset_schemes)
-        assert nbits == want_nbits and np.array_equal(words, want), (
-            f"job {k}: M {mask.size}, order {order}, kept {np.flatnonzero(mask).tolist()}: "
-            f"RTL {words.tolist()} / {nbits}, golden {want.tolist()} / {want_nbits}")
-
-
 def cycle_terms(mask, lanes, words, dropped=False):
     """(ingest, emission) cycles of the documented model: a beat with p kept tokens takes
     max(1, p) cycles; emission takes max(fields, words) cycles (:func:`emission_fields`, one
@@ -77,7 +69,7 @@ def test_random_masks_match_golden(p):
     jobs = regression_masks(p, 120, seed=p.tokens + p.word_bits)
     fewer = 33 - CHOOSE_CYCLES[p.offset_schemes]
     results = run_encoder_jobs(p, jobs)
-    check_against_golden(p, jobs, results)
+    check_encoder_results(p, jobs, results)
     for (mask, _order), result in zip(jobs, results, strict=True):
         dropped = bool((int(result["o_stream"][0]["word"]) >> (p.word_bits - 4)) & 1)
         ingest, emission = cycle_terms(mask, p.lanes, len(result["o_stream"]), dropped)
@@ -98,7 +90,7 @@ def test_under_stalls(idle, backpressure, schemes):
     p = SMALL.replace(offset_schemes=schemes)
     jobs = regression_masks(p, 70, seed=7)
     stalls = {"cfg_stream": idle, "i_stream": idle, "o_stream": backpressure}
-    check_against_golden(p, jobs, run_encoder_jobs(p, jobs, stalls=stalls, seed=5))
+    check_encoder_results(p, jobs, run_encoder_jobs(p, jobs, stalls=stalls, seed=5))
 
 
 def test_long_backpressure():
@@ -108,7 +100,7 @@ def test_long_backpressure():
     payloads = [encoder_job(mask, order, SMALL.lanes) for mask, order in jobs]
     results = run_jobs(OffsetEncoder(SMALL), ENCODER_PORTS, payloads,
                        stalls={"o_stream": Stalls(windows=[(30, 150)])})
-    check_against_golden(SMALL, jobs, results)
+    check_encoder_results(SMALL, jobs, results)
 
 
 def test_h264_ue_table_on_rtl_output():
@@ -172,7 +164,7 @@ def test_fixed_rice_that_cannot_code_the_mask_is_refused():
         results = run_encoder_jobs(p, [(bad, scheme), (bad, good)])
         assert results[0]["error"] == 1 and results[0]["cause"] == EncodeError.QUOTIENT.value
         assert results[0]["o_stream"] == []
-        check_against_golden(p, [(bad, good)], results[1:])
+        check_encoder_results(p, [(bad, good)], results[1:])
 
 
 @pytest.mark.parametrize("case", ["m_zero", "m_too_big", "last_early", "last_missing",
@@ -286,12 +278,12 @@ def test_narrow_encoder_refuses_the_schemes_it_lacks(scheme):
                        stalls={"cfg_stream": 0.3, "i_stream": 0.3, "o_stream": 0.3}, seed=4)
     assert results[0]["error"] == 1 and results[0]["cause"] == EncodeError.SCHEME.value
     assert results[0]["o_stream"] == []
-    check_against_golden(p, [(good, None)], results[1:])
+    check_encoder_results(p, [(good, None)], results[1:])
     # No stalls: idle one cycle after the last of the bad job's 3 beats.
     results = run_jobs(OffsetEncoder(p), ENCODER_PORTS, [bad, encoder_job(good, 2, p.lanes)])
     assert results[0]["cause"] == EncodeError.SCHEME.value
     assert results[0]["end"] <= len(bad["i_stream"]) + 3
-    check_against_golden(p, [(good, 2)], results[1:])
+    check_encoder_results(p, [(good, 2)], results[1:])
 
 
 def test_narrow_encoder_takes_the_kept_set_schemes_and_adaptive():
@@ -301,7 +293,7 @@ def test_narrow_encoder_takes_the_kept_set_schemes_and_adaptive():
     rng = np.random.default_rng(5)
     jobs = [(rng.random(int(rng.integers(1, 65))) < 0.4, scheme) for scheme in SCHEMES[:8]]
     jobs += [(np.ones(64, bool), None), (np.ones(64, bool), 0)]
-    check_against_golden(p, jobs, run_encoder_jobs(p, jobs, stalls=0.3, seed=9))
+    check_encoder_results(p, jobs, run_encoder_jobs(p, jobs, stalls=0.3, seed=9))
 
 
 def test_sim_schemes_must_match_the_params():

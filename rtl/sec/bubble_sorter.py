@@ -91,17 +91,8 @@ class BubbleSorter(FocusBlock):
             x_last.eq(cur_valid & cur_last & end_of_word),
         ]
 
-        # The chain. A pass streams the scores in index order and starts with an empty chain,
-        # so every key in it has a lower index than the entering one: the entering key is the
-        # larger exactly when its score is (a tie goes to the lower index), and the cells compare
-        # scores only (the admission compares whole keys).
-        key = [Signal(kb, name=f"key{n}") for n in range(a)]
-        full = [Signal(name=f"full{n}") for n in range(a)]
-        full_eff = [Signal(name=f"full_eff{n}") for n in range(a)]
-        beats = [Signal(name=f"beats{n}") for n in range(a)]
-        for n in range(a):
-            m.d.comb += [full_eff[n].eq(full[n] & ~x_fresh),
-                         beats[n].eq(~full_eff[n] | (x_key[ib:] > key[n][ib:]))]
+        admit = Signal()
+        key, full = self._chain(m, x_key, x_fresh, admit)
 
         # Admission threshold: everything in the first pass; afterwards only keys below the
         # previous pass's smallest pick (nothing, if that pass did not fill the chain).
@@ -112,21 +103,10 @@ class BubbleSorter(FocusBlock):
         eff_all = Mux(x_fresh, first_pass, th_all)
         eff_none = Mux(x_fresh, ~first_pass & ~full[a - 1], th_none)
         eff_key = Mux(x_fresh, key[a - 1], th_key)
-        admit = Signal()
         m.d.comb += admit.eq(x_valid & ~eff_none & (eff_all | (x_key < eff_key)))
         with m.If(x_fresh):
             m.d.sync += [first_pass.eq(0), th_all.eq(eff_all), th_none.eq(eff_none),
                          th_key.eq(eff_key)]
-        with m.If(admit | x_fresh):
-            for n in range(a):
-                with m.If(beats[n]):
-                    if n == 0:
-                        m.d.sync += [key[0].eq(x_key), full[0].eq(admit)]
-                    else:
-                        m.d.sync += [
-                            key[n].eq(Mux(beats[n - 1], key[n - 1], x_key)),
-                            full[n].eq(Mux(beats[n - 1], full_eff[n - 1], admit)),
-                        ]
 
         # Passes and the mask.
         crest = Signal(p.count_bits)      # picks still to come, from the pass now in the chain
@@ -193,3 +173,34 @@ class BubbleSorter(FocusBlock):
         m.d.comb += take_mask.eq(fsm.ongoing("MASK") & (~o.valid | o.ready) & sw.w_valid
                                  & sw.w_final)
         return m
+
+    def _chain(self, m, x_key, x_fresh, admit):
+        """The chain of ``lanes`` compare-exchange cells, largest key in cell 0. In a cycle with
+        ``admit`` the entering key ``x_key`` is inserted (a cell whose key is smaller takes its
+        upper neighbour's, the lowest cell's falls out); ``x_fresh`` (a pass's first score)
+        empties the chain first. Returns the cells' ``(key, full)`` registers, one per cell.
+
+        A pass streams the scores in index order and starts with an empty chain, so every key in
+        it has a lower index than the entering one: the entering key is the larger exactly when
+        its score is (a tie goes to the lower index), and the cells compare scores only (the
+        admission compares whole keys)."""
+        p = self._params
+        a, ib = p.lanes, p.index_bits
+        key = [Signal(len(x_key), name=f"key{n}") for n in range(a)]
+        full = [Signal(name=f"full{n}") for n in range(a)]
+        full_eff = [Signal(name=f"full_eff{n}") for n in range(a)]
+        beats = [Signal(name=f"beats{n}") for n in range(a)]
+        for n in range(a):
+            m.d.comb += [full_eff[n].eq(full[n] & ~x_fresh),
+                         beats[n].eq(~full_eff[n] | (x_key[ib:] > key[n][ib:]))]
+        with m.If(admit | x_fresh):
+            for n in range(a):
+                with m.If(beats[n]):
+                    if n == 0:
+                        m.d.sync += [key[0].eq(x_key), full[0].eq(admit)]
+                    else:
+                        m.d.sync += [
+                            key[n].eq(Mux(beats[n - 1], key[n - 1], x_key)),
+                            full[n].eq(Mux(beats[n - 1], full_eff[n - 1], admit)),
+                        ]
+        return key, full

@@ -7,22 +7,35 @@ from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
 from ..layouts import offset_word_layout
-from .offset_encoder import HEADER_FIXED_BITS, rice_limit_bits
+from .offset_encoder import HEADER_FIXED_BITS, code_header_members, rice_limit_bits
 
-__all__ = ["CodeParser", "ParseError", "parsed_code_layout", "leading_zero_limit",
+__all__ = ["CodeParser", "DecodeError", "parsed_code_layout", "leading_zero_limit",
            "decode_field_bits"]
 
 
-class ParseError(enum.Enum, shape=4):
-    """Why :class:`CodeParser` raised ``fail`` (the values of the decoder's ``DecodeError``)."""
+class DecodeError(enum.Enum, shape=4):
+    """Why :class:`rtl.sec.offset_decoder.OffsetDecoder` raised ``error`` (its ``cause`` output).
+
+    :class:`CodeParser` raises those found while parsing (``COUNT``, ``ZEROS``, ``TRUNCATED``,
+    ``TRAILING`` for bits after a header with n = 0, ``UNARY``) on its own ``cause``."""
     NONE = 0
+    #: The config beat's ``tokens`` (the job's M) is 0 or larger than ``params.tokens``.
+    CONFIG = 1
+    #: ``nbits`` is shorter than the header (``HEADER_FIXED_BITS`` = 5, plus bit_length(M) bits).
+    HEADER = 2
+    #: The job's words (up to ``last``) hold fewer than ``nbits`` bits.
+    SHORT = 3
     #: The header's count n is larger than M.
     COUNT = 4
-    #: An Exp-Golomb code has :func:`leading_zero_limit` or more leading zeros.
+    #: A code has :func:`leading_zero_limit` or more leading zeros: whatever follows, its index
+    #: would be >= M (the golden model reports these as an index >= M, more than 31 leading
+    #: zeros, or a code running past nbits, whichever it meets first).
     ZEROS = 5
     #: A code runs past ``nbits``.
     TRUNCATED = 6
-    #: The header is followed by bits although n = 0.
+    #: A code gives an index >= M.
+    INDEX = 7
+    #: The n codes end before ``nbits``.
     TRAILING = 8
     #: A Rice code's unary part has 2 * bit_length(M) or more zeros.
     UNARY = 9
@@ -113,7 +126,7 @@ class CodeParser(FocusBlock):
     kept : Out(range(tokens + 1))
         The kept count: n, or M - n for a dropped-set code.
     fail : Out(1)
-    cause : Out(ParseError)
+    cause : Out(DecodeError)
     short : Out(1)
     fin : Out(1)
     in_done : Out(1)
@@ -130,12 +143,9 @@ class CodeParser(FocusBlock):
             "hb": In(range(p.count_bits + 1)),
             "running": In(1),
             "error": In(1),
-            "order": Out(3),
-            "dropped": Out(1),
-            "rice": Out(1),
-            "kept": Out(range(p.tokens + 1)),
+            **code_header_members(p),
             "fail": Out(1),
-            "cause": Out(ParseError),
+            "cause": Out(DecodeError),
             "short": Out(1),
             "fin": Out(1),
             "in_done": Out(1),
@@ -217,7 +227,7 @@ class CodeParser(FocusBlock):
                                  codes_left.eq(hdr_n),
                                  kept.eq(Mux(hdr_s, tokens - hdr_n, hdr_n))]
                     with m.If(hdr_n > tokens):
-                        m.d.comb += [fail.eq(1), cause.eq(ParseError.COUNT)]
+                        m.d.comb += [fail.eq(1), cause.eq(DecodeError.COUNT)]
                     with m.Else():
                         m.d.sync += phase.eq(_Phase.CODES)
             with m.Case(_Phase.CODES):
@@ -226,7 +236,7 @@ class CodeParser(FocusBlock):
                     with m.If(rem == 0):
                         m.d.sync += phase.eq(_Phase.FIN)
                     with m.Else():
-                        m.d.comb += [fail.eq(1), cause.eq(ParseError.TRAILING)]
+                        m.d.comb += [fail.eq(1), cause.eq(DecodeError.TRAILING)]
                 with m.Elif(active & (~o.valid | o_go)):
                     with m.If(fits):
                         m.d.comb += take_code.eq(1)
@@ -235,10 +245,10 @@ class CodeParser(FocusBlock):
                             m.d.sync += phase.eq(_Phase.FIN)
                     with m.Elif(zeros_at & no_one):
                         m.d.comb += [fail.eq(1),
-                                     cause.eq(Mux(f, ParseError.UNARY, ParseError.ZEROS))]
+                                     cause.eq(Mux(f, DecodeError.UNARY, DecodeError.ZEROS))]
                     with m.Elif(all_in):
                         # Every string bit is in the buffer and the code still does not fit.
-                        m.d.comb += [fail.eq(1), cause.eq(ParseError.TRUNCATED)]
+                        m.d.comb += [fail.eq(1), cause.eq(DecodeError.TRUNCATED)]
         with m.If(take_code):
             m.d.sync += [o.valid.eq(1), o.payload.top.eq(buf[bb - fw:]),
                          o.payload.shift.eq(fw - code_len),

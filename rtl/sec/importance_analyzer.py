@@ -323,46 +323,7 @@ class ImportanceAnalyzer(FocusBlock):
         w1_valid, w1_addr, w1_data = Signal(), Signal(buffer_addr_bits(p)), Signal(word)
         w2_data = Signal(word)
         rd_valid = Signal()        # readout: r_data holds a word not yet sent
-        more = readout & (pos.left != 0)
-        advance = ~rd_valid | o.ready
-
-        # Every combinational output is assigned unconditionally, from the state: under Icarus's
-        # SystemVerilog mode, a conditional process whose inputs keep their initial values after
-        # reset is never evaluated and would leave its outputs at X.
-        with m.FSM() as fsm:
-            with m.State("IDLE"):
-                with m.If(cfg.valid):
-                    c = cfg.payload
-                    bad = (c.M == 0) | (c.M > p.tokens) | (c.R == 0)
-                    # The job's registers load whatever ``bad`` is (unused after a rejected
-                    # beat): the compares stay off their enables.
-                    m.d.sync += [
-                        self.error.eq(bad),
-                        M.eq(c.M), R.eq(c.R), temporal.eq(c.mode == Dataflow.TEMPORAL),
-                        readout.eq(c.readout),
-                    ]
-                    pos.start(m, c)
-                    with m.If(~bad):
-                        m.next = "ACCUM"
-            with m.State("ACCUM"):
-                with m.If(i.valid):
-                    with m.If(pos.advance(m, temporal, M, R)):
-                        m.next = "DRAIN"
-            with m.State("DRAIN"):
-                # Stage 1 holds the last beat this cycle; stage 2 writes its word the next.
-                m.next = "FLUSH"
-            with m.State("FLUSH"):
-                m.d.sync += [self.done.eq(1), pos.w.eq(0), pos.left.eq(M)]
-                m.next = "READOUT"
-            with m.State("READOUT"):
-                m.d.sync += self.done.eq(0)
-                with m.If(advance):
-                    m.d.sync += rd_valid.eq(more)
-                    with m.If(more):
-                        m.d.sync += [pos.w.eq(pos.w + 1),
-                                     pos.left.eq(Mux(pos.left > a, pos.left - a, 0))]
-                    with m.Else():
-                        m.next = "IDLE"
+        fsm, more, advance = self._sequence(m, pos, M, R, temporal, readout, rd_valid)
 
         idle, accum, reading = fsm.ongoing("IDLE"), fsm.ongoing("ACCUM"), fsm.ongoing("READOUT")
         m.d.comb += [
@@ -432,3 +393,55 @@ class ImportanceAnalyzer(FocusBlock):
         m.d.sync += [w1_valid.eq(w_en & ~temporal), w1_addr.eq(s2_addr), w1_data.eq(new),
                      w2_data.eq(w1_data)]
         return m
+
+    def _sequence(self, m, pos, M, R, temporal, readout, rd_valid):
+        """The job's states: IDLE (a configuration beat loads the job's registers ``M``, ``R``,
+        ``temporal`` and ``readout`` and the input position ``pos``; a bad one raises
+        ``error``), ACCUM (the input beats), DRAIN and FLUSH (the pipeline writes the last word;
+        ``done``), READOUT (the vector on ``o_stream``, when asked; ``rd_valid`` says that the
+        read data holds a word not yet sent). Returns ``(fsm, more, advance)``: ``more``, a word
+        is left to read out; ``advance``, the output register can take one."""
+        p = self._params
+        a = p.lanes
+        cfg, i, o = self.cfg_stream, self.i_stream, self.o_stream
+        more = readout & (pos.left != 0)
+        advance = ~rd_valid | o.ready
+
+        # Every combinational output is assigned unconditionally, from the state: under Icarus's
+        # SystemVerilog mode, a conditional process whose inputs keep their initial values after
+        # reset is never evaluated and would leave its outputs at X.
+        with m.FSM() as fsm:
+            with m.State("IDLE"):
+                with m.If(cfg.valid):
+                    c = cfg.payload
+                    bad = (c.M == 0) | (c.M > p.tokens) | (c.R == 0)
+                    # The job's registers load whatever ``bad`` is (unused after a rejected
+                    # beat): the compares stay off their enables.
+                    m.d.sync += [
+                        self.error.eq(bad),
+                        M.eq(c.M), R.eq(c.R), temporal.eq(c.mode == Dataflow.TEMPORAL),
+                        readout.eq(c.readout),
+                    ]
+                    pos.start(m, c)
+                    with m.If(~bad):
+                        m.next = "ACCUM"
+            with m.State("ACCUM"):
+                with m.If(i.valid):
+                    with m.If(pos.advance(m, temporal, M, R)):
+                        m.next = "DRAIN"
+            with m.State("DRAIN"):
+                # Stage 1 holds the last beat this cycle; stage 2 writes its word the next.
+                m.next = "FLUSH"
+            with m.State("FLUSH"):
+                m.d.sync += [self.done.eq(1), pos.w.eq(0), pos.left.eq(M)]
+                m.next = "READOUT"
+            with m.State("READOUT"):
+                m.d.sync += self.done.eq(0)
+                with m.If(advance):
+                    m.d.sync += rd_valid.eq(more)
+                    with m.If(more):
+                        m.d.sync += [pos.w.eq(pos.w + 1),
+                                     pos.left.eq(Mux(pos.left > a, pos.left - a, 0))]
+                    with m.Else():
+                        m.next = "IDLE"
+        return fsm, more, advance

@@ -2,14 +2,20 @@
 keep mask and kept indices out."""
 
 from amaranth.hdl import Module, Mux, Signal, unsigned
-from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..block import FocusBlock
+from ..block import FocusBlock, job_status_members
 from ..layouts import mask_beat_layout, offset_word_layout
-from .code_parser import CodeParser, decode_field_bits, leading_zero_limit, parsed_code_layout
+from .code_parser import (
+    CodeParser,
+    DecodeError,
+    decode_field_bits,
+    leading_zero_limit,
+    parsed_code_layout,
+)
 from .mask_builder import INDEX_FIFO_DEPTH, MaskBuilder
-from .offset_encoder import HEADER_FIXED_BITS, bit_length, rice_limit_bits
+from .offset_encoder import HEADER_FIXED_BITS, bit_length, code_header_members, rice_limit_bits
 
 __all__ = ["OffsetDecoder", "DecodeError", "decoder_config_layout", "index_layout",
            "leading_zero_limit", "decode_field_bits", "DECODE_DRAIN_CYCLES", "INDEX_FIFO_DEPTH"]
@@ -17,31 +23,6 @@ __all__ = ["OffsetDecoder", "DecodeError", "decoder_config_layout", "index_layou
 #: Cycles from the decision that ends a job (error, or the last mask beat written) to ``busy``
 #: low, once the job's last word has been accepted and the output registers are empty.
 DECODE_DRAIN_CYCLES = 2
-
-
-class DecodeError(enum.Enum, shape=4):
-    """Why :class:`OffsetDecoder` raised ``error`` (its ``cause`` output)."""
-    NONE = 0
-    #: The config beat's ``tokens`` (the job's M) is 0 or larger than ``params.tokens``.
-    CONFIG = 1
-    #: ``nbits`` is shorter than the header (3 + bit_length(M) bits).
-    HEADER = 2
-    #: The job's words (up to ``last``) hold fewer than ``nbits`` bits.
-    SHORT = 3
-    #: The header's count n is larger than M.
-    COUNT = 4
-    #: A code has :func:`leading_zero_limit` or more leading zeros: whatever follows, its index
-    #: would be >= M (the golden model reports these as an index >= M, more than 31 leading
-    #: zeros, or a code running past nbits, whichever it meets first).
-    ZEROS = 5
-    #: A code runs past ``nbits``.
-    TRUNCATED = 6
-    #: A code gives an index >= M.
-    INDEX = 7
-    #: The n codes end before ``nbits``.
-    TRAILING = 8
-    #: A Rice code's unary part has 2 * bit_length(M) or more zeros.
-    UNARY = 9
 
 
 def decoder_config_layout(p):
@@ -175,13 +156,8 @@ class OffsetDecoder(FocusBlock):
             "i_stream": In(stream.Signature(offset_word_layout(p))),
             **({"o_stream": Out(stream.Signature(mask_beat_layout(p)))} if mask else {}),
             "idx_stream": Out(stream.Signature(index_layout(p))),
-            "busy": Out(1),
-            "error": Out(1),
-            "cause": Out(DecodeError),
-            "order": Out(3),
-            "dropped": Out(1),
-            "rice": Out(1),
-            "kept": Out(range(p.tokens + 1)),
+            **job_status_members(DecodeError),
+            **code_header_members(p),
         })
 
     @property

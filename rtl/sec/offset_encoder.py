@@ -5,12 +5,13 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, enum, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..block import FocusBlock
+from ..block import FocusBlock, job_status_members
 from ..layouts import mask_beat_layout, offset_word_layout
 from ..lib.bit_packer import BitPacker, packer_field_layout
 
 __all__ = ["OffsetEncoder", "EncodeError", "encoder_config_layout", "code_field_bits",
-           "bit_length", "rice_limit_bits", "scheme_count", "SCHEME_COUNT", "HEADER_FIXED_BITS"]
+           "bit_length", "rice_limit_bits", "scheme_count", "code_header_members", "SCHEME_COUNT",
+           "HEADER_FIXED_BITS"]
 
 #: Orders 0..7; the order field of the header is 3 bits wide.
 _ORDERS = 8
@@ -31,6 +32,14 @@ def rice_limit_bits(p):
     """The longest Rice unary part the format allows at M = ``p.tokens``: 2 * bit_length(tokens)
     - 1 zeros (a quotient must be below 2 * bit_length(M); golden.offsets.rice_quotient_limit)."""
     return 2 * p.count_bits - 1
+
+
+def code_header_members(p):
+    """The members that give a code's scheme and kept count, as the encoder chose them or the
+    decoder read them from the header: ``order`` (0..7, ``Out(3)``), ``dropped`` and ``rice``
+    (``Out(1)`` each: the dropped set is coded; Rice, not Exp-Golomb) and ``kept`` (``Out(range(
+    tokens + 1))``: the kept count, n or M - n), in that order."""
+    return {"order": Out(3), "dropped": Out(1), "rice": Out(1), "kept": Out(range(p.tokens + 1))}
 
 
 class EncodeError(enum.Enum, shape=3):
@@ -168,14 +177,14 @@ class OffsetEncoder(FocusBlock):
         The last job was malformed (see above); held until the next config beat.
     cause : Out(EncodeError)
         Why ``error`` is set (``NONE`` otherwise).
-    kept : Out(range(tokens + 1))
-        The job's kept count (final once ingest ends).
     order : Out(3)
         The job's order e (valid from the first word on).
     dropped : Out(1)
         The job's code lists the dropped set (valid from the first word on).
     rice : Out(1)
         The job's code is a Rice code (valid from the first word on).
+    kept : Out(range(tokens + 1))
+        The job's kept count (final once ingest ends).
     """
 
     def __init__(self, params=None):
@@ -183,13 +192,8 @@ class OffsetEncoder(FocusBlock):
             "cfg_stream": In(stream.Signature(encoder_config_layout(p))),
             "i_stream": In(stream.Signature(mask_beat_layout(p))),
             "o_stream": Out(stream.Signature(offset_word_layout(p))),
-            "busy": Out(1),
-            "error": Out(1),
-            "cause": Out(EncodeError),
-            "kept": Out(range(p.tokens + 1)),
-            "order": Out(3),
-            "dropped": Out(1),
-            "rice": Out(1),
+            **job_status_members(EncodeError),
+            **code_header_members(p),
         })
 
     def elaborate(self, platform):
@@ -293,16 +297,12 @@ class OffsetEncoder(FocusBlock):
             m.d.sync += a_valid.eq(0)
 
         m.d.comb += i.ready.eq((ingest & ~got_final & (~cur_valid | cur_done)) | drain)
-        beat_final = in_base + lanes >= tokens
-        pad = Signal(lanes)             # lanes at or past M on this beat
-        for k in range(lanes):
-            m.d.comb += pad[k].eq(in_base + k >= tokens)
-        m.d.comb += [beat_fire.eq(ingest & i.valid & i.ready),
-                     bad_beat.eq((i.payload.last != beat_final) | ((i.payload.keep & pad) != 0))]
+        beat_final, bad_last, bad_padding = self._check_beat(m, in_base, tokens)
+        m.d.comb += [beat_fire.eq(ingest & i.valid & i.ready), bad_beat.eq(bad_last | bad_padding)]
         with m.If(beat_fire):
-            with m.If(i.payload.last != beat_final):
+            with m.If(bad_last):
                 m.d.sync += [error.eq(1), cause.eq(EncodeError.LAST)]
-            with m.Elif((i.payload.keep & pad) != 0):
+            with m.Elif(bad_padding):
                 m.d.sync += [error.eq(1), cause.eq(EncodeError.PADDING)]
             with m.Else():
                 m.d.sync += [cur_bits.eq(i.payload.keep), cur_valid.eq(1), cur_base.eq(in_base),
@@ -344,6 +344,18 @@ class OffsetEncoder(FocusBlock):
                                         hb=hb, n=n, tokens=tokens, last_end=last_end)
         m.d.comb += [packer.nbits.eq(nbits), packer.flush.eq(emit & fields_done)]
         return m
+
+    def _check_beat(self, m, base, tokens):
+        """The checks of the mask beat on ``i_stream``, whose lane 0 is token ``base`` of a job of
+        ``tokens`` (M). Returns ``(final, bad_last, bad_padding)``: the beat is the job's final
+        one by M; its ``last`` flag disagrees with that (:attr:`EncodeError.LAST`); it keeps a
+        lane at or past M (:attr:`EncodeError.PADDING`)."""
+        lanes, beat = self._params.lanes, self.i_stream.payload
+        final = base + lanes >= tokens
+        pad = Signal(lanes)             # lanes at or past M on this beat
+        for k in range(lanes):
+            m.d.comb += pad[k].eq(base + k >= tokens)
+        return final, beat.last != final, (beat.keep & pad) != 0
 
     def _count(self, m, *, start, go, tail, gap, hb, counting):
         """The bit counts of the 32 schemes, two stages: while ``go``, stage B turns ``gap`` (a

@@ -4,7 +4,7 @@ from amaranth.hdl import Module, Mux, Signal, unsigned
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..block import FocusBlock
+from ..block import FocusBlock, job_status_members
 from ..layouts import mask_beat_layout, offset_word_layout, score_beat_layout
 from ..lib.stream_fork import StreamFork
 from .importance_analyzer import ROWS_BITS, Dataflow, ImportanceAnalyzer
@@ -118,12 +118,12 @@ class SemanticConcentrator(FocusBlock):
         The keep mask, ceil(M/lanes) beats.
     code_stream : Out(stream.Signature(offset_word_layout(params)))
         The offset-code words.
-    busy : Out(1)
-        From the cycle after the configuration beat until the job's last output has
-        transferred (low in the cycle ``done`` pulses).
     done : Out(1)
         One-cycle pulse, the cycle after the job's last output transfer (the later of the last
         mask beat and the last code word).
+    busy : Out(1)
+        From the cycle after the configuration beat until the job's last output has
+        transferred (low in the cycle ``done`` pulses).
     error : Out(1)
         Held until the next configuration beat is accepted.
     cause : Out(SecError)
@@ -145,10 +145,8 @@ class SemanticConcentrator(FocusBlock):
             "i_stream": In(stream.Signature(score_beat_layout(p))),
             "mask_stream": Out(stream.Signature(mask_beat_layout(p))),
             "code_stream": Out(stream.Signature(offset_word_layout(p))),
-            "busy": Out(1),
             "done": Out(1),
-            "error": Out(1),
-            "cause": Out(SecError),
+            **job_status_members(SecError),
             "kept": Out(range(p.tokens + 1)),
             "nbits": Out(p.nbits_bits),
             "order": Out(3),

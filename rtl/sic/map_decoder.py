@@ -4,7 +4,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, enum, memory, stream
 from amaranth.lib.wiring import In, Out
 
-from ..block import FocusBlock
+from ..block import FocusBlock, job_status_members
 from .match_layouts import CANDIDATES, map_word_layout
 from .window_buffer import window_slots
 
@@ -104,9 +104,7 @@ class MapDecoder(FocusBlock):
             "i_stream": In(stream.Signature(map_word_layout(p))),
             "pos_stream": In(stream.Signature(map_position_layout(p))),
             "o_stream": Out(stream.Signature(map_entry_layout(p))),
-            "busy": Out(1),
-            "error": Out(1),
-            "cause": Out(MapDecodeError),
+            **job_status_members(MapDecodeError),
         })
 
     def elaborate(self, platform):

@@ -13,7 +13,7 @@ from amaranth.hdl import Module, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..block import FocusBlock
+from ..block import FocusBlock, job_status_members
 from ..sic.map_decoder import MapDecodeError, MapDecoder, map_position_layout
 from ..sic.match_layouts import map_word_layout
 from ..tile.focus_gemm import (
@@ -93,9 +93,7 @@ class FocusGemmCoded(FocusBlock):
             "code_stream": In(stream.Signature(map_word_layout(p))),
             "pos_stream": In(stream.Signature(map_position_layout(p))),
             "o_stream": Out(stream.Signature(result_beat_layout(p))),
-            "busy": Out(1),
-            "error": Out(1),
-            "cause": Out(MapDecodeError),
+            **job_status_members(MapDecodeError),
         })
 
     def elaborate(self, platform):
