@@ -9,9 +9,10 @@ about half of its partial products (``a_i a_j`` and ``a_j a_i`` are one bit of t
 The results are exact: they equal the integer expressions bit for bit
 (``tests/test_block_matcher_arith.py`` checks them exhaustively for narrow operands).
 
-Every function takes the ``Module`` to put its intermediate signals in (the operands, the rows
-and the sum are signals: the netlist reads well, and the simulator compiles small
-expressions).
+Every function takes the ``Module`` to put its intermediate signals in (the operands, the
+Booth digit selects and the sum are signals: the netlist reads well). Each row is one
+whole-row expression (a replicated bit ANDed with an operand), not one expression per bit:
+Amaranth's simulator compiles per-bit trees slowly.
 
 :func:`counting` records the arithmetic built while it is active, for the multiplier figures of
 ``python -m sim.bench.multipliers``.
@@ -103,8 +104,7 @@ def booth_rows(m, x, y, *, x_signed=True, y_signed=True):
     w = len(yb)                             # y as a w-bit signed value
     yb = yb + [yb[-1]]                      # ... and its w+1-bit sign extension, for 2y
     xb = [Const(0, 1)] + xb                 # x_{-1} = 0
-    # y and 2y as w+1-bit rows: the selects pick one of them bit-wise (whole-row operators
-    # rather than one expression per bit keep the simulator's compile time down).
+    # y and 2y as w+1-bit rows, which each digit's selects pick from.
     y1, y2 = Signal(w + 1, name="booth_y1"), Signal(w + 1, name="booth_y2")
     m.d.comb += [y1.eq(Cat(*yb)), y2.eq(Cat(Const(0, 1), *yb[:w]))]
     rows, constant = [], 0
@@ -130,18 +130,18 @@ def square_rows(m, a):
 
     Returns ``(rows, constant)`` as :func:`product_rows`: n - 1 + (n - 1)(n - 2)/2 + n bits.
     """
-    x = _bits(_signal(m, a, "square_a"))
-    n = len(x)
+    sq = _signal(m, a, "square_a")
+    x, n = _bits(sq), len(sq)
     rows = []
     # a = -s 2**(n-1) + u: a**2 = s 2**(2n-2) - s u 2**n + u**2, with
     # u**2 = sum a_i 2**(2i) + sum_{i<j} a_i a_j 2**(i+j+1).
     for i in range(n - 1):
         rows.append((x[i], 2 * i))
         if i + 1 < n - 1:
-            rows.append((x[i].replicate(n - 2 - i) & Cat(*x[i + 1:n - 1]), 2 * i + 2))
+            rows.append((x[i].replicate(n - 2 - i) & sq[i + 1:n - 1], 2 * i + 2))
     rows.append((x[n - 1], 2 * n - 2))
     if n > 1:
-        rows.append((Cat(*(~(x[n - 1] & x[i]) for i in range(n - 1))), n))
+        rows.append((~(x[n - 1].replicate(n - 1) & sq[:n - 1]), n))
     constant = -((1 << (n - 1)) - 1) * (1 << n) if n > 1 else 0
     return rows, constant
 
@@ -192,11 +192,12 @@ def sum_of_squares(m, xs, width):
 
 def unsigned_square(m, a, width):
     """``a * a`` for unsigned ``a``, with the pairs a_i a_j folded, as ``width`` unsigned bits."""
-    x = _bits(_signal(m, a, "square_a"))
+    sq = _signal(m, a, "square_a")
+    x = _bits(sq)
     rows = []
     for i in range(len(x)):
         rows.append((x[i], 2 * i))
         if i + 1 < len(x):
-            rows.append((x[i].replicate(len(x) - 1 - i) & Cat(*x[i + 1:]), 2 * i + 2))
+            rows.append((x[i].replicate(len(x) - 1 - i) & sq[i + 1:], 2 * i + 2))
     _record("square", 1, len(x) ** 2, rows)
     return row_sum(m, rows, 0, width, signed=False)
