@@ -184,9 +184,11 @@ class FocusParams:
     @classmethod
     def paper(cls):
         """The paper's shape: M = 1024, a = 32, V = 32, one comparator, window 256, tile 1024,
-        and only the ``first`` representative (the paper's area has no group-sum memory)."""
+        only the ``first`` representative (the paper's area has no group-sum memory) and only
+        the paper's offset code (``offset_schemes = "kept-exp-golomb"``: its VLI lists the kept
+        tokens in order-e Exp-Golomb; the dropped set and Rice are this project's additions)."""
         return cls(tokens=1024, lanes=32, dim=32, comparators=1, window=256, tile=1024,
-                   representatives="first")
+                   representatives="first", offset_schemes="kept-exp-golomb")
 
     @classmethod
     def board(cls):

@@ -96,6 +96,8 @@ def test_presets():
     assert (paper.window, paper.tile) == (256, 1024)
     # The paper's provisioning: one comparator; only the first representative in the paper's.
     assert paper.representatives == "first" and not paper.mean_unit
+    # ... and the paper's offset code only (the kept set in Exp-Golomb).
+    assert paper.offset_schemes == "kept-exp-golomb" and FocusParams().offset_schemes == "all"
     assert FocusParams().comparators == 1 and FocusParams().mean_unit
     board = FocusParams.board()
     assert board.tokens <= 256 and board.comparators <= 2
