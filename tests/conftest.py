@@ -43,12 +43,64 @@ def require_simulator(name):
     pytest.skip(f"simulator {name} is not installed")
 
 
+_MATCH = "M1024_a4_s16_bubble_w32_V32_e8_F8_L32_W256_T1024_c1_"
+_DEC = "_s16_bubble_{}_V32_e8_F8_L32_W256_T1024_c1_enable_fm_r2"
+
+#: Parametrized cases moved to the slow tier because a sibling in the fast tier runs the same
+#: block the same way (same simulator, same kind of stall or setting); CI runs both tiers.
+#: The fast tier keeps, for each test below, the cases not listed: one end-to-end SEC run and
+#: the non-multiple-of-the-lanes regressions on Icarus, the "both stalls" case of each stall
+#: sweep (each stall kind alone stays in the slow tier), one bad setting of each kind.
+SLOW_CASES = {
+    "test_cocotb_sec.py::test_sec_end_to_end": {"icarus-radix"},
+    "test_cocotb_sec.py::test_sim_api_on_simulators": {"icarus"},
+    "test_cocotb_sec.py::test_regression": {
+        f"icarus-a{a}-{b}" for a in (4, 32) for b in ("analyzer", "bubble", "radix")},
+    "test_cocotb_offsets.py::test_sim_api_matches_golden_and_amaranth": {"icarus"},
+    "test_cocotb_offsets.py::test_decoder_regression": {"icarus-w16-M256-a8",
+                                                        "icarus-w32-M64-a4"},
+    "test_cocotb_similarity_comparator.py::test_regression": {_MATCH + "enable_fm_r2-icarus"},
+    "test_block_matcher.py::test_regression": {"1-backpressure", "1-idles", "1-no-stalls",
+                                               "3-both"},
+    "test_block_matcher.py::test_geometry_edges": {"2-backpressure", "2-idles", "2-no-stalls"},
+    "test_offset_schemes.py::test_every_scheme_round_trips_through_the_rtl": {
+        "idles-all", "backpressure-all"},
+    "test_offset_decoder.py::test_index_only_decoder_matches_golden": {
+        "M64_a1" + _DEC.format("w32"), "M64_a4" + _DEC.format("w16")},
+    "test_offset_encoder.py::test_random_masks_match_golden": {
+        "M256_a8" + _DEC.format("w16"), "M64_a4" + _DEC.format("w16")},
+    "test_focus_unit.py::test_bad_sec_settings": {"4-49", "5-0"},
+    "test_focus_unit.py::test_bad_sic_settings": {"frame_stride-13"},
+    "test_focus_unit.py::test_token_count_mismatch": {"1"},
+    "test_focus_unit.py::test_sim_focus_keeps_nothing": {"M10-D8"},
+    "test_focus_unit.py::test_random_jobs_under_stalls": {"c7"},
+    "test_focus_unit.py::test_start_latencies": {"c7"},
+    "test_parity.py::test_focus": {f"random-{i}-M{m}" for i, m in ((2, 1), (3, 9), (4, 7),
+                                                                   (5, 9))},
+    "test_semantic_concentrator.py::test_edges": {"radix"},
+    "test_semantic_concentrator.py::test_regression_and_cycles": {"bubble-M40_a32_w8",
+                                                                  "radix-M24_a4_w8"},
+}
+
+#: Whole tests moved to the slow tier: the ECP5 flow (the iCE40 one stays fast), the synth
+#: harness's keep-the-logic check and the sweep report (the QoR cache test stays fast).
+SLOW_TESTS = {
+    "test_synth.py::test_fpga_flow[ecp5]",
+    "test_synth.py::test_harness_keeps_the_logic",
+    "test_synth.py::test_report_and_sweep",
+}
+
+
 def pytest_collection_modifyitems(config, items):
-    """Mark ``slow`` every cocotb case on Verilator: those whose parameter id has a
-    ``verilator`` part (``[verilator-...]``, ``[...-verilator]``)."""
+    """Mark ``slow`` every cocotb case on Verilator (a parameter id with a ``verilator`` part,
+    ``[verilator-...]``, ``[...-verilator]``), and the cases of :data:`SLOW_CASES` and
+    :data:`SLOW_TESTS`."""
     for item in items:
         callspec = getattr(item, "callspec", None)
-        if callspec is not None and "verilator" in callspec.id.split("-"):
+        name = f"{item.path.name}::{item.originalname}"
+        if (callspec is not None and ("verilator" in callspec.id.split("-")
+                                      or callspec.id in SLOW_CASES.get(name, ()))
+                or f"{item.path.name}::{item.name}" in SLOW_TESTS):
             item.add_marker(pytest.mark.slow)
 
 
