@@ -37,7 +37,9 @@ def stall_cross(values, patterns):
     """``(value, stalls)`` cases of a parameter (a comparator count, a shape) crossed with the four
     stall patterns (``patterns``: a dict name -> ``stalls`` argument, or the names alone). At the
     first value all four run in ``make test``; at the others ``both`` does and the other three are
-    marked ``slow`` (the larger configurations are most of a simulation file's time)."""
+    marked ``slow`` (the larger configurations are most of a simulation file's time).
+    ``tests/conftest.py``'s ``SLOW_CASES`` moves some first-value cases too, where another test
+    of the block runs all four patterns in the fast tier."""
     named = patterns.items() if isinstance(patterns, dict) else ((n, n) for n in patterns)
     named = list(named)
     return [pytest.param(v, stalls, id=f"{getattr(v, 'tag', v)}-{name}",
