@@ -36,9 +36,9 @@ def check_focus_inputs(scores, tokens, *, frame_stride, row_stride, theta_q, the
     return a, orig, columns
 
 
-def focus(scores, tokens, keep, *, mode="spatial", order=None, word_bits=32, frame_stride,
-          row_stride, theta_q, theta_bits=8, tile=1024, window=256, representative="first",
-          dim=32):
+def focus(scores, tokens, keep, *, mode="spatial", order=None, word_bits=32, schemes="all",
+          frame_stride, row_stride, theta_q, theta_bits=8, tile=1024, window=256,
+          representative="first", dim=32):
     """One Focus job: the keep mask and offset code of SEC, then SIC on the kept tokens.
 
     Parameters
@@ -47,8 +47,9 @@ def focus(scores, tokens, keep, *, mode="spatial", order=None, word_bits=32, fra
         Attention scores, spatial layout (``mode`` only changes the RTL's input order).
     tokens : integer array [M, D]
         All M image tokens; D a positive multiple of ``dim``.
-    keep, mode, order, word_bits
-        As for :func:`golden.sec`.
+    keep, mode, order, word_bits, schemes
+        As for :func:`golden.sec` (``schemes``: the offset-code schemes of the unit modelled,
+        its ``FocusParams.offset_schemes``).
     frame_stride, row_stride, theta_q, theta_bits, tile, window, representative, dim
         As for :func:`golden.sic`. Positions are the kept tokens' indices 0..M-1.
 
@@ -61,13 +62,14 @@ def focus(scores, tokens, keep, *, mode="spatial", order=None, word_bits=32, fra
     Raises
     ------
     ValueError
-        Bad scores, keep, mode, order, word_bits, SIC settings or tokens, or a token count other
-        than M.
+        Bad scores, keep, mode, order, word_bits, schemes, SIC settings or tokens, or a token
+        count other than M.
     """
     check_focus_inputs(scores, tokens, frame_stride=frame_stride, row_stride=row_stride,
                        theta_q=theta_q, theta_bits=theta_bits, tile=tile, window=window,
                        representative=representative, dim=dim)
-    mask, words, nbits = sec(scores, keep, mode=mode, order=order, word_bits=word_bits)
+    mask, words, nbits = sec(scores, keep, mode=mode, order=order, word_bits=word_bits,
+                             schemes=schemes)
     kept = np.asarray(tokens)[mask]
     maps, uniques = sic(kept, np.flatnonzero(mask), frame_stride=frame_stride,
                         row_stride=row_stride, theta_q=theta_q, theta_bits=theta_bits, tile=tile,

@@ -24,7 +24,7 @@ import numpy as np
 
 from golden.block_match import REPRESENTATIVES
 from golden.focus import check_focus_inputs
-from golden.offsets import check_order, check_word_bits
+from golden.offsets import check_order, check_schemes, check_word_bits
 from golden.results import FocusResult
 from golden.sec import MODES, check_keep
 from golden.similarity import signed_bits
@@ -60,14 +60,15 @@ def _signed_bits(a):
     return max(2, signed_bits(a))
 
 
-def fit_params(M, score_bits_needed, elem_bits_needed, *, word_bits=32, theta_bits=8, tile=1024,
-               window=256, dim=32):
+def fit_params(M, score_bits_needed, elem_bits_needed, *, word_bits=32, offset_schemes="all",
+               theta_bits=8, tile=1024, window=256, dim=32):
     """The :class:`FocusParams` used when none is given: ``tokens`` = M, 4 lanes, ``score_bits``
     (16, or wider) and ``elem_bits`` (8, or wider) as the data needs, the given code and SIC
     settings, one threshold layer, the default comparators (one) and both representatives."""
     return FocusParams(tokens=M, lanes=4, score_bits=max(16, score_bits_needed),
-                       word_bits=word_bits, dim=dim, elem_bits=max(8, elem_bits_needed),
-                       theta_bits=theta_bits, layers=1, window=window, tile=tile)
+                       word_bits=word_bits, offset_schemes=offset_schemes, dim=dim,
+                       elem_bits=max(8, elem_bits_needed), theta_bits=theta_bits, layers=1,
+                       window=window, tile=tile)
 
 
 def _check_params(params, M, a, tok, settings):
@@ -75,8 +76,9 @@ def _check_params(params, M, a, tok, settings):
         raise TypeError(f"params must be a FocusParams, not {params!r}")
     for name, want in settings.items():
         if getattr(params, name) != want:
-            raise ValueError(f"params.{name} = {getattr(params, name)} does not match "
-                             f"{name} = {want}")
+            argument = "schemes" if name == "offset_schemes" else name
+            raise ValueError(f"params.{name} = {getattr(params, name)!r} does not match "
+                             f"{argument} = {want!r}")
     check_scores_fit(params, a)
     if _signed_bits(tok) > params.elem_bits:
         raise ValueError(f"tokens has elements outside the signed {params.elem_bits}-bit range of "
@@ -305,21 +307,22 @@ def _cocotb_run(params, job, simulator, stalls, seed):
     return out["record"], out["beats"], out["transfers"]
 
 
-def focus(scores, tokens, keep, *, mode="spatial", order=None, word_bits=32, frame_stride,
-          row_stride, theta_q, theta_bits=8, tile=1024, window=256, representative="first",
-          dim=32, params=None, simulator="amaranth", stalls=0.0, stats=None, seed=0):
+def focus(scores, tokens, keep, *, mode="spatial", order=None, word_bits=32, schemes="all",
+          frame_stride, row_stride, theta_q, theta_bits=8, tile=1024, window=256,
+          representative="first", dim=32, params=None, simulator="amaranth", stalls=0.0,
+          stats=None, seed=0):
     """:func:`golden.focus`, computed by :class:`rtl.top.focus_unit.FocusUnit`: the same result for
     the same arguments, and the same ``ValueError`` for the same bad input.
 
     Parameters
     ----------
-    scores, tokens, keep, mode, order, word_bits, frame_stride, row_stride, theta_q, theta_bits,
-    tile, window, representative, dim
+    scores, tokens, keep, mode, order, word_bits, schemes, frame_stride, row_stride, theta_q,
+    theta_bits, tile, window, representative, dim
         As for :func:`golden.focus`. ``theta_q`` goes to threshold table entry 0.
     params : FocusParams or None
         None fits them to the data (:func:`fit_params`); given ones must match ``word_bits``,
-        ``theta_bits``, ``tile``, ``window`` and ``dim``, have ``tokens >= M`` and hold the
-        scores and elements.
+        ``schemes`` (their ``offset_schemes``), ``theta_bits``, ``tile``, ``window`` and
+        ``dim``, have ``tokens >= M`` and hold the scores and elements.
     simulator : str
         ``"amaranth"``, ``"icarus"`` or ``"verilator"``.
     stalls : float
@@ -353,6 +356,7 @@ def focus(scores, tokens, keep, *, mode="spatial", order=None, word_bits=32, fra
         raise ValueError(f"mode = {mode!r} is not allowed: it must be 'spatial' or 'temporal'")
     order = check_order(order)
     word_bits = check_word_bits(word_bits)
+    schemes = check_schemes(schemes)
     if representative not in REPRESENTATIVES:
         raise ValueError(f"representative must be 'first' or 'mean', not {representative!r}")
     check_simulator(simulator)
@@ -360,8 +364,8 @@ def focus(scores, tokens, keep, *, mode="spatial", order=None, word_bits=32, fra
     dtype = tok.dtype
     tok = np.asarray(tok, dtype=np.int64)
     needed = max(1, int(a.max()).bit_length())
-    settings = {"word_bits": word_bits, "theta_bits": theta_bits, "tile": tile,
-                "window": window, "dim": dim}
+    settings = {"word_bits": word_bits, "offset_schemes": schemes, "theta_bits": theta_bits,
+                "tile": tile, "window": window, "dim": dim}
     if params is None:
         check_limit("tokens", M, "M")
         for name in ("tile", "window", "dim"):

@@ -284,6 +284,30 @@ def test_sim_focus_keeps_nothing(M, D):
     assert_same_result(sim.focus(job["scores"], job["tokens"], 0, **args), want)
 
 
+def test_sim_focus_with_the_papers_offset_code():
+    """A unit built with ``offset_schemes = "kept-exp-golomb"`` (the paper preset's) gives
+    ``golden.focus(..., schemes="kept-exp-golomb")``'s code. The job keeps 44 of 48 tokens, so
+    with all 32 schemes the dropped set would be shorter: the two codes differ. sim.focus with
+    mismatched ``schemes`` and a bad ``schemes`` raise golden's ``ValueError``."""
+    rng = np.random.default_rng(44)
+    scores = rng.integers(0, 1000, (3, 48))
+    tokens = rng.integers(-4, 5, (48, 8))
+    p = P1.replace(offset_schemes="kept-exp-golomb")
+    args = dict(frame_stride=8, row_stride=2, theta_q=golden.theta_q(0.9), tile=p.tile,
+                window=p.window, dim=p.dim)
+    want = golden.focus(scores, tokens, 44, schemes="kept-exp-golomb", **args)
+    assert want[2] != golden.focus(scores, tokens, 44, **args)[2]
+    assert_same_result(sim.focus(scores, tokens, 44, schemes="kept-exp-golomb", params=p, **args),
+                       want)
+    with pytest.raises(ValueError, match=r"^params.offset_schemes = 'kept-exp-golomb' does not "
+                                         r"match schemes = 'all'$"):
+        sim.focus(scores, tokens, 44, params=p, **args)
+    message = r"^schemes must be 'all' or 'kept-exp-golomb', not 'rice'$"
+    for run in (golden.focus, sim.focus):
+        with pytest.raises(ValueError, match=message):
+            run(scores, tokens, 44, schemes="rice", **args)
+
+
 def test_sim_focus_takes_the_most_negative_elements():
     """Tokens all at -128, the most negative 8-bit value (also their largest element), fit params
     with elem_bits = 8; sim.sic fits 8 bits to them too."""

@@ -107,9 +107,9 @@ def _focus_plan(p, quick=False, seed=1):
         rows, columns, cases = 16, 2, [(25, "spatial"), (50, "temporal")]
     M = frames * grid * grid
     theta = min(int(0.9 * (1 << p.theta_bits) + 0.5), (1 << p.theta_bits) - 1)
-    settings = dict(word_bits=p.word_bits, frame_stride=grid * grid, row_stride=grid,
-                    theta_q=theta, theta_bits=p.theta_bits, tile=p.tile, window=p.window,
-                    dim=p.dim)
+    settings = dict(word_bits=p.word_bits, schemes=p.offset_schemes, frame_stride=grid * grid,
+                    row_stride=grid, theta_q=theta, theta_bits=p.theta_bits, tile=p.tile,
+                    window=p.window, dim=p.dim)
     state = {}
 
     def data():
