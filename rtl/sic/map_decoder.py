@@ -1,6 +1,6 @@
 """The map decoder (spec 4.5): map-code words and the tokens' positions in, map entries out."""
 
-from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, enum, memory, stream
 from amaranth.lib.wiring import In, Out
 
@@ -132,19 +132,22 @@ class MapDecoder(FocusBlock):
             s.valid_fill.eq(Mux(s.words_done, s.fill - s.pad, s.fill)),
         ]
         rest = Signal.like(s.fill)
-        shifted = Signal(cap)
-        word_in = Signal(cap + wb)
-        room = Signal(range(cap + 1))                   # where the word goes: behind the rest
-        m.d.comb += [
-            rest.eq(s.fill - s.consume),
-            room.eq(cap - rest),
-            shifted.eq(s.buf << s.consume),
-            word_in.eq(i.payload.word << room),
-        ]
+        m.d.comb += rest.eq(s.fill - s.consume)
         m.d.sync += s.used.eq(s.used + s.consume)
         arrive = take & i.valid
+        # The word is placed behind the buffered bits at the registered fill (beside the parse),
+        # then buffer and word are shifted together by the bits consumed: a select over the
+        # few lengths a symbol or the header can have, not a shifter after an adder.
+        wide = Signal(cap + wb)
+        m.d.comb += wide.eq(Cat(Const(0, wb), s.buf)
+                            | Mux(arrive, Cat(Const(0, cap), i.payload.word) >> s.fill, 0))
+        shifted = Signal(cap)
+        with m.Switch(s.consume):
+            for n in sorted({0, 1, 3, 5, _HEADER_VARIABLE}):
+                with m.Case(n):
+                    m.d.comb += shifted.eq((wide << n)[wb:wb + cap])
         with m.If(arrive & ~s.tail):
-            m.d.sync += [s.buf.eq(shifted | word_in[wb:]), s.fill.eq(rest + wb)]
+            m.d.sync += [s.buf.eq(shifted), s.fill.eq(rest + wb)]
         with m.Elif(~s.tail):
             m.d.sync += [s.buf.eq(shifted), s.fill.eq(rest)]
         with m.If(arrive):
