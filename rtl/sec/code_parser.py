@@ -171,7 +171,6 @@ class CodeParser(FocusBlock):
         # The phase is an enum, not an m.FSM: a start restarts it from any value, so the parser
         # leaves even its unused code (the formal proof's induction relies on this).
         phase = Signal(_Phase)
-        spare_valid = Signal()          # the output queue's second entry is taken
         codes_left = Signal(range(p.tokens + 1))
 
         buf = Signal(bb)                # left-aligned: bit bb-1 is the next bit of the string
@@ -181,13 +180,9 @@ class CodeParser(FocusBlock):
         all_in = Signal()               # need == 0
         # String bits in the buffer: all of them (rem <= fill) once the string is all loaded,
         # else the whole fill (fill < rem); and avail - 1 - e, so that a code with k leading
-        # zeros fits when slack >= 2*k (Rice: k, and k < 2hb). Registered per k (fit_cond[k]: a
-        # code with k leading zeros would fit), and likewise avail >= the header's length, so the
-        # loop has no compare. fit_cond is downward closed in k, so a code fits when any
-        # buf bit k has fit_cond[k]: the leading one is then at or above it.
+        # zeros fits when slack >= 2*k (Rice: k) (compares with constants in the parser's loop).
         avail = Signal.like(fill)
-        fit_cond = Signal(win)
-        hdr_in = Signal()
+        slack = Signal(signed(len(fill) + 2))
         # fill <= fw (a word fits), and fill less the bits a code's or the header's fixed part
         # takes, all registered with fill, so that the buffer's loop neither compares nor adds.
         roomy = Signal()
@@ -202,12 +197,12 @@ class CodeParser(FocusBlock):
                 in_done.eq(0), phase.eq(_Phase.HDR), codes_left.eq(0),
                 e.eq(0), s.eq(0), f.eq(0), n.eq(0), kept.eq(0),
                 buf.eq(0), fill.eq(0), rem.eq(self.nbits), need.eq(self.nbits),
-                all_in.eq(self.nbits == 0), avail.eq(0), fit_cond.eq(0), hdr_in.eq(0), roomy.eq(1),
+                all_in.eq(self.nbits == 0), avail.eq(0), slack.eq(-1), roomy.eq(1),
             ]
         m.d.sync += [rice_lim.eq(2 * hb),
                      rice_ok.eq(Cat(*(k < rice_lim for k in range(win))))]
 
-        first = _code_starts(m, buf, win)
+        first, fits_eg, fits_rice = _code_starts(m, p, buf, slack, win)
         hl, hdr, hdr_n = _header_fields(m, p, buf, hb)
         # The leading zeros, from the one-hot first[] by ORs (a binary encoder, not a priority
         # chain: at most one first[k] is high). Used only when a code fits, so some first[k] is.
@@ -217,7 +212,9 @@ class CodeParser(FocusBlock):
         code_len = Signal(range(fw + 1))
         m.d.comb += code_len.eq(Mux(f, lz, 2 * lz) + 1 + e)
         fits = Signal()                 # a whole code is in the buffer
-        m.d.comb += fits.eq(Cat(*(buf[bb - 1 - k] & fit_cond[k] for k in range(win))).any())
+        m.d.comb += fits.eq(Mux(
+            f, Cat(*(first[k] & rice_ok[k] & fits_rice[k] for k in range(win))).any(),
+            Cat(*(first[k] & fits_eg[k] for k in range(zmax))).any()))
         no_one = Mux(f, ~Cat(*(first[k] & rice_ok[k] for k in range(win))).any(),
                      ~buf[bb - zmax:].any())
         zeros_at = Mux(f, avail >= rice_lim, avail >= zmax)
@@ -229,7 +226,7 @@ class CodeParser(FocusBlock):
         hdr_e, hdr_s, hdr_f = (hdr >> (hb + 2))[:3], (hdr >> (hb + 1))[0], (hdr >> hb)[0]
         with m.Switch(phase):
             with m.Case(_Phase.HDR):
-                with m.If(active & hdr_in):
+                with m.If(active & (avail >= hl)):
                     m.d.comb += take_hdr.eq(1)
                     m.d.sync += [e.eq(hdr_e), s.eq(hdr_s), f.eq(hdr_f), n.eq(hdr_n),
                                  codes_left.eq(hdr_n),
@@ -245,28 +242,27 @@ class CodeParser(FocusBlock):
                         m.d.sync += phase.eq(_Phase.FIN)
                     with m.Else():
                         m.d.comb += [fail.eq(1), cause.eq(DecodeError.TRAILING)]
-                # A code is taken while the queue has room (a registered flag, so the outputs'
-                # ready stays out of the buffer's loop); a fault only once the codes before it
-                # have all left, so stage 2's checks of those come first.
-                with m.Elif(active & fits & ~spare_valid):
-                    m.d.comb += take_code.eq(1)
-                    m.d.sync += codes_left.eq(codes_left - 1)
-                    with m.If(codes_left == 1):
-                        m.d.sync += phase.eq(_Phase.FIN)
-                with m.Elif(active & ~fits & ~spare_valid & (~o.valid | o_go)):
-                    with m.If(zeros_at & no_one):
+                with m.Elif(active & (~o.valid | o_go)):
+                    with m.If(fits):
+                        m.d.comb += take_code.eq(1)
+                        m.d.sync += codes_left.eq(codes_left - 1)
+                        with m.If(codes_left == 1):
+                            m.d.sync += phase.eq(_Phase.FIN)
+                    with m.Elif(zeros_at & no_one):
                         m.d.comb += [fail.eq(1),
                                      cause.eq(Mux(f, DecodeError.UNARY, DecodeError.ZEROS))]
                     with m.Elif(all_in):
                         # Every string bit is in the buffer and the code still does not fit.
                         m.d.comb += [fail.eq(1), cause.eq(DecodeError.TRUNCATED)]
-        parsed = Signal.like(o.payload)
-        m.d.comb += [parsed.top.eq(buf[bb - fw:]), parsed.shift.eq(fw - code_len),
-                     parsed.off.eq(Mux(f, lz << e, 0) - (1 << e)),
-                     parsed.last.eq(codes_left == 1),
-                     parsed.trail.eq((codes_left == 1) & (rem != code_len))]
-        self._queue(m, take_code, parsed, spare_valid)
-        m.d.comb += self.fin.eq((phase == _Phase.FIN) & ~o.valid & ~spare_valid)
+        with m.If(take_code):
+            m.d.sync += [o.valid.eq(1), o.payload.top.eq(buf[bb - fw:]),
+                         o.payload.shift.eq(fw - code_len),
+                         o.payload.off.eq(Mux(f, lz << e, 0) - (1 << e)),
+                         o.payload.last.eq(codes_left == 1),
+                         o.payload.trail.eq((codes_left == 1) & (rem != code_len))]
+        with m.Elif(o_go):
+            m.d.sync += o.valid.eq(0)
+        m.d.comb += self.fin.eq((phase == _Phase.FIN) & ~o.valid)
 
         # ---- the buffer: load a word below the string bits, then consume ------------------------
         # The word is placed at each case's own registered offset (fill, or fill less what that
@@ -292,17 +288,11 @@ class CodeParser(FocusBlock):
         base = Signal.like(fill)
         m.d.comb += base.eq(Mux(all_in_next, rem[:len(fill)], fill_next))
         e_next = Mux(take_hdr, hdr_e, e)[:3]
-        f_next = Mux(take_hdr, hdr_f, f)
         fill_after = Signal.like(fill)
-        slack_next = Signal(signed(len(fill) + 2))
-        m.d.comb += slack_next.eq(base - 1 - e_next - used)
         m.d.comb += fill_after.eq(fill_next - used)
         with m.If(running & ~start):
             m.d.sync += [rem.eq(rem - used), fill.eq(fill_after), all_in.eq(all_in_next),
-                         avail.eq(base - used), hdr_in.eq(base - used >= HEADER_FIXED_BITS + hb),
-                         fit_cond.eq(Cat(*(Mux(f_next, (k < 2 * hb) & (slack_next >= k),
-                                               (slack_next >= 2 * k) if k < zmax else 0)
-                                           for k in range(win)))),
+                         avail.eq(base - used), slack.eq(base - 1 - e_next - used),
                          roomy.eq(fill_after <= fw), fill_e.eq(fill_after - 1 - e_next),
                          fill_h.eq(fill_after - HEADER_FIXED_BITS - hb)]
             with m.If(take_hdr):
@@ -321,23 +311,8 @@ class CodeParser(FocusBlock):
         with m.If(word_fire & i.payload.last):
             m.d.sync += in_done.eq(1)
         with m.If(start):
-            m.d.sync += [o.valid.eq(0), spare_valid.eq(0)]
-        return m
-
-    def _queue(self, m, push, parsed, spare_valid):
-        """The parsed codes' queue of two: ``o_stream``'s register and a spare behind it, which
-        takes a code while the register is held; ``push`` puts ``parsed`` in."""
-        o = self.o_stream
-        o_go = o.valid & o.ready
-        spare = Signal.like(o.payload)
-        with m.If(push & o.valid & ~o_go):
-            m.d.sync += [spare_valid.eq(1), spare.eq(parsed)]
-        with m.If(push & (~o.valid | o_go)):
-            m.d.sync += [o.valid.eq(1), o.payload.eq(parsed)]
-        with m.Elif(o_go & spare_valid):
-            m.d.sync += [o.payload.eq(spare), spare_valid.eq(0)]
-        with m.Elif(o_go):
             m.d.sync += o.valid.eq(0)
+        return m
 
 
 def _or_all(values):
@@ -349,18 +324,29 @@ def _or_all(values):
     return out
 
 
-def _code_starts(m, buf, win):
-    """Where the code at the top of the bit buffer ``buf`` ends: ``first[k]`` is high when it has
-    exactly k leading zeros (k < ``win``; none is high when the top ``win`` bits are all zero).
-    They come straight from the register, so they are the first steps of the parser's loop."""
-    bb = len(buf)
-    first = []
+def _code_starts(m, p, buf, slack, win):
+    """Where the code at the top of the bit buffer ``buf`` ends, at order ``e``: ``first[k]`` is
+    high when it has exactly k leading zeros (k < ``win``; none is high when the top ``win`` bits
+    are all zero), ``fits_eg[k]`` when an Exp-Golomb code of that many leading zeros, ``2*k + 1 +
+    e`` bits (k < Z = :func:`leading_zero_limit`), and ``fits_rice[k]`` when a Rice code of
+    ``k + 1 + e`` bits is within the string bits in the buffer (``slack`` = those bits - 1 - e).
+    All come straight from registers, so they are the first steps of the parser's loop."""
+    zmax, bb = leading_zero_limit(p), len(buf)
+    assert zmax <= 31
+    first, fits_eg, fits_rice = [], [], []
     for k in range(win):
         f = Signal(name=f"first{k}")
         zeros = ~buf[bb - k:].any() if k else 1
         m.d.comb += f.eq(buf[bb - 1 - k] & zeros)
         first.append(f)
-    return first
+        fr = Signal(name=f"fits_rice{k}")
+        m.d.comb += fr.eq(slack >= k)
+        fits_rice.append(fr)
+        if k < zmax:
+            fe = Signal(name=f"fits{k}")
+            m.d.comb += fe.eq(slack >= 2 * k)
+            fits_eg.append(fe)
+    return first, fits_eg, fits_rice
 
 
 def _consume(m, buf, word, e, f, first, zmax):
