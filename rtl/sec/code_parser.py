@@ -183,11 +183,6 @@ class CodeParser(FocusBlock):
         # zeros fits when slack >= 2*k (Rice: k) (compares with constants in the parser's loop).
         avail = Signal.like(fill)
         slack = Signal(signed(len(fill) + 2))
-        # fill <= fw (a word fits), and fill less the bits a code's or the header's fixed part
-        # takes, all registered with fill, so that the buffer's loop neither compares nor adds.
-        roomy = Signal()
-        fill_e = Signal(range(bb + 1))  # fill - 1 - e (a code is taken only when fill > e)
-        fill_h = Signal(range(bb + 1))  # fill - the header's length (the header likewise)
         rice_ok = Signal(win)           # bit k: a Rice unary part of k zeros is allowed (k < 2hb)
         rice_lim = Signal(range(2 * cb + 1))
 
@@ -197,7 +192,7 @@ class CodeParser(FocusBlock):
                 in_done.eq(0), phase.eq(_Phase.HDR), codes_left.eq(0),
                 e.eq(0), s.eq(0), f.eq(0), n.eq(0), kept.eq(0),
                 buf.eq(0), fill.eq(0), rem.eq(self.nbits), need.eq(self.nbits),
-                all_in.eq(self.nbits == 0), avail.eq(0), slack.eq(-1), roomy.eq(1),
+                all_in.eq(self.nbits == 0), avail.eq(0), slack.eq(-1),
             ]
         m.d.sync += [rice_lim.eq(2 * hb),
                      rice_ok.eq(Cat(*(k < rice_lim for k in range(win))))]
@@ -265,17 +260,12 @@ class CodeParser(FocusBlock):
         m.d.comb += self.fin.eq((phase == _Phase.FIN) & ~o.valid)
 
         # ---- the buffer: load a word below the string bits, then consume ------------------------
-        # The word is placed at each case's own registered offset (fill, or fill less what that
-        # case consumes first), so that the placement runs beside the code's search, not
-        # before the consuming shift.
-        m.d.comb += i.ready.eq(running & ~in_done & (error | all_in | roomy))
+        m.d.comb += i.ready.eq(running & ~in_done & (error | all_in | (fill <= fw)))
         word_fire = i.valid & i.ready
         load = word_fire & ~error & ~all_in
-        top_word = Signal(bb)
-        m.d.comb += top_word.eq(Mux(load, i.payload.word << fw, 0))
         loaded = Signal(bb)             # fill <= fw when a word is taken, so it fits
-        m.d.comb += loaded.eq(buf | (top_word >> fill[:(fw + 1).bit_length()]))
-        after_code = _consume(m, buf, top_word >> fill_e[:fw.bit_length()], e, f, first, zmax)
+        m.d.comb += loaded.eq(Mux(load, buf | ((i.payload.word << fw) >> fill), buf))
+        after_code = _consume(m, loaded, e, f, first, zmax)
         used = Signal(range(fw + 1))    # string bits consumed this cycle
         with m.If(take_hdr):
             m.d.comb += used.eq(hl)
@@ -288,19 +278,14 @@ class CodeParser(FocusBlock):
         base = Signal.like(fill)
         m.d.comb += base.eq(Mux(all_in_next, rem[:len(fill)], fill_next))
         e_next = Mux(take_hdr, hdr_e, e)[:3]
-        fill_after = Signal.like(fill)
-        m.d.comb += fill_after.eq(fill_next - used)
         with m.If(running & ~start):
-            m.d.sync += [rem.eq(rem - used), fill.eq(fill_after), all_in.eq(all_in_next),
-                         avail.eq(base - used), slack.eq(base - 1 - e_next - used),
-                         roomy.eq(fill_after <= fw), fill_e.eq(fill_after - 1 - e_next),
-                         fill_h.eq(fill_after - HEADER_FIXED_BITS - hb)]
+            m.d.sync += [rem.eq(rem - used), fill.eq(fill_next - used), all_in.eq(all_in_next),
+                         avail.eq(base - used), slack.eq(base - 1 - e_next - used)]
             with m.If(take_hdr):
-                header_word = top_word >> fill_h[:fw.bit_length()]
                 with m.Switch(hb):      # a select by a register, not a shifter
                     for h in range(cb + 1):
                         with m.Case(h):
-                            m.d.sync += buf.eq((buf << HEADER_FIXED_BITS + h) | header_word)
+                            m.d.sync += buf.eq(loaded << HEADER_FIXED_BITS + h)
             with m.Elif(take_code):
                 m.d.sync += buf.eq(after_code)
             with m.Else():
@@ -349,15 +334,14 @@ def _code_starts(m, p, buf, slack, win):
     return first, fits_eg, fits_rice
 
 
-def _consume(m, buf, word, e, f, first, zmax):
-    """The buffer after the code at its top: ``buf`` shifted by the code's 1 + e bits past its
-    leading zeros, with ``word`` (this cycle's word, if any, already placed at fill - 1 - e)
-    below it, then by its leading zeros k (Rice) or 2 * k (Exp-Golomb), as one one-hot select
-    over the shift amounts (the family folded into the selects, so no barrel shifter and no
-    final choice between the families)."""
-    bb = len(buf)
+def _consume(m, loaded, e, f, first, zmax):
+    """The buffer after the code at its top: shifted by the code's 1 + e bits past its leading
+    zeros, then by its leading zeros k (Rice) or 2 * k (Exp-Golomb), as one one-hot select over
+    the shift amounts (the family folded into the selects, so no barrel shifter and no final
+    choice between the families)."""
+    bb = len(loaded)
     after_e = Signal(bb)
-    m.d.comb += after_e.eq((buf << 1 + e)[:bb] | word)
+    m.d.comb += after_e.eq(loaded << 1 + e)
     terms = []
     for s in range(len(first)):
         sel = Signal(name=f"shift{s}")
