@@ -1,6 +1,6 @@
 """The map decoder (spec 4.5): map-code words and the tokens' positions in, map entries out."""
 
-from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, enum, memory, stream
 from amaranth.lib.wiring import In, Out
 
@@ -72,18 +72,21 @@ class MapDecoder(FocusBlock):
     cycle) or the next symbol (one per token) from the top of the buffer and issues the read of
     its candidate's slot in a window memory of ``2**window_bits`` entries (each token's
     position, tile serial number and map entry, stored at slot ``position mod 2**window_bits``,
-    read-through for the token just before); a register stage that checks the candidate and
-    forms the entry. Latency: a token's entry is offered the cycle after its parse. Throughput:
-    one token per cycle while the buffer holds its symbol (a symbol waits for a word only while
-    fewer than 5 bits, 3 with the fixed code, are buffered and the last word has not come);
-    the header takes a cycle and waits for 25 bits (or the last word). Back-pressure: parsing
+    read-through for the token just before); a register stage that checks the candidate, forms
+    the entry and writes the token's slot (also when the check fails: the job then ends, and no
+    later tile looks up that tile's serial number). Latency: a token's entry is offered the
+    cycle after its parse. Throughput: one token per cycle while the buffer holds its symbol (a
+    symbol waits for a word only while fewer than 5 bits, 3 with the fixed code, are buffered
+    and the last word has not come); the header takes a cycle and waits for 25 bits (or the
+    last word). Back-pressure: parsing
     stops while the entry register is full and not taken; the word and position streams wait.
 
     Errors (``error`` rises with ``cause``, :class:`MapDecodeError`; no further entry is written;
     the rest of the job's words and positions are taken and dropped up to their ``last``; then
     the block is idle, ``error`` and ``cause`` holding until the next configuration beat):
     ``CONFIG`` on the configuration beat; ``LENGTH`` as the last word arrives; ``HEADER``,
-    ``SHORT``, ``POSITION`` while parsing; ``CANDIDATE`` in the register stage; ``TRAILING`` after
+    ``SHORT``, ``POSITION`` while parsing; ``CANDIDATE`` the cycle after the register stage (the
+    failed check is registered; the next token, already parsed, writes nothing); ``TRAILING`` after
     the last token, once the last word is in. Each is raised when the decoder reaches it, so
     with several faults the reported one can differ from golden's (which checks ``LENGTH`` and
     the positions first); whether a job is rejected never differs.
@@ -132,19 +135,22 @@ class MapDecoder(FocusBlock):
             s.valid_fill.eq(Mux(s.words_done, s.fill - s.pad, s.fill)),
         ]
         rest = Signal.like(s.fill)
-        shifted = Signal(cap)
-        word_in = Signal(cap + wb)
-        room = Signal(range(cap + 1))                   # where the word goes: behind the rest
-        m.d.comb += [
-            rest.eq(s.fill - s.consume),
-            room.eq(cap - rest),
-            shifted.eq(s.buf << s.consume),
-            word_in.eq(i.payload.word << room),
-        ]
+        m.d.comb += rest.eq(s.fill - s.consume)
         m.d.sync += s.used.eq(s.used + s.consume)
         arrive = take & i.valid
+        # The word is placed behind the buffered bits at the registered fill (beside the parse),
+        # then buffer and word are shifted together by the bits consumed: a select over the
+        # few lengths a symbol or the header can have, not a shifter after an adder.
+        wide = Signal(cap + wb)
+        m.d.comb += wide.eq(Cat(Const(0, wb), s.buf)
+                            | Mux(arrive, Cat(Const(0, cap), i.payload.word) >> s.fill, 0))
+        shifted = Signal(cap)
+        with m.Switch(s.consume):
+            for n in sorted({0, 1, 3, 5, _HEADER_VARIABLE}):
+                with m.Case(n):
+                    m.d.comb += shifted.eq((wide << n)[wb:wb + cap])
         with m.If(arrive & ~s.tail):
-            m.d.sync += [s.buf.eq(shifted | word_in[wb:]), s.fill.eq(rest + wb)]
+            m.d.sync += [s.buf.eq(shifted), s.fill.eq(rest + wb)]
         with m.Elif(~s.tail):
             m.d.sync += [s.buf.eq(shifted), s.fill.eq(rest)]
         with m.If(arrive):
@@ -239,15 +245,20 @@ class MapDecoder(FocusBlock):
         ]
         with m.If(o.valid & o.ready):
             m.d.sync += o.valid.eq(0)
-        with m.If(s.r_valid & s.advance):
+        # A failed check is registered and raised the next cycle (as the last fault assigned, so
+        # it wins over the next token's): the memory's read data then drives only the entry and
+        # the counters, not the job's control. The slot is written whether or not the check
+        # passes: after a failed one the job ends, and the entry's tile serial is never seen
+        # again (a tile's tokens only look up their own tile).
+        with m.If(s.r_valid & s.advance & ~s.cand_bad):
+            m.d.comb += s.wr.en.eq(1)
             with m.If(new | found):
-                m.d.comb += s.wr.en.eq(1)
                 m.d.sync += [o.valid.eq(1), o.payload.map.eq(value), o.payload.code.eq(s.r_code),
                              o.payload.last.eq(s.r_last), s.unique.eq(s.unique + new)]
                 with m.If(s.r_last):
                     m.d.sync += s.finished.eq(1)
             with m.Else():
-                m.d.comb += s.fault.eq(MapDecodeError.CANDIDATE)
+                m.d.sync += s.cand_bad.eq(1)
 
     # ---- jobs and errors --------------------------------------------------------------------
 
@@ -260,6 +271,9 @@ class MapDecoder(FocusBlock):
         variable = top[-1]
         ranking = [top[21 - 3 * r:24 - 3 * r] for r in range(8)]
         complete = Cat(Cat(ranking[r] == v for r in range(8)).any() for v in range(8)).all()
+
+        with m.If(s.cand_bad):
+            m.d.comb += s.fault.eq(MapDecodeError.CANDIDATE)
 
         def on_fault():
             with m.If(s.fault != MapDecodeError.NONE):
@@ -276,7 +290,7 @@ class MapDecoder(FocusBlock):
                                  s.buf.eq(0), s.fill.eq(0), s.loaded.eq(0), s.used.eq(0),
                                  s.words_done.eq(0), s.pos_done.eq(0), s.unique.eq(0),
                                  s.tile_count.eq(0), s.started.eq(0), s.tail.eq(0),
-                                 s.finished.eq(0)]
+                                 s.finished.eq(0), s.cand_bad.eq(0)]
                     for c in range(1, CANDIDATES + 1):
                         f, dh, dw = c >> 2, (c >> 1) & 1, c & 1
                         m.d.sync += s.offsets[c - 1].eq((fs if f else 0) + (hs if dh else 0)
@@ -328,6 +342,7 @@ class _State:
         self.words_open, self.words_done, self.drain = Signal(), Signal(), Signal()
         self.pos_done, self.parsing, self.started = Signal(), Signal(), Signal()
         self.tail, self.finished = Signal(), Signal()   # the last symbol parsed / its entry out
+        self.cand_bad = Signal()                        # the last candidate check failed
         self.used = Signal(pb)                          # string bits consumed
         self.nbits = Signal(pb)                         # the last word's nbits
         self.idle, self.advance = Signal(), Signal()
