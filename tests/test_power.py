@@ -187,6 +187,8 @@ def test_power_command_bad_arguments(capsys):
     assert "--pruning 1.5: it must be in [0, 1)" in capsys.readouterr().err
     assert cli.main(["power", "--frames", "1"]) == 2
     assert "--frames 1: at least 2" in capsys.readouterr().err
+    assert cli.main(["power", "--block", "block_matcher", "--set", "window=2"]) == 2
+    assert "FocusParams.window = 2 is out of range" in capsys.readouterr().err
 
 
 def _gated_slots(params, job):
