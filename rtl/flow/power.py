@@ -36,6 +36,16 @@ So the flow (:func:`power_flow`) does this:
    simulated enable rate of that gate (the share of cycles its ``<name>_en`` is high). The
    ``*_en`` signals are named by :func:`rtl.lib.clock_gate.add_gated`.
 
+4. **Memories** (``keep_memories``, the block matcher's): RAMs stay ``$mem_v2`` macros, cut at
+   their ports as for timing (:func:`rtl.flow.sta.cut_memories`); their own power is not
+   counted, and each read-data bit enters as an input port with the simulated activity of the
+   net it drove.
+5. **NaN cells.** On wide carry chains fed by near-constant signals OpenSTA 2019's activity
+   propagation makes a few cells' power NaN (a density that underflows to a denormal float), and
+   then ``report_power`` fails for the whole design. The script sums the instances itself
+   (``focus_power``: the same Sequential / Combinational / Total groups) and leaves those cells
+   out, listed in ``nan_cells`` (6 of about 32 000 cells in the board matcher).
+
 Results are in watts at the given clock: ``total_w``, ``dynamic_w`` (internal + switching, gating
 corrected), ``leakage_w``, ``internal_w``, ``switching_w``, and the uncorrected OpenSTA figures
 and the per-gate clock power and enable rates beside them. Wires: none beyond pin loads (no
@@ -192,9 +202,10 @@ def power_netlist(netlist, top, registers):
 
     Returns ``{"act_ports": {port: (net, bit)}, "unmatched_registers": [cell names],
     "gates": {domain: {"flops": [cell names], "driver": cell name or None}}, "inputs": [input
-    ports but clk], "outputs": [...]}``.
+    ports but clk], "outputs": [...], "port_keys": {(memory read-data port, bit): (net, bit)},
+    "memories": [...], "memory_ports": {"read_bits", "read_bits_simulated"}}``.
     """
-    opensta.cut_memories(netlist, top)
+    cut = opensta.cut_memories(netlist, top)
     module = netlist["modules"][top]
     ports, cells = module["ports"], module["cells"]
     next_bit = 1 + max((b for c in cells.values() for bits in c["connections"].values()
@@ -209,6 +220,13 @@ def power_netlist(netlist, top, registers):
         for i, bit in enumerate(net_info["bits"]):
             if isinstance(bit, int):
                 aliases[bit].append((net.lstrip("\\"), i))
+    # A memory's read data, now an input port: the activity of a simulated net on its bits.
+    port_keys = {}
+    for port in cut["memory_outputs"]:
+        for b, bit in enumerate(ports[port]["bits"]):
+            key = next((k for k in aliases.get(bit, []) if k in registers), None)
+            if key is not None:
+                port_keys[port, b] = key
     act_ports, unmatched = {}, []
     for name, cell in cells.items():
         if not cell["type"].startswith(("DFF", "LATCH")):
@@ -256,7 +274,11 @@ def power_netlist(netlist, top, registers):
               and not p.startswith(GCLK_PORT)]
     outputs = [p for p, v in ports.items() if v["direction"] == "output"]
     return {"act_ports": act_ports, "unmatched_registers": sorted(unmatched), "gates": gates,
-            "inputs": inputs, "outputs": outputs, "has_clock": "clk" in ports}
+            "inputs": inputs, "outputs": outputs, "has_clock": "clk" in ports,
+            "port_keys": port_keys, "memories": cut["memories"],
+            "memory_ports": {"read_bits": sum(len(ports[p]["bits"])
+                                              for p in cut["memory_outputs"]),
+                             "read_bits_simulated": len(port_keys)}}
 
 
 # ---- the script ---------------------------------------------------------------------------------
@@ -279,6 +301,40 @@ def _bit_ports(info, netlist, top):
     return out
 
 
+#: ``focus_power``: ``report_power``'s group table (Sequential, Combinational, Macro, Pad and
+#: Total rows) summed over the instances, leaving out those whose power OpenSTA 2019 computes as
+#: NaN, listed on a ``FOCUS-NAN`` line. Its activity propagation can produce NaN on a few
+#: near-constant nets deep in wide carry chains (a density that underflows to a denormal float),
+#: and one NaN makes ``report_power`` fail for the whole design.
+_SUM_POWER_PROC = r"""proc focus_power {} {
+  array set keys {}
+  set corner [sta::parse_corner keys]
+  set groups {seq comb}
+  foreach g $groups { set sum($g) {0.0 0.0 0.0 0.0} }
+  set bad {}
+  foreach inst [get_cells *] {
+    set p [sta::instance_power $inst $corner]
+    if {[catch {foreach v $p { expr {$v + 0.0} }}]} {
+      lappend bad [get_full_name $inst]
+      continue
+    }
+    set g [expr {[regexp {^(DFF|LATCH)} [get_property $inst ref_name]] ? "seq" : "comb"}]
+    set new {}
+    foreach a $sum($g) v $p { lappend new [expr {$a + $v}] }
+    set sum($g) $new
+  }
+  set total {}
+  foreach a $sum(seq) b $sum(comb) { lappend total [expr {$a + $b}] }
+  foreach {name g} {Sequential seq Combinational comb} {
+    puts [format "%-14s %.9e %.9e %.9e %.9e" $name {*}$sum($g)]
+  }
+  puts [format "%-14s %.9e %.9e %.9e %.9e" Macro 0 0 0 0]
+  puts [format "%-14s %.9e %.9e %.9e %.9e" Pad 0 0 0 0]
+  puts [format "%-14s %.9e %.9e %.9e %.9e" Total {*}$total]
+  puts "FOCUS-NAN [llength $bad] $bad"
+}""".splitlines()
+
+
 def power_script(top, period_ns, info, netlist, activity, *, liberty="cells.lib",
                  verilog="netlist_power.v", default_activity=0.1):
     """The OpenSTA script (a list of lines): the full run, then the clock-only run.
@@ -289,6 +345,7 @@ def power_script(top, period_ns, info, netlist, activity, *, liberty="cells.lib"
         return f"-activity {a:.6g} -duty {min(max(d, 0.0), 1.0):.6g}"
 
     lines = [f"read_liberty {liberty}", f"read_verilog {verilog}", f"link_design {top}",
+             *_SUM_POWER_PROC,
              f"create_clock -name clk -period {period_ns:g} [get_ports clk]"]
     lines += [f"create_clock -name {g['port']} -period {period_ns:g} [get_ports {g['port']}]"
               for g in info["gates"].values()]
@@ -298,7 +355,8 @@ def power_script(top, period_ns, info, netlist, activity, *, liberty="cells.lib"
     lines.append(f"set_power_activity -input -activity {default_activity:g} -duty 0.5")
     settings = []
     for name, port, bit in _bit_ports(info, netlist, top):
-        a, d = activity.get((port, bit), (default_activity, 0.5))
+        key = info.get("port_keys", {}).get((port, bit), (port, bit))
+        a, d = activity.get(key, (default_activity, 0.5))
         settings.append((name, a, d))
     for port, key in info["act_ports"].items():
         a, d = activity[key]
@@ -307,13 +365,13 @@ def power_script(top, period_ns, info, netlist, activity, *, liberty="cells.lib"
         lines.append(f"set_power_activity -input_ports [get_ports {{{name}}}] {act(a, d)}")
     gate_cells = sorted({c for g in info["gates"].values()
                          for c in [*g["flops"], *([g["driver"]] if g["driver"] else [])]})
-    lines += ['puts "FOCUS-REPORT full"', "report_power -digits 9"]
+    lines += ['puts "FOCUS-REPORT full"', "focus_power"]
     # The clock alone: every data input at activity 0.
     lines.append("set_power_activity -input -activity 0 -duty 0")
     for name, _, d in settings:
         lines.append(f"set_power_activity -input_ports [get_ports {{{name}}}] "
                      f"-activity 0 -duty {min(max(d, 0.0), 1.0):.6g}")
-    lines += ['puts "FOCUS-REPORT clock_only"', "report_power -digits 9"]
+    lines += ['puts "FOCUS-REPORT clock_only"', "focus_power"]
     if gate_cells:
         lines += ['puts "FOCUS-REPORT gate_cells"',
                   f"report_power -digits 9 -instances {_cells(gate_cells)}"]
@@ -331,9 +389,12 @@ def parse_power(text):
     "switching_w", "leakage_w", "total_w"}}``."""
     sections = opensta.split_reports(text)
     out = {"complete": "end" in sections, "instances": {}}
+    out["nan_cells"] = {}
     for name in ("full", "clock_only"):
         groups = {}
         for line in sections.get(name, "").splitlines():
+            if line.startswith("FOCUS-NAN "):
+                out["nan_cells"][name] = line.split()[2:]
             match = _ROW.match(line)
             if match:
                 values = [float(v) for v in match.groups()[1:]]
@@ -353,15 +414,25 @@ def parse_power(text):
 
 # ---- the flow -----------------------------------------------------------------------------------
 
+def _KEEP_MEMORIES_SYNTH(name):
+    """Yosys synth less ``memory_map`` (as ``osu018-logic``): RAMs stay ``$mem_v2`` macros, which
+    :func:`power_netlist` cuts out; ROMs are mapped to logic."""
+    return [f"synth -top {name} -flatten -noabc -run begin:fine", "memory_map -rom-only",
+            "opt -fast -full", "opt -full", "techmap", "opt -fast", "hierarchy -check", "check"]
+
+
 def power_flow(component, params, workdir, activity, enables, *, period_ns, name="top",
-               timeout=3600, default_activity=0.1, netlist_dir=None):
+               timeout=3600, default_activity=0.1, netlist_dir=None, keep_memories=False):
     """Map ``component`` to the OSU cells and report its power with OpenSTA in ``workdir``.
 
     ``activity``: :func:`vcd_activity` of a simulation of the same design (with
     ``gating="enable"``: the Amaranth simulator cannot run the ICG cell; the registers are the
     same). ``enables``: ``{gate domain: enable rate}`` (the simulated share of cycles each
     ``<domain>_en`` is high). The mapping runs in ``netlist_dir`` (default ``workdir``) and is
-    reused when its Verilog is unchanged (several activities, one netlist). Returns the result
+    reused when its Verilog is unchanged (several activities, one netlist). ``keep_memories``
+    leaves RAMs as macros cut at their ports (:func:`rtl.flow.sta.cut_memories`): their own
+    power is not counted; their read data enter as input ports with the simulated activity of
+    the net they drove (``memory_ports`` in the result). Returns the result
     dict (``status`` ``"ok"``, or ``"no_liberty"``, ``"no_sta"``, a Yosys failure or
     ``"sta_failed"``).
     """
@@ -384,7 +455,9 @@ def power_flow(component, params, workdir, activity, enables, *, period_ns, name
         shutil.copyfile(path, netlist_dir / "cells.lib")
         (netlist_dir / "netlist.json").unlink(missing_ok=True)
         source.write_text(text)
-        script = [f"read_verilog {name}.v", f"synth -top {name} -flatten -noabc",
+        synth = ([f"synth -top {name} -flatten -noabc"] if not keep_memories
+                 else _KEEP_MEMORIES_SYNTH(name))
+        script = [f"read_verilog {name}.v", *synth,
                   "dfflibmap -liberty cells.lib",
                   f"abc -liberty cells.lib -script {_ABC_SCRIPT}", "opt_clean",
                   "delete t:$scopeinfo", "tee -q -o stat.json stat -json -liberty cells.lib",
@@ -422,7 +495,9 @@ def power_flow(component, params, workdir, activity, enables, *, period_ns, name
         return result
     result.update(combine(figures, info, enables))
     result.update(status="ok", error=None, registers=len(info["act_ports"]),
-                  unmatched_registers=info["unmatched_registers"])
+                  unmatched_registers=info["unmatched_registers"],
+                  memories=[m["name"] for m in info["memories"]],
+                  memory_ports=info["memory_ports"])
     return result
 
 
@@ -458,5 +533,6 @@ def combine(figures, info, enables):
         "sta_dynamic_w": dynamic_sta,
         "clock_only_dynamic_w": clock["internal_w"] + clock["switching_w"],
         "groups": figures["full"],
+        "nan_cells": figures.get("nan_cells", {}).get("full", []),
         "gates": gates,
     }

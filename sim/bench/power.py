@@ -1,5 +1,6 @@
 """Power of the similarity comparator with and without clock gating, on a photograph job:
-``.venv/bin/python -m sim.bench.power`` (or ``focus-rtl power``).
+``.venv/bin/python -m sim.bench.power`` (or ``focus-rtl power``); ``--block block_matcher``
+measures the whole block matcher instead (:mod:`sim.bench.power_matcher`).
 
 Not a test: it measures and reports. For each pruning rate (0 %, 50 %, 80 % of the positions by
 default) and each build (``gate=True``: the datapath registers of each pipeline stage are
@@ -40,6 +41,7 @@ from rtl.params import FocusParams
 from rtl.sic.similarity_comparator import SimilarityComparator
 
 from ..streams import CLOCK_PERIOD, run_jobs
+from . import power_matcher
 from .report import progress_printer
 
 GRID = 14
@@ -162,7 +164,8 @@ def plot(report, path):
                 label=f"{'gated' if gate else 'ungated'}, dynamic")
     ax.set_xlabel("positions pruned (%)")
     ax.set_ylabel(f"power at {report['freq_mhz']:g} MHz (mW)")
-    ax.set_title("Similarity comparator, OSU 0.18 um, OpenSTA")
+    unit = "Block matcher" if report.get("block") == "block_matcher" else "Similarity comparator"
+    ax.set_title(f"{unit}, OSU 0.18 um, OpenSTA")
     ax.grid(True, alpha=0.3)
     ax.legend()
     fig.tight_layout()
@@ -184,7 +187,8 @@ def savings(results):
         if True in by and False in by:
             off, on = by[False]["dynamic_w"], by[True]["dynamic_w"]
             reg_off, reg_on = registers_dynamic(by[False]), registers_dynamic(by[True])
-            out[f"{pruning:.0%}"] = {"ungated_w": off, "gated_w": on,
+            out[f"{pruning:.0%}"] = {"gated_share": by[True].get("gated_share"),
+                                     "ungated_w": off, "gated_w": on,
                                      "saving_percent": 100.0 * (1 - on / off),
                                      "registers_ungated_w": reg_off, "registers_gated_w": reg_on,
                                      "registers_saving_percent": 100.0 * (1 - reg_on / reg_off)}
@@ -199,6 +203,14 @@ def _arguments(parser):
                              "0.0,0.5,0.8)")
     parser.add_argument("--frames", type=int, default=2, help="photo frames (default 2)")
     parser.add_argument("--freq", type=float, default=100.0, help="clock, MHz (default 100)")
+    parser.add_argument("--block", default="similarity_comparator",
+                        choices=("similarity_comparator", "block_matcher"),
+                        help="the unit measured (default similarity_comparator); "
+                             "block_matcher: the whole matcher, its scorers gated per pair "
+                             "(sim.bench.power_matcher), written as power_block_matcher.*")
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                        help="override a parameter of the preset (repeatable); the block "
+                             "matcher starts from window=256, representatives=first")
     parser.add_argument("-o", "--output", default=None,
                         help="output directory (default build/bench/power)")
 
@@ -217,8 +229,10 @@ def add_parser(sub):
 def run(args, argv=None):
     """Run the benchmark for parsed ``args``; returns the exit status (1 when a flow failed, 2
     for bad arguments)."""
+    matcher = args.block == "block_matcher"
     try:
-        params = FocusParams.preset(args.preset)
+        params = FocusParams.preset(args.preset).with_overrides(
+            [*(power_matcher.OVERRIDES if matcher else ()), *args.set])
     except ValueError as exc:
         print(f"focus-rtl power: error: {exc}", file=sys.stderr)
         return 2
@@ -234,20 +248,28 @@ def run(args, argv=None):
         return 2
     out = Path(args.output) if args.output else toolchain.BUILD_ROOT / "bench" / "power"
     out.mkdir(parents=True, exist_ok=True)
-    results = [measure(params, p, gate, out / "work", args.frames, args.freq)
-               for p in pruning for gate in (False, True)]
+    if matcher:
+        results = [power_matcher.measure(params, p, gate, out / "work_block_matcher",
+                                         args.frames, args.freq, progress=progress)
+                   for p in pruning for gate in (False, True)]
+    else:
+        results = [measure(params, p, gate, out / "work", args.frames, args.freq)
+                   for p in pruning for gate in (False, True)]
     from rtl.flow.sta import sta_version
     command = (" ".join(["python -m sim.bench.power", *argv]) if argv is not None
                else " ".join(["focus-rtl", *sys.argv[1:]]))
-    report = {"preset": args.preset, "params": params.to_dict(), "frames": args.frames,
+    report = {"block": args.block, "preset": args.preset, "overrides": args.set,
+              "params": params.to_dict(), "frames": args.frames,
               "freq_mhz": args.freq, "sta": sta_version(), "results": results,
               "savings": savings(results), "command": command.strip()}
-    (out / "power.json").write_text(json.dumps(report, indent=1, default=str))
-    (out / "power.md").write_text(markdown(report))
+    stem = "power_block_matcher" if matcher else "power"
+    text = power_matcher.markdown(report, _mw) if matcher else markdown(report)
+    (out / f"{stem}.json").write_text(json.dumps(report, indent=1, default=str))
+    (out / f"{stem}.md").write_text(text)
     if any(r["status"] == "ok" for r in results):
-        plot(report, out / "power.png")
-    print(markdown(report))
-    print(f"wrote {out / 'power.md'}, power.json, power.png")
+        plot(report, out / f"{stem}.png")
+    print(text)
+    print(f"wrote {out / stem}.md, {stem}.json, {stem}.png")
     return 0 if all(r["status"] == "ok" for r in results) else 1
 
 
