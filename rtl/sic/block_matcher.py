@@ -75,8 +75,8 @@ class BlockMatcher(FocusBlock):
     of V products and dot**2 (:class:`~rtl.sic.dot_scorer.DotScorer`). Per token: its squared
     norm, with ceil(V / rounds) squarers over its rounds; one exact threshold test, on its best
     candidate only (theta_q**2 * nx formed once); the "better" tests between its candidates (a
-    tree over a round's lanes, a running best over rounds, whose two products also do the
-    threshold test in their one idle cycle per token). Per job: theta_q**2.
+    tree over a round's lanes, a running best over rounds in two accumulators, whose one test
+    also merges them in a cycle it has free per token). Per job: theta_q**2.
 
     Pipeline, one Component per stage, joined by streams (``wiring.connect``), each stage holding
     only under back-pressure from the next:

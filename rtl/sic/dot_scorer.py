@@ -64,8 +64,9 @@ SimilarityComparator`) that depends on the pair. The rest, ``dot**2 * 2**(2F) > 
 
     Zero skip and clock gating as in the similarity comparator: a pair with a zero vector (or no
     candidate: ``y_nonzero`` low) passes as a control token only (``eligible = 0``), and each
-    stage's datapath registers are clocked only when the stage takes a valid, non-zero pair
-    (clock enable, or an ICG cell with ``gating="icg"``).
+    stage's datapath registers after the pair's are clocked only when the stage takes a valid,
+    non-zero pair (clock enable, or an ICG cell with ``gating="icg"``); the pair's registers
+    take every valid pair (its zero test is too late in the cycle to enable them).
 
     Parameters
     ----------
@@ -117,7 +118,9 @@ SimilarityComparator`) that depends on the pair. The rest, ``dot**2 * 2**(2F) > 
 
         x = Signal(vector_layout(p), reset_less=True)
         y = Signal(vector_layout(p), reset_less=True)
-        gate("pair", advance & i.valid & in_nonzero, [x.eq(i.payload.x), y.eq(i.payload.y)])
+        # Clocked for every valid pair: its zero test comes from the window's read port, too
+        # late in the cycle for a clock enable (nonzero[0] registers it for the later stages).
+        gate("pair", advance & i.valid, [x.eq(i.payload.x), y.eq(i.payload.y)])
 
         def stage(k, name, statements):
             gate(name, advance & valid[k] & nonzero[k], statements)
