@@ -4,7 +4,7 @@ from amaranth.hdl import Module, Signal, unsigned
 from amaranth.lib import data
 
 from ..block import FocusBlock
-from ..lib.clock_gate import ICG_CELL, activity_members, add_gated, count_activity, gated_pipeline
+from ..lib.clock_gate import ICG_CELL, activity_members, add_gated, gated_pipeline
 from .arith import dot_terms, partial_sums, row_sum, split_groups, unsigned_square_terms
 from .match_layouts import matcher_stage_members
 from .similarity_comparator import vector_layout
@@ -86,7 +86,8 @@ SimilarityComparator`) that depends on the pair. The rest, ``dot**2 * 2**(2F) > 
     i_stream : In(stream.Signature(scorer_input_layout(params, tag)))
     o_stream : Out(stream.Signature(scorer_output_layout(params, tag)))
     active, gated : Out(32)
-        Pairs computed (both non-zero) and skipped with the datapath clocks off, since ``clear``.
+        Pairs computed (both non-zero) and skipped with the datapath clocks off, since ``clear``
+        (each counted the cycle after its transfer; ``clear`` in that cycle drops it).
     clear : In(1)
         Zeroes both counters.
     flush : In(1)
@@ -142,8 +143,22 @@ SimilarityComparator`) that depends on the pair. The rest, ``dot**2 * 2**(2F) > 
             o.payload.eligible.eq(nonzero[4] & positive4),
             o.payload.dsq.eq(dsq),
         ]
-        count_activity(m, i, in_nonzero, active=self.active, gated=self.gated, clear=self.clear)
+        self._count(m, in_nonzero)
         return m
+
+    def _count(self, m, in_nonzero):
+        """The activity counters, a cycle after the transfer: the zero test comes from the
+        window's read port, too late in the cycle for the counters' clock enables."""
+        i = self.i_stream
+        taken, work = Signal(), Signal()
+        m.d.sync += [taken.eq(i.valid & i.ready), work.eq(in_nonzero)]
+        with m.If(self.clear):
+            m.d.sync += [self.active.eq(0), self.gated.eq(0)]
+        with m.Elif(taken):
+            with m.If(work):
+                m.d.sync += self.active.eq(self.active + 1)
+            with m.Else():
+                m.d.sync += self.gated.eq(self.gated + 1)
 
     @staticmethod
     def _two_stages(m, stage, k, name, terms, width):
