@@ -7,7 +7,9 @@ from ..sec.offset_decoder import OffsetDecoder
 from ..sec.offset_encoder import OffsetEncoder
 from ..sec.semantic_concentrator import SemanticConcentrator
 from ..sec.topk_selector import TopKSelector
+from ..sic.best_candidate import BestCandidate
 from ..sic.block_matcher import BlockMatcher
+from ..sic.dot_scorer import DotScorer
 from ..sic.frame_stats import FrameStats
 from ..sic.map_coder import MapCoder
 from ..sic.map_decoder import MapDecoder
@@ -61,6 +63,10 @@ REFERENCE_BLOCKS = {
         p, icg_cell=icg_cell, gate=False),
     # FocusGemm's scatter stage alone (accumulation buffer and adders): its area beside the array.
     "scatter_stage": lambda p, icg_cell: ScatterStage(p),
+    # Two of the block matcher's stages alone, to time them in minutes: one pair scorer (dot
+    # product and dot**2) and the selection (the "better" tests and the threshold test).
+    "dot_scorer": lambda p, icg_cell: DotScorer(p, icg_cell=icg_cell),
+    "best_candidate": lambda p, icg_cell: BestCandidate(p),
 }
 
 

@@ -23,7 +23,8 @@ from contextlib import contextmanager
 from amaranth.hdl import Cat, Const, Signal
 
 __all__ = ["product_rows", "booth_rows", "square_rows", "row_sum", "product", "dot_product",
-           "sum_of_squares", "unsigned_square", "counting"]
+           "sum_of_squares", "unsigned_square", "counting", "product_terms", "dot_terms",
+           "unsigned_square_terms", "partial_sums", "split_groups"]
 
 _records = None
 
@@ -150,32 +151,86 @@ def row_sum(m, rows, constant, width, signed):
     """``sum(rows) + constant`` as a ``width``-bit signal (signed or unsigned); the true result
     must fit ``width`` bits (the sum is taken modulo 2**width)."""
     terms = [row << shift for row, shift in rows] + [Const(constant % (1 << width), width)]
-    while len(terms) > 1:                   # balanced: the simulator recurses on deep trees
+    total = Signal(width, name="row_sum")
+    m.d.comb += total.eq(_tree(terms))
+    return total.as_signed() if signed else total
+
+
+def _tree(terms):
+    """A balanced sum of ``terms`` (the simulator recurses on deep trees)."""
+    while len(terms) > 1:
         pairs = [terms[i] + terms[i + 1] for i in range(0, len(terms) - 1, 2)]
         terms = pairs + ([terms[-1]] if len(terms) % 2 else [])
-    total = Signal(width, name="row_sum")
-    m.d.comb += total.eq(terms[0])
-    return total.as_signed() if signed else total
+    return terms[0]
+
+
+def split_groups(terms):
+    """How many groups :func:`partial_sums` should make of ``terms`` summands so that the
+    adder levels fall evenly on its stage and the stage summing the groups: a power of two
+    near the square root of ``terms``."""
+    levels = max(1, (terms - 1).bit_length())
+    return 1 << (levels // 2)
+
+
+def partial_sums(m, rows, constant, width, groups, *, minus=(), name="part"):
+    """``sum(rows) + constant - sum(minus)`` split into ``groups`` comb signals of ``width``
+    bits whose sum modulo 2**width is that value modulo 2**width: for a pipeline that
+    registers the groups and adds them (:func:`row_sum`) in the next stage. ``rows`` and
+    ``minus`` are ``(row, shift)`` lists as :func:`row_sum` takes; group ``g`` holds the
+    ``g``-th contiguous share of each (rows of near weights add in narrow adders), the
+    ``minus`` share subtracted, and group 0 the constant."""
+    rows, minus = list(rows), list(minus)
+    groups = max(1, min(groups, max(len(rows), len(minus))))
+
+    def share(items, g):
+        size = -(-len(items) // groups)
+        return [row << shift for row, shift in items[g * size:(g + 1) * size]]
+
+    sums = []
+    for g in range(groups):
+        plus = share(rows, g) + ([Const(constant % (1 << width), width)] if g == 0 else [])
+        value = _tree(plus) if plus else Const(0, width)
+        less = share(minus, g)
+        if less:
+            value = value - _tree(less)
+        part = Signal(width, name=f"{name}{g}")
+        m.d.comb += part.eq(value)
+        sums.append(part)
+    return sums
+
+
+def product_terms(m, x, y, *, x_signed=False, y_signed=False):
+    """The rows and constant of the exact product ``x * y`` (:func:`booth_rows`, ``x``
+    recoded), counted as a product (:func:`counting`): for :func:`row_sum` or
+    :func:`partial_sums`."""
+    rows, constant = booth_rows(m, x, y, x_signed=x_signed, y_signed=y_signed)
+    _record("product", 1, len(x) * len(y), rows)
+    return rows, constant
 
 
 def product(m, x, y, width, *, x_signed=False, y_signed=False):
     """The exact product ``x * y`` (:func:`booth_rows`, ``x`` recoded) as ``width`` bits,
     signed when either operand is; ``width`` must hold every possible result."""
-    rows, constant = booth_rows(m, x, y, x_signed=x_signed, y_signed=y_signed)
-    _record("product", 1, len(x) * len(y), rows)
+    rows, constant = product_terms(m, x, y, x_signed=x_signed, y_signed=y_signed)
     return row_sum(m, rows, constant, width, signed=x_signed or y_signed)
 
 
-def dot_product(m, xs, ys, width):
-    """The exact signed dot product of two sequences of signed values, as ``width`` signed bits
-    (``width`` must hold every possible result): the Booth rows of every product
-    (:func:`booth_rows`, the ``xs`` recoded) in one sum."""
+def dot_terms(m, xs, ys):
+    """The rows and constant of the exact signed dot product of two sequences of signed values:
+    the Booth rows of every product (:func:`booth_rows`, the ``xs`` recoded)."""
     rows, constant = [], 0
     for a, b in zip(xs, ys, strict=True):
         r, c = booth_rows(m, a, b)
         rows += r
         constant += c
     _record("dot", len(xs), sum(len(a) * len(b) for a, b in zip(xs, ys, strict=True)), rows)
+    return rows, constant
+
+
+def dot_product(m, xs, ys, width):
+    """The exact signed dot product of two sequences of signed values, as ``width`` signed bits
+    (``width`` must hold every possible result): :func:`dot_terms` in one sum."""
+    rows, constant = dot_terms(m, xs, ys)
     return row_sum(m, rows, constant, width, signed=True)
 
 
@@ -192,6 +247,11 @@ def sum_of_squares(m, xs, width):
 
 def unsigned_square(m, a, width):
     """``a * a`` for unsigned ``a``, with the pairs a_i a_j folded, as ``width`` unsigned bits."""
+    return row_sum(m, unsigned_square_terms(m, a), 0, width, signed=False)
+
+
+def unsigned_square_terms(m, a):
+    """The rows of ``a * a`` for unsigned ``a`` (the pairs a_i a_j folded; no constant)."""
     sq = _signal(m, a, "square_a")
     x = _bits(sq)
     rows = []
@@ -200,4 +260,4 @@ def unsigned_square(m, a, width):
         if i + 1 < len(x):
             rows.append((x[i].replicate(len(x) - 1 - i) & sq[i + 1:], 2 * i + 2))
     _record("square", 1, len(x) ** 2, rows)
-    return row_sum(m, rows, 0, width, signed=False)
+    return rows

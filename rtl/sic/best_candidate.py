@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In
 
 from ..block import FocusBlock
 from ..params import ceil_log2
-from .arith import product
+from .arith import partial_sums, product, product_terms, row_sum, split_groups
 from .match_layouts import (
     best_layout,
     candidate_layout,
@@ -18,10 +18,11 @@ from .match_layouts import (
 
 __all__ = ["BestCandidate", "SELECT_STAGES", "keep_first", "better"]
 
-#: Register stages of the selection for every comparator count: the tree of "better" tests
-#: (ceil(log2(comparators)) levels), the running best across rounds (when there are several),
-#: the threshold test, and delay stages up to this.
-SELECT_STAGES = 5
+#: Register stages of the selection for every comparator count: two per level of the tree of
+#: "better" tests (ceil(log2(comparators)) levels), four for the running best across rounds
+#: (when there are several: its test and the merge of its two accumulators), two for the
+#: threshold test, and delay stages up to this (the most: 5 or 6 comparators).
+SELECT_STAGES = 12
 
 
 def _product(m, a, b):
@@ -58,17 +59,27 @@ class BestCandidate(FocusBlock):
     ``nx`` counts on the last), one beat out per token: ``match``, the winner's ``slot`` and the
     last round's ``tag``.
 
-    Pipeline (:data:`SELECT_STAGES` register stages, 5, for every comparator count): a tree of
-    ``ceil(log2(comparators))`` levels of pairwise "better" tests; with more than one round, the
-    running best (a register that keeps the better of itself and the round's best, restarting on
-    the first round); the threshold test; delay registers of the 1-bit decision and its slot up
-    to 5. Multipliers are sized to the rate: with more than one round, the running best's two
-    products do the token's threshold test too, in the cycle after its last round, when the
-    next token's first round only loads the register; with one round (7 comparators) the
-    threshold test has its own ``token_threshold_bits`` x ``norm_bits`` product.
-    ``theta_q**2 * nx`` is formed once per token, on its last round. Throughput one round per
-    cycle. Back-pressure: all stages move together, whenever the output register is empty or
-    taken; ``i_stream.ready`` is that condition.
+    Every test takes two register stages: the Booth rows of its two products, one of them
+    negated, are added into a few registered partial sums (:func:`~rtl.sic.arith.partial_sums`),
+    and the next stage adds those and takes the sign. So no cycle holds more than a few
+    carry-propagate adders (for the ECP5's 100 MHz target). Pipeline (:data:`SELECT_STAGES`
+    register stages, 12, for every comparator count):
+
+    - a tree of ``ceil(log2(comparators))`` levels of pairwise "better" tests, two stages each;
+    - with more than one round, the running best: two accumulators, one for the token's even
+      rounds and one for its odd rounds, so each is tested and updated every other cycle while
+      its test takes two; one shared "better" test (two products) does it. A token's first two
+      rounds only load them, so the test is free in the cycle after its last round's update,
+      and merges the two accumulators there (on equal cosines the lower c wins: the odd rounds'
+      best may have the lower c). Four stages: the test, the update; the merge's test, its
+      choice;
+    - the threshold test of the winner (two stages, its own ``token_threshold_bits`` x
+      ``norm_bits`` product); ``theta_q**2 * nx`` is formed once per token, on its last round,
+      in two stages as well;
+    - delay registers of the 1-bit decision and its slot up to 12.
+
+    Throughput one round per cycle. Back-pressure: all stages move together, whenever the
+    output register is empty or taken; ``i_stream.ready`` is that condition.
 
     Parameters
     ----------
@@ -99,95 +110,88 @@ class BestCandidate(FocusBlock):
             theta_sq=In(2 * p.theta_bits),
         ))
 
+    # ---- helpers (they close over the module and the pipeline's move condition) ----------------
+
+    def _register(self, name, shape, value):
+        reg = Signal(shape, name=name)
+        with self._m.If(self._advance):
+            self._m.d.sync += reg.eq(value)
+        return reg
+
+    def _valid_register(self, name, value):
+        reg = self._register(name, 1, value)
+        with self._m.If(self.flush):
+            self._m.d.sync += reg.eq(0)
+        return reg
+
+    def _difference(self, name, plus, constant, minus, width):
+        """The first of a test's two stages: registered partial sums of ``plus + constant -
+        minus`` (row lists), ``width`` bits. The tests fold a -1 into ``constant``, so that
+        "difference > 0" is the sign bit of their sum (no wide zero test after its adders)."""
+        parts = partial_sums(self._m, plus, constant, width,
+                             split_groups(len(plus) + len(minus) + 1), minus=minus,
+                             name=f"{name}_part")
+        return [self._register(f"{name}_sum{g}", width, v) for g, v in enumerate(parts)]
+
+    def _total(self, parts, width, signed):
+        """The second stage: the partial sums added."""
+        return row_sum(self._m, [(r, 0) for r in parts], 0, width, signed=signed)
+
+    def _better_parts(self, name, a, b, *, ties=False):
+        """The first stage of "``b`` has the larger cosine than ``a``" (with ``ties``: or an
+        equal one and a lower c): partial sums of ``b.dsq * a.ny - a.dsq * b.ny - 1`` (plus 1
+        with ``ties`` when ``b.code < a.code``), non-negative when it does."""
+        plus, c_plus = product_terms(self._m, a.ny, b.dsq)
+        minus, c_minus = product_terms(self._m, b.ny, a.dsq)
+        if ties:
+            plus = [*plus, (b.code < a.code, 0)]
+        return self._difference(name, plus, c_plus - c_minus - 1, minus, self._better_bits)
+
+    def _better(self, a, b, parts):
+        """The second stage: whether ``b`` beats ``a`` (eligible, and ``a`` is not or
+        :meth:`_better_parts` is non-negative)."""
+        d = self._total(parts, self._better_bits, signed=True)
+        return b.eligible & (~a.eligible | ~d[-1])
+
+    def _threshold_parts(self, name, nx):
+        """First stage of theta_q**2 * nx."""
+        p = self._params
+        rows, constant = product_terms(self._m, self.theta_sq, nx)
+        return self._difference(name, rows, constant, [], p.token_threshold_bits)
+
+    # ---- the pipeline ---------------------------------------------------------------------------
+
     def elaborate(self, platform):
         p = self._params
-        m = Module()
+        self._m = m = Module()
         i, o = self.i_stream, self.o_stream
         rounds = matcher_rounds(p)
         levels = ceil_log2(p.comparators)
-        shift = 2 * p.theta_bits
-        pads = SELECT_STAGES - levels - (1 if rounds > 1 else 0) - 1
+        self._better_bits = p.dot_sq_bits + p.norm_bits + 1
+        pads = SELECT_STAGES - 2 * levels - (4 if rounds > 1 else 0) - 2
         assert pads >= 0, "SELECT_STAGES is too small for this comparator count"
         assert rounds > 1 or levels > 0
-        advance = Signal()
+        self._advance = advance = Signal()
 
-        def register(name, shape, value):
-            reg = Signal(shape, name=name)
-            with m.If(advance):
-                m.d.sync += reg.eq(value)
-            return reg
-
-        def valid_register(name, value):
-            reg = register(name, 1, value)
-            with m.If(self.flush):
-                m.d.sync += reg.eq(0)
-            return reg
-
-        def token_threshold(nx):
-            """theta_q**2 * nx, the token's side of the threshold test."""
-            return _product(m, nx, self.theta_sq)
-
-        valid, tag, nx = i.valid, i.payload.tag, i.payload.nx
+        # The token's threshold theta_q**2 * nx rides beside its rounds: its partial sums in
+        # the first stage, their sum in the second (``thr`` is either).
+        valid, tag = i.valid, i.payload.tag
         cands = [i.payload.cands[j] for j in range(p.comparators)]
-        threshold = None
+        thr = ("nx", i.payload.nx)
         for level in range(levels):
-            merged = []
-            for n in range(0, len(cands) - 1, 2):
-                a, b = cands[n], cands[n + 1]
-                value = Signal(candidate_layout(p), name=f"t{level}_{n // 2}")
-                m.d.comb += value.eq(Mux(keep_first(m, a, b), a, b))
-                merged.append(value)
-            if len(cands) % 2:
-                merged.append(cands[-1])
-            name = f"tree{level}"
-            last = level == levels - 1 and rounds == 1
-            valid = valid_register(f"{name}_valid", valid)
-            if last:
-                # The last level before the threshold test forms theta_q**2 * nx.
-                threshold = register(f"{name}_threshold", p.token_threshold_bits,
-                                     token_threshold(nx))
-            else:
-                nx = register(f"{name}_nx", p.norm_bits, nx)
-            tag = register(f"{name}_tag", round_tag_layout(p), tag)
-            cands = [register(f"{name}_c{n}", candidate_layout(p), c)
-                     for n, c in enumerate(merged)]
-
+            valid, tag, thr, cands = self._tree_level(level, valid, tag, thr, cands)
         if rounds > 1:
-            # The running best: earlier rounds hold lower c, so the register is the first
-            # argument. ``done``: it holds a token's final best, whose threshold test takes the
-            # two products this cycle (the next beat can only be a first round, which loads
-            # the register without a test).
-            new = cands[0]
-            acc = Signal(candidate_layout(p))
-            acc_threshold = Signal(p.token_threshold_bits)
-            acc_tag = register("acc_tag", round_tag_layout(p), tag)
-            done = valid_register("acc_valid", valid & tag.last)
-            left = _product(m, new.dsq, acc.ny)
-            right = _product(m, Mux(done, acc_threshold, acc.dsq), Mux(done, acc.ny, new.ny))
-            new_better = new.eligible & (~acc.eligible | (left > right))
-            with m.If(advance & valid):
-                with m.If(tag.first | new_better):
-                    m.d.sync += acc.eq(new)
-                with m.If(tag.last):
-                    m.d.sync += acc_threshold.eq(token_threshold(nx))
-            best_valid, best_tag, best = done, acc_tag, acc
+            valid, tag, thr, best = self._running_best(valid, tag, thr, cands[0])
         else:
-            right = _product(m, threshold, cands[0].ny)
-            best_valid, best_tag, best = valid, tag, cands[0]
-
-        # The threshold test of the best candidate.
-        match = best.eligible & ((best.dsq << shift) > right)
-        valid = valid_register("decided_valid", best_valid)
-        tag = register("decided_tag", round_tag_layout(p), best_tag)
-        decision = register("decided", data.StructLayout({"match": 1, "slot": p.window_bits,
-                                                          "code": 3}),
-                            Cat(match, best.slot, best.code))
+            best = cands[0]
+        assert thr[0] == "thr"
+        valid, tag, decision = self._threshold_test(valid, tag, thr[1], best)
 
         # Delay stages: the same latency for every comparator count.
         for n in range(pads):
-            valid = valid_register(f"pad{n}_valid", valid)
-            tag = register(f"pad{n}_tag", round_tag_layout(p), tag)
-            decision = register(f"pad{n}", decision.shape(), decision)
+            valid = self._valid_register(f"pad{n}_valid", valid)
+            tag = self._register(f"pad{n}_tag", round_tag_layout(p), tag)
+            decision = self._register(f"pad{n}", decision.shape(), decision)
 
         m.d.comb += [
             advance.eq(~valid | o.ready),
@@ -199,3 +203,110 @@ class BestCandidate(FocusBlock):
             o.payload.tag.eq(tag),
         ]
         return m
+
+    def _carry_threshold(self, name, thr):
+        """One stage of the token's threshold: ``nx`` to partial sums, those to their sum."""
+        p = self._params
+        kind, value = thr
+        if kind == "nx":
+            return ("parts", self._threshold_parts(f"{name}_thr", value))
+        if kind == "parts":
+            value = self._total(value, p.token_threshold_bits, signed=False)
+        return ("thr", self._register(f"{name}_thr", p.token_threshold_bits, value))
+
+    def _tree_level(self, level, valid, tag, thr, cands):
+        """One level of pairwise "better" tests, two stages: (valid, tag, thr, merged)."""
+        p = self._params
+        layout = candidate_layout(p)
+        for step in ("test", "pick"):
+            name = f"t{level}_{step}"
+            valid = self._valid_register(f"{name}_valid", valid)
+            tag = self._register(f"{name}_tag", round_tag_layout(p), tag)
+            thr = self._carry_threshold(name, thr)
+            if step == "test":
+                pairs = [(cands[n], cands[n + 1]) for n in range(0, len(cands) - 1, 2)]
+                parts = [self._better_parts(f"{name}{n}", a, b) for n, (a, b) in enumerate(pairs)]
+                odd = cands[-1:] if len(cands) % 2 else []
+                cands = [self._register(f"{name}_c{n}", layout, c)
+                         for n, c in enumerate([c for pair in pairs for c in pair] + odd)]
+            else:
+                picked = [Mux(self._better(cands[2 * n], cands[2 * n + 1], parts[n]),
+                              cands[2 * n + 1], cands[2 * n]) for n in range(len(parts))]
+                picked += cands[2 * len(parts):]
+                cands = [self._register(f"{name}_c{n}", layout, c) for n, c in enumerate(picked)]
+        return valid, tag, thr, cands
+
+    def _running_best(self, valid, tag, thr, new):
+        """The best over a token's rounds (four stages): (valid, tag, thr, best), valid once per
+        token."""
+        p, m = self._params, self._m
+        layout = candidate_layout(p)
+        acc = [Signal(layout, name=f"acc_{parity}") for parity in ("even", "odd")]
+        # The round's index in its token, for its accumulator (its parity) and whether it only
+        # loads it (its first two rounds).
+        count = Signal(range(matcher_rounds(p) + 1))
+        index = Signal.like(count)
+        m.d.comb += index.eq(Mux(tag.first, 0, count))
+        with m.If(self._advance & valid):
+            m.d.sync += count.eq(index + 1)
+        # The merge is issued two cycles after the last round's test, when both accumulators
+        # are final (and the beat beside it can only be a token's first or second round).
+        merge_req = Signal()
+        odd_in = index[0]
+        a = Signal(layout, name="test_a")
+        b = Signal(layout, name="test_b")
+        m.d.comb += [
+            a.eq(Mux(merge_req, acc[0], Mux(odd_in, acc[1], acc[0]))),
+            b.eq(Mux(merge_req, acc[1], new)),
+        ]
+        # Stage 1: the test.
+        parts = self._better_parts("acc", a, b, ties=True)
+        s_valid = self._valid_register("acc_valid", valid)
+        s_tag = self._register("acc_tag", round_tag_layout(p), tag)
+        s_new = self._register("acc_new", layout, new)
+        s_odd = self._register("acc_odd", 1, odd_in)
+        s_load = self._register("acc_load", 1, index < 2)
+        s_thr = self._carry_threshold("acc", thr)
+        s_merge = self._valid_register("merge_valid", merge_req)
+        s_a = self._register("merge_a", layout, a)
+        s_b = self._register("merge_b", layout, b)
+        # Stage 2: the update, or the merge's choice.
+        wins = self._better(s_a, s_b, parts)
+        with m.If(self._advance & s_valid):
+            for parity in (0, 1):
+                with m.If((s_odd == parity) & (s_load | wins)):
+                    m.d.sync += acc[parity].eq(s_new)
+        # The last round's tag and threshold wait a cycle for the merge (``merge_req`` rises
+        # with them).
+        token_tag = self._register("token_tag", round_tag_layout(p), s_tag)
+        kind, value = s_thr
+        if kind == "parts":
+            value = self._total(value, p.token_threshold_bits, signed=False)
+        token_thr = self._register("token_thr", p.token_threshold_bits, value)
+        m.d.comb += merge_req.eq(self._valid_register("merge_req", s_valid & s_tag.last))
+        # The merge's two stages carry the token's tag and threshold.
+        m_tag = self._register("merge_tag", round_tag_layout(p), token_tag)
+        m_thr = self._register("merge_thr", p.token_threshold_bits, token_thr)
+        best = self._register("best", layout, Mux(wins, s_b, s_a))
+        best_valid = self._valid_register("best_valid", s_merge)
+        best_tag = self._register("best_tag", round_tag_layout(p), m_tag)
+        best_thr = self._register("best_thr", p.token_threshold_bits, m_thr)
+        return best_valid, best_tag, ("thr", best_thr), best
+
+    def _threshold_test(self, valid, tag, thr, best):
+        """The threshold test of the best candidate, two stages: (valid, tag, decision)."""
+        p, m = self._params, self._m
+        shift = 2 * p.theta_bits
+        width = p.dot_sq_bits + shift + 1
+        minus, c_minus = product_terms(m, best.ny, thr)
+        parts = self._difference("match", [(best.dsq, shift)], -c_minus - 1, minus, width)
+        t_valid = self._valid_register("match_valid", valid)
+        t_tag = self._register("match_tag", round_tag_layout(p), tag)
+        t_best = self._register("match_best", candidate_layout(p), best)
+        match = t_best.eligible & ~self._total(parts, width, signed=True)[-1]
+        valid = self._valid_register("decided_valid", t_valid)
+        tag = self._register("decided_tag", round_tag_layout(p), t_tag)
+        decision = self._register("decided", data.StructLayout({"match": 1, "slot": p.window_bits,
+                                                               "code": 3}),
+                                  Cat(match, t_best.slot, t_best.code))
+        return valid, tag, decision

@@ -43,9 +43,9 @@ _PIPELINE = (TokenRegister, CandidateFetch, ComparatorBank, BestCandidate, Uniqu
 def matcher_latency(p):
     """Cycles from a token's input transfer to its map beat's transfer, inclusive, with no stalls
     and ``first``, when it does not wait for earlier tokens (and, with several rounds, from its
-    last round): 11 for every comparator count (input register, window read, 2 scorer stages,
-    5 selection stages, map lookup, output register; the sum of the stages' ``latency``). A job
-    of S tokens takes ``S * rounds + 11`` cycles (:func:`golden.cycles.block_match_cycles`)."""
+    last round): 21 for every comparator count (input register, window read, 5 scorer stages,
+    12 selection stages, map lookup, output register; the sum of the stages' ``latency``). A job
+    of S tokens takes ``S * rounds + 21`` cycles (:func:`golden.cycles.block_match_cycles`)."""
     return sum(stage.latency for stage in _PIPELINE)
 
 
@@ -54,8 +54,8 @@ class BlockMatcher(FocusBlock):
     similarity map and the unique vectors, exactly as :func:`golden.block_match`.
 
     Throughput: one token per ``rounds = ceil(7 / comparators)`` cycles in steady state (1 cycle
-    with 7 comparators, 7 with one), with ``first``: a job of S tokens takes ``rounds * S + 11``
-    cycles. Latency: :func:`matcher_latency`, 11 cycles from a token's (last round's) input
+    with 7 comparators, 7 with one), with ``first``: a job of S tokens takes ``rounds * S + 21``
+    cycles. Latency: :func:`matcher_latency`, 21 cycles from a token's (last round's) input
     transfer to its map beat for every comparator count. With ``mean``, each tile's unique vectors
     leave after its last map beat, ``elem_bits + 2`` cycles each (the divider is bit-serial; 2
     cycles for a group of one token, which needs no division), and the next tile waits for them.
@@ -75,8 +75,8 @@ class BlockMatcher(FocusBlock):
     of V products and dot**2 (:class:`~rtl.sic.dot_scorer.DotScorer`). Per token: its squared
     norm, with ceil(V / rounds) squarers over its rounds; one exact threshold test, on its best
     candidate only (theta_q**2 * nx formed once); the "better" tests between its candidates (a
-    tree over a round's lanes, a running best over rounds, whose two products also do the
-    threshold test in their one idle cycle per token). Per job: theta_q**2.
+    tree over a round's lanes, a running best over rounds in two accumulators, whose one test
+    also merges them in a cycle it has free per token). Per job: theta_q**2.
 
     Pipeline, one Component per stage, joined by streams (``wiring.connect``), each stage holding
     only under back-pressure from the next:
@@ -90,15 +90,16 @@ class BlockMatcher(FocusBlock):
     - :class:`~rtl.sic.candidate_fetch.CandidateFetch` (1): the window lookups
       (:class:`~rtl.sic.window_buffer.WindowBuffer`: slots addressed by position, one read port
       per comparator, all of a round's candidates in one cycle, conflict-free for any FS, HS and
-      pruning; see its docstring for the comparison with banked layouts); the scorers take the
-      read data straight from the memory.
-    - :class:`~rtl.sic.comparator_bank.ComparatorBank` (2): ``comparators``
+      pruning; see its docstring for the comparison with banked layouts); the scorers register
+      the read data.
+    - :class:`~rtl.sic.comparator_bank.ComparatorBank` (5): ``comparators``
       :class:`~rtl.sic.dot_scorer.DotScorer` instances in lockstep (zero skip and clock gating
       inside; candidate c = r * comparators + j + 1 on scorer j in round r); each candidate's
       norm and slot, and the round's tag and the token's norm, ride in the scorers' tags.
-    - :class:`~rtl.sic.best_candidate.BestCandidate` (5 for any comparator count): a tree of
-      exact "better" tests on dot**2 (``dot1**2 * ny2 > dot2**2 * ny1``; on equality the lower c
-      wins), a running best across rounds, the threshold test of the winner (``dot**2 * 2**(2F) >
+    - :class:`~rtl.sic.best_candidate.BestCandidate` (12 for any comparator count, two per
+      test): a tree of exact "better" tests on dot**2 (``dot1**2 * ny2 > dot2**2 * ny1``; on
+      equality the lower c wins), a running best across rounds (two interleaved accumulators,
+      merged after the token's last round), the threshold test of the winner (``dot**2 * 2**(2F) >
       theta_q**2 * nx * ny``), delay stages.
     - :class:`~rtl.sic.unique_indexer.UniqueIndexer` (1): the map lookup (each window slot's
       tile-local unique index, read with write-through so the previous token's decision is seen;

@@ -17,7 +17,7 @@ class ComparatorBank(FocusBlock):
     test is the selection's, once per token).
 
     Every scorer gets the same ``valid``, ``ready`` and ``flush``, so they move in lockstep and
-    the bank is one pipeline: latency :data:`~rtl.sic.dot_scorer.SCORER_LATENCY` (2),
+    the bank is one pipeline: latency :data:`~rtl.sic.dot_scorer.SCORER_LATENCY` (5),
     throughput one round per cycle, and under ``o_stream`` back-pressure the whole bank holds
     (``i_stream.ready`` falls once it is full); nothing is lost or duplicated. Side data travels
     in the scorers' tags: each lane's candidate norm and window slot in its own scorer, the

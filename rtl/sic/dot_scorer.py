@@ -1,18 +1,18 @@
 """The block matcher's per-pair unit: dot(x, y), dot**2 and whether the pair can be similar."""
 
-from amaranth.hdl import Module, Signal, signed, unsigned
+from amaranth.hdl import Module, Signal, unsigned
 from amaranth.lib import data
 
 from ..block import FocusBlock
-from ..lib.clock_gate import ICG_CELL, activity_members, add_gated, count_activity, gated_pipeline
-from .arith import dot_product, unsigned_square
+from ..lib.clock_gate import ICG_CELL, activity_members, add_gated, gated_pipeline
+from .arith import dot_terms, partial_sums, row_sum, split_groups, unsigned_square_terms
 from .match_layouts import matcher_stage_members
 from .similarity_comparator import vector_layout
 
 __all__ = ["DotScorer", "scorer_input_layout", "scorer_output_layout", "SCORER_LATENCY"]
 
 #: Cycles from an input transfer to its result being valid on ``o_stream`` (no back-pressure).
-SCORER_LATENCY = 2
+SCORER_LATENCY = 5
 
 
 def _with_tag(fields, tag):
@@ -53,14 +53,20 @@ SimilarityComparator`) that depends on the pair. The rest, ``dot**2 * 2**(2F) > 
     tree, :func:`~rtl.sic.arith.dot_product`), one squarer of the positive dot (``norm_bits``
     wide: dot <= nx, ny) and nothing else.
 
-    Latency 2 cycles (:data:`SCORER_LATENCY`: the dot product; dot**2), throughput one pair per
-    cycle. Under ``o_stream`` back-pressure the pipeline holds; nothing is lost or duplicated,
-    results leave in input order.
+    Latency 5 cycles (:data:`SCORER_LATENCY`), throughput one pair per cycle. The stages: the
+    pair's registers (the window's read data goes no further in its cycle); the dot product's
+    Booth rows added into a few partial sums (:func:`~rtl.sic.arith.partial_sums`, a power of two
+    near the square root of the rows, so the adder levels split evenly); their sum, the dot;
+    dot**2's rows added into partial sums, and dot > 0; their sum, dot**2. Each stage is a few
+    carry-propagate adders deep (for the ECP5's 100 MHz target). Under ``o_stream``
+    back-pressure the pipeline holds; nothing is lost or duplicated, results leave in input
+    order.
 
     Zero skip and clock gating as in the similarity comparator: a pair with a zero vector (or no
     candidate: ``y_nonzero`` low) passes as a control token only (``eligible = 0``), and each
-    stage's datapath registers are clocked only when the stage takes a valid, non-zero pair
-    (clock enable, or an ICG cell with ``gating="icg"``).
+    stage's datapath registers after the pair's are clocked only when the stage takes a valid,
+    non-zero pair (clock enable, or an ICG cell with ``gating="icg"``); the pair's registers
+    take every valid pair (its zero test is too late in the cycle to enable them).
 
     Parameters
     ----------
@@ -80,7 +86,8 @@ SimilarityComparator`) that depends on the pair. The rest, ``dot**2 * 2**(2F) > 
     i_stream : In(stream.Signature(scorer_input_layout(params, tag)))
     o_stream : Out(stream.Signature(scorer_output_layout(params, tag)))
     active, gated : Out(32)
-        Pairs computed (both non-zero) and skipped with the datapath clocks off, since ``clear``.
+        Pairs computed (both non-zero) and skipped with the datapath clocks off, since ``clear``
+        (each counted the cycle after its transfer; ``clear`` in that cycle drops it).
     clear : In(1)
         Zeroes both counters.
     flush : In(1)
@@ -103,35 +110,65 @@ SimilarityComparator`) that depends on the pair. The rest, ``dot**2 * 2**(2F) > 
         i, o = self.i_stream, self.o_stream
 
         in_nonzero = i.payload.x_nonzero & i.payload.y_nonzero
-        advance, valid, nonzero = gated_pipeline(m, i, o, 2, in_nonzero, flush=self.flush,
-                                                 tag=self._tag)
+        advance, valid, nonzero = gated_pipeline(m, i, o, SCORER_LATENCY, in_nonzero,
+                                                 flush=self.flush, tag=self._tag)
 
         def gate(name, enable, statements):
             add_gated(m, name, enable if self._gate else advance, statements, gating=p.gating,
                       icg_cell=self._icg_cell)
 
-        # Stage 1: the dot product, its V products' partial products added at once
-        # (:mod:`rtl.sic.arith`).
-        dot1 = Signal(signed(p.dot_bits), reset_less=True)
-        x, y = i.payload.x, i.payload.y
-        gate("stage1", advance & i.valid & in_nonzero, [
-            dot1.eq(dot_product(m, [x[n] for n in range(p.dim)], [y[n] for n in range(p.dim)],
-                                p.dot_bits)),
-        ])
+        x = Signal(vector_layout(p), reset_less=True)
+        y = Signal(vector_layout(p), reset_less=True)
+        # Clocked for every valid pair: its zero test comes from the window's read port, too
+        # late in the cycle for a clock enable (nonzero[0] registers it for the later stages).
+        gate("pair", advance & i.valid, [x.eq(i.payload.x), y.eq(i.payload.y)])
 
-        # Stage 2: dot > 0 and dot**2. A positive dot is below 2**(dot_bits-1) = 2**norm_bits,
-        # so its square is that of its low norm_bits bits, unsigned.
-        positive2 = Signal(reset_less=True)
-        dsq2 = Signal(unsigned(p.dot_sq_bits), reset_less=True)
-        magnitude = dot1[:p.norm_bits]
-        gate("stage2", advance & valid[0] & nonzero[0], [
-            positive2.eq(dot1 > 0),
-            dsq2.eq(unsigned_square(m, magnitude, p.dot_sq_bits)),
-        ])
+        def stage(k, name, statements):
+            gate(name, advance & valid[k] & nonzero[k], statements)
+
+        dot = self._two_stages(m, stage, 0, "dot", dot_terms(
+            m, [x[n] for n in range(p.dim)], [y[n] for n in range(p.dim)]), p.dot_bits)
+        dot = dot.as_signed()
+
+        # A positive dot is below 2**(dot_bits-1) = 2**norm_bits, so its square is that of its
+        # low norm_bits bits, unsigned.
+        positive = Signal(reset_less=True)
+        stage(2, "sign", [positive.eq(dot > 0)])
+        positive4 = Signal(reset_less=True)
+        stage(3, "sign_delay", [positive4.eq(positive)])
+        dsq = self._two_stages(m, stage, 2, "dsq", (unsigned_square_terms(m, dot[:p.norm_bits]),
+                                                    0), p.dot_sq_bits)
 
         m.d.comb += [
-            o.payload.eligible.eq(nonzero[1] & positive2),
-            o.payload.dsq.eq(dsq2),
+            o.payload.eligible.eq(nonzero[4] & positive4),
+            o.payload.dsq.eq(dsq),
         ]
-        count_activity(m, i, in_nonzero, active=self.active, gated=self.gated, clear=self.clear)
+        self._count(m, in_nonzero)
         return m
+
+    def _count(self, m, in_nonzero):
+        """The activity counters, a cycle after the transfer: the zero test comes from the
+        window's read port, too late in the cycle for the counters' clock enables."""
+        i = self.i_stream
+        taken, work = Signal(), Signal()
+        m.d.sync += [taken.eq(i.valid & i.ready), work.eq(in_nonzero)]
+        with m.If(self.clear):
+            m.d.sync += [self.active.eq(0), self.gated.eq(0)]
+        with m.Elif(taken):
+            with m.If(work):
+                m.d.sync += self.active.eq(self.active + 1)
+            with m.Else():
+                m.d.sync += self.gated.eq(self.gated + 1)
+
+    @staticmethod
+    def _two_stages(m, stage, k, name, terms, width):
+        """The sum of ``terms`` (rows, constant) in two stages after stage ``k``: its partial
+        sums registered, then their sum registered; returns that register."""
+        rows, constant = terms
+        parts = partial_sums(m, rows, constant, width, split_groups(len(rows) + 1),
+                             name=f"{name}_part")
+        regs = [Signal(width, name=f"{name}_sum{g}", reset_less=True) for g in range(len(parts))]
+        stage(k, f"{name}_parts", [r.eq(v) for r, v in zip(regs, parts, strict=True)])
+        total = Signal(width, name=name, reset_less=True)
+        stage(k + 1, name, [total.eq(row_sum(m, [(r, 0) for r in regs], 0, width, signed=False))])
+        return total
