@@ -24,6 +24,7 @@ from test_sta import _tools_or_skip
 from rtl.flow import power, toolchain
 from rtl.lib.clock_gate import add_gated
 from rtl.params import FocusParams
+from rtl.sic.dot_scorer import SCORER_LATENCY
 
 VCD = """$timescale 1 ns $end
 $scope module bench $end
@@ -240,9 +241,9 @@ def test_block_matcher_power_orderings(work):
         assert all(0.0 <= e <= 1.0 for e in r["enables"].values())
         runs[pruning, gate] = r
     low, high, ungated = runs[0.0, True], runs[0.8, True], runs[0.8, False]
-    # Four clock gates (2 comparators x 2 stages), one per scorer stage; the ungated build's
-    # open whenever the pipeline moves.
-    assert len(high["gates"]) == 2 * params.comparators
+    # One clock gate per scorer stage (SCORER_LATENCY stages per comparator); the ungated
+    # build's open whenever the pipeline moves.
+    assert len(high["gates"]) == SCORER_LATENCY * params.comparators
     assert set(ungated["enables"]) == set(high["enables"])
     for domain, rate in high["enables"].items():
         assert rate < ungated["enables"][domain]
