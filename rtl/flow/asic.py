@@ -111,6 +111,29 @@ def _memories(path):
     return sorted(memories, key=lambda m: m["name"])
 
 
+def keep_memories_synth(top, memories_json=None):
+    """Yosys ``synth`` of ``top`` with its RAMs left as ``$mem_v2`` macros (``osu018-logic``,
+    the power flow's ``keep_memories``): the script's lines. ``memories_json`` also writes the
+    RAMs, as the coarse stage leaves them, to that JSON file."""
+    dump = (["select t:$mem_v2", f"write_json -selected {memories_json}", "select -clear"]
+            if memories_json else [])
+    return [
+        # Up to and including the coarse stage, which ends with `memory -nomap`.
+        f"synth -top {top} -flatten -noabc -run begin:fine",
+        # ROMs (no write port: constant tables, and case statements that proc_rom turned
+        # into tables) are logic, not SRAM: map them as synth would.
+        "memory_map -rom-only",
+        *dump,
+        # synth's fine stage (`help synth`, -noabc) less memory_map, and its check stage.
+        "opt -fast -full",
+        "opt -full",
+        "techmap",
+        "opt -fast",
+        "hierarchy -check",
+        "check",
+    ]
+
+
 def osu018_flow(block, params, workdir, timeout, logic=False, sta=None):
     """The ``osu018`` flow, or with ``logic`` the ``osu018-logic`` one (memories left as
     macros). ``sta`` (a dict of :func:`sta_flow`'s keyword arguments) adds static timing: the
@@ -132,23 +155,7 @@ def osu018_flow(block, params, workdir, timeout, logic=False, sta=None):
     if logic:
         for stale in ("memories_coarse.json", "memories.json"):
             (workdir / stale).unlink(missing_ok=True)
-        synth = [
-            # Up to and including the coarse stage, which ends with `memory -nomap`.
-            f"synth -top {block} -flatten -noabc -run begin:fine",
-            # ROMs (no write port: constant tables, and case statements that proc_rom turned
-            # into tables) are logic, not SRAM: map them as synth would.
-            "memory_map -rom-only",
-            "select t:$mem_v2",
-            "write_json -selected memories_coarse.json",
-            "select -clear",
-            # synth's fine stage (`help synth`, -noabc) less memory_map, and its check stage.
-            "opt -fast -full",
-            "opt -full",
-            "techmap",
-            "opt -fast",
-            "hierarchy -check",
-            "check",
-        ]
+        synth = keep_memories_synth(block, memories_json="memories_coarse.json")
     else:
         synth = [f"synth -top {block} -flatten -noabc"]
     script = [

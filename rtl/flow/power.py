@@ -59,7 +59,7 @@ from collections import defaultdict
 
 from . import sta as opensta
 from . import toolchain
-from .asic import _ABC_SCRIPT, liberty_info
+from .asic import _ABC_SCRIPT, keep_memories_synth, liberty_info
 from .emit import emit_verilog
 from .tools import run_tool, yosys
 
@@ -414,13 +414,6 @@ def parse_power(text):
 
 # ---- the flow -----------------------------------------------------------------------------------
 
-def _KEEP_MEMORIES_SYNTH(name):
-    """Yosys synth less ``memory_map`` (as ``osu018-logic``): RAMs stay ``$mem_v2`` macros, which
-    :func:`power_netlist` cuts out; ROMs are mapped to logic."""
-    return [f"synth -top {name} -flatten -noabc -run begin:fine", "memory_map -rom-only",
-            "opt -fast -full", "opt -full", "techmap", "opt -fast", "hierarchy -check", "check"]
-
-
 def power_flow(component, params, workdir, activity, enables, *, period_ns, name="top",
                timeout=3600, default_activity=0.1, netlist_dir=None, keep_memories=False):
     """Map ``component`` to the OSU cells and report its power with OpenSTA in ``workdir``.
@@ -455,8 +448,8 @@ def power_flow(component, params, workdir, activity, enables, *, period_ns, name
         shutil.copyfile(path, netlist_dir / "cells.lib")
         (netlist_dir / "netlist.json").unlink(missing_ok=True)
         source.write_text(text)
-        synth = ([f"synth -top {name} -flatten -noabc"] if not keep_memories
-                 else _KEEP_MEMORIES_SYNTH(name))
+        synth = (keep_memories_synth(name) if keep_memories
+                 else [f"synth -top {name} -flatten -noabc"])
         script = [f"read_verilog {name}.v", *synth,
                   "dfflibmap -liberty cells.lib",
                   f"abc -liberty cells.lib -script {_ABC_SCRIPT}", "opt_clean",
