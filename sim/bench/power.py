@@ -33,7 +33,6 @@ import numpy as np
 
 import golden
 from golden.block_match import candidate_offsets
-from golden.photo import photo_tokens
 from golden.similarity import sqnorm
 from rtl.flow import toolchain
 from rtl.flow.power import power_flow, vcd_activity
@@ -54,8 +53,7 @@ progress = progress_printer("bench_power")
 def comparison_stream(params, pruning, frames=2, seed=0, theta=0.9):
     """The payloads of the comparator's input stream for the photograph job (module docstring,
     step 1), and the number of kept tokens."""
-    x, pos = photo_tokens(frames=frames, grid=GRID, dim=params.dim, elem_bits=params.elem_bits)
-    keep = np.random.default_rng(seed).random(len(pos)) >= pruning
+    x, pos, keep = power_matcher.pruned_photo(params, pruning, frames, seed, GRID)
     kept = {int(p): x[i] for i, p in enumerate(pos) if keep[i]}
     zero = np.zeros(params.dim, dtype=np.int64)
     theta_q = golden.theta_q(theta, params.theta_bits)

@@ -38,10 +38,17 @@ GRID = 14
 OVERRIDES = ("window=256", "representatives=first")
 
 
+def pruned_photo(params, pruning, frames=2, seed=0, grid=GRID):
+    """The photograph's tokens and positions (:func:`golden.photo.photo_tokens`) and the seeded
+    keep mask with a share ``pruning`` of the positions pruned: the draw of both power
+    benchmarks (this one and the comparator's, :mod:`sim.bench.power`)."""
+    x, pos = photo_tokens(frames=frames, grid=grid, dim=params.dim, elem_bits=params.elem_bits)
+    return x, pos, np.random.default_rng(seed).random(len(pos)) >= pruning
+
+
 def matcher_job(params, pruning, frames=2, seed=0, grid=GRID):
     """The photograph job (module docstring, step 1): a :class:`sim.block_match.Job`."""
-    x, pos = photo_tokens(frames=frames, grid=grid, dim=params.dim, elem_bits=params.elem_bits)
-    keep = np.random.default_rng(seed).random(len(pos)) >= pruning
+    x, pos, keep = pruned_photo(params, pruning, frames, seed, grid)
     order = np.argsort(pos[keep], kind="stable")
     return Job(x[keep][order].astype(np.int64), pos[keep][order].astype(np.int64),
                frame_stride=grid * grid, row_stride=grid)
