@@ -49,9 +49,9 @@ SimilarityComparator`) that depends on the pair. The rest, ``dot**2 * 2**(2F) > 
     and the "better" test between candidates compares the same rationals; so the block matcher
     first picks each token's best eligible candidate by dot**2 / ny
     (:class:`~rtl.sic.best_candidate.BestCandidate`) and tests only that one against the
-    threshold, once per token. A pair costs V products (their partial products added in one
-    tree, :func:`~rtl.sic.arith.dot_product`), one squarer of the positive dot (``norm_bits``
-    wide: dot <= nx, ny) and nothing else.
+    threshold, once per token. A pair costs V products (their Booth rows,
+    :func:`~rtl.sic.arith.dot_terms`, added over two stages), one squarer of the positive dot
+    (``norm_bits`` wide: dot <= nx, ny) and nothing else.
 
     Latency 5 cycles (:data:`SCORER_LATENCY`), throughput one pair per cycle. The stages: the
     pair's registers (the window's read data goes no further in its cycle); the dot product's
