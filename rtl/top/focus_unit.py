@@ -67,9 +67,9 @@ class FocusUnit(FocusBlock):
     Latency and throughput, with no stalls (checked by the tests): SEC as
     :class:`SemanticConcentrator`, one score beat per cycle; a score offered early transfers 2
     cycles after the cycle of the ``START_SEC`` write (the configuration beat goes out in
-    between). SIC: a token offered early transfers 6 cycles after the cycle of the
-    ``START_SIC`` write (code word read, decoder header, first code parsed, its index formed,
-    index register); from
+    between). SIC: a token offered early transfers 7 cycles after the cycle of the
+    ``START_SIC`` write (code word read, word register, decoder header, first code parsed, its
+    index formed, index register); from
     then on one token per ``rounds = ceil(7/comparators)`` cycles, the matcher's rate (the
     decoder is built without its mask output and gives one index per cycle whatever the gaps; the
     zip is combinational and adds no cycle), and a token's map beat leaves ``matcher_latency +

@@ -7,6 +7,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
+from ..layouts import offset_word_layout
 from ..lib.clock_gate import ICG_CELL
 from ..lib.stream_buffer import StreamBuffer
 from ..lib.stream_gate import StreamGate
@@ -35,9 +36,9 @@ class SicSequencer(FocusBlock):
     per token, into the matcher (position = index). The matcher's beats leave on ``o_stream``.
     A start whose code kept no token does nothing (the job ends at once).
 
-    Latency and throughput, with no stalls: a token offered early transfers 6 cycles after the
-    cycle of ``ctrl.start`` (code word read, decoder header, first code parsed, its index
-    formed, index register);
+    Latency and throughput, with no stalls: a token offered early transfers 7 cycles after the
+    cycle of ``ctrl.start`` (code word read, word register, decoder header, first code parsed,
+    its index formed, index register);
     then one token per ``rounds = ceil(7/comparators)`` cycles, the matcher's rate (the decoder
     gives one index per cycle; the zip adds no cycle). ``tokens`` is ready only during a job,
     when the decoder has the token's index and the matcher can take it; ``o_stream`` may stall
@@ -103,8 +104,11 @@ class SicSequencer(FocusBlock):
         ctl.submodules.matcher = mat = BlockMatcher(p, icg_cell=self._icg_cell)
         ctl.submodules.decoder_config = dec_cfg = StreamBuffer(decoder_config_layout(p))
         ctl.submodules.matcher_config = mat_cfg = StreamBuffer(match_config_layout(p))
-        # The replay stage: its valid and last; the read port's data register is its word.
+        # The replay stage: its valid and last; the read port's data register is its word. The
+        # word then goes through a register of its own: the block RAM's read data would
+        # otherwise reach the decoder's bit buffer in the same cycle.
         ctl.submodules.replay = replay = StreamBuffer(data.StructLayout({"last": 1}))
+        ctl.submodules.code_word = code_word = StreamBuffer(offset_word_layout(p))
         m.d.comb += [mat.theta_we.eq(self.theta.we), mat.theta_addr.eq(self.theta.addr),
                      mat.theta_data.eq(self.theta.data)]
 
@@ -168,7 +172,8 @@ class SicSequencer(FocusBlock):
                     ctl.next = "DONE"
             with ctl.State("DONE"):
                 ctl.d.comb += end.eq(~dec_cfg.o_stream.valid & ~mat_cfg.o_stream.valid
-                                     & ~dec.busy & ~mat.busy & ~replay.o_stream.valid)
+                                     & ~dec.busy & ~mat.busy & ~replay.o_stream.valid
+                                     & ~code_word.o_stream.valid)
                 with ctl.If(end):
                     ctl.next = "IDLE"
         running = ~idle
@@ -186,18 +191,19 @@ class SicSequencer(FocusBlock):
 
         # ---- code replay: one word per cycle into the decoder ----------------------------------
         rptr = Signal(range(p.code_words + 1))
-        ri, ro, di = replay.i_stream, replay.o_stream, dec.i_stream
+        ri, ro, wi = replay.i_stream, replay.o_stream, code_word.i_stream
         m.d.comb += [
             ri.valid.eq(running & (rptr < code.nwords)),
             ri.payload.last.eq(rptr == code.nwords - 1),
             code.addr.eq(rptr),
             code.en.eq(ri.valid & ri.ready),
-            di.valid.eq(ro.valid),
-            di.payload.word.eq(code.data),
-            di.payload.nbits.eq(code.nbits),
-            di.payload.last.eq(ro.payload.last),
-            ro.ready.eq(di.ready),
+            wi.valid.eq(ro.valid),
+            wi.payload.word.eq(code.data),
+            wi.payload.nbits.eq(code.nbits),
+            wi.payload.last.eq(ro.payload.last),
+            ro.ready.eq(wi.ready),
         ]
+        wiring.connect(m, code_word.o_stream, dec.i_stream)
         with ctl.If(code.en):
             ctl.d.sync += rptr.eq(rptr + 1)
         with ctl.If(go):
