@@ -6,12 +6,13 @@ from amaranth.lib.wiring import In
 
 from ..block import FocusBlock, stage_members
 from ..lib.clock_gate import ICG_CELL, activity_members, add_gated, count_activity, gated_pipeline
+from .arith import split_groups
 
 __all__ = ["SimilarityComparator", "vector_layout", "comparator_input_layout",
            "comparator_output_layout", "COMPARATOR_LATENCY"]
 
 #: Cycles from an input transfer to its result being valid on ``o_stream`` (no back-pressure).
-COMPARATOR_LATENCY = 3
+COMPARATOR_LATENCY = 5
 
 
 def vector_layout(p):
@@ -55,11 +56,17 @@ def _tree_sum(terms):
     return terms[0]
 
 
+def _groups(terms, groups):
+    """``terms`` cut into ``groups`` contiguous shares of near-equal size (none empty)."""
+    size = -(-len(terms) // groups)
+    return [terms[g:g + size] for g in range(0, len(terms), size)]
+
+
 class SimilarityComparator(FocusBlock):
     """Decides cos(x, y) > theta_q / 2**F exactly, as
     ``nx > 0 and ny > 0 and dot > 0 and dot**2 * 2**(2F) > theta_q**2 * nx * ny``.
 
-    Latency 3 cycles (:data:`COMPARATOR_LATENCY`), throughput one comparison per cycle. Under
+    Latency 5 cycles (:data:`COMPARATOR_LATENCY`), throughput one comparison per cycle. Under
     ``o_stream`` back-pressure the whole pipeline holds (``i_stream.ready`` is low while the output
     register is full and not being taken); nothing is lost or duplicated, and results leave in
     input order.
@@ -69,8 +76,11 @@ class SimilarityComparator(FocusBlock):
     each stage's datapath registers are clocked only when that stage takes a valid, non-zero
     comparison (by clock enable, or by an ICG cell with ``gating="icg"``).
 
-    Pipeline: stage 1 forms dot (balanced adder tree of V products), nx*ny and theta_q**2; stage 2
-    forms dot**2 and theta_q**2 * nx * ny; stage 3 compares.
+    Pipeline, each stage one level of multipliers or a few adders deep (for the ECP5's 100 MHz
+    target; the multipliers are plain ``*``, so an FPGA flow maps them to its DSP blocks):
+    stage 1 forms the V products x[n] * y[n], nx * ny and theta_q**2; stage 2 adds the products
+    in a few groups (:func:`~rtl.sic.arith.split_groups`); stage 3 adds the groups into dot and
+    forms theta_q**2 * nx * ny; stage 4 forms dot**2; stage 5 compares.
 
     Parameters
     ----------
@@ -128,47 +138,67 @@ class SimilarityComparator(FocusBlock):
         # Control: valid and non-zero flags per stage, never gated.
         in_nonzero = (i.payload.nx != 0) & (i.payload.ny != 0)
         advance, valid, nonzero = gated_pipeline(
-            m, i, o, 3, in_nonzero, flush=self.flush if self._flush else None, tag=self._tag)
+            m, i, o, COMPARATOR_LATENCY, in_nonzero,
+            flush=self.flush if self._flush else None, tag=self._tag)
 
         def gate(name, enable, statements):
             add_gated(m, name, enable if self._gate else advance, statements, gating=p.gating,
                       icg_cell=self._icg_cell)
 
-        # Stage 1: dot product, nx*ny, theta_q**2.
-        dot1 = Signal(signed(p.dot_bits), reset_less=True)
-        norms1 = Signal(unsigned(2 * p.norm_bits), reset_less=True)
-        theta_sq1 = Signal(unsigned(2 * F), reset_less=True)
+        def reg(name, shape):
+            return Signal(shape, name=name, reset_less=True)
+
+        # Stage 1: the V products, nx * ny and theta_q**2.
         x, y = i.payload.x, i.payload.y
+        prods = [reg(f"prod{n}", signed(2 * p.elem_bits)) for n in range(p.dim)]
+        norms1 = reg("norms1", unsigned(2 * p.norm_bits))
+        theta_sq1 = reg("theta_sq1", unsigned(2 * F))
         gate("stage1", advance & i.valid & in_nonzero, [
-            dot1.eq(_tree_sum(x[n] * y[n] for n in range(p.dim))),
+            *(r.eq(x[n] * y[n]) for n, r in enumerate(prods)),
             norms1.eq(i.payload.nx * i.payload.ny),
             theta_sq1.eq(i.payload.theta_q * i.payload.theta_q),
         ])
 
-        # Stage 2: both sides of the test. dot**2 < 2**(2*(dot_bits-1)) for any V elements.
-        dot2 = Signal(signed(p.dot_bits), reset_less=True)
-        dot_sq2 = Signal(unsigned(2 * (p.dot_bits - 1)), reset_less=True)
-        rhs2 = Signal(unsigned(p.rhs_bits), reset_less=True)
+        # Stage 2: the products' sum in a few groups.
+        shares = _groups(prods, split_groups(p.dim))
+        parts = [reg(f"dot_part{g}", signed(p.dot_bits)) for g in range(len(shares))]
+        norms2 = reg("norms2", unsigned(2 * p.norm_bits))
+        theta_sq2 = reg("theta_sq2", unsigned(2 * F))
         gate("stage2", advance & valid[0] & nonzero[0], [
-            dot2.eq(dot1),
-            dot_sq2.eq(dot1 * dot1),
-            rhs2.eq(theta_sq1 * norms1),
+            *(r.eq(_tree_sum(share)) for r, share in zip(parts, shares, strict=True)),
+            norms2.eq(norms1), theta_sq2.eq(theta_sq1),
         ])
 
-        # Stage 3: the comparison; the output register.
-        dot3 = Signal(signed(p.dot_bits), reset_less=True)
-        dot_sq3 = Signal(unsigned(2 * (p.dot_bits - 1)), reset_less=True)
-        similar3 = Signal(reset_less=True)
+        # Stage 3: dot, and the right side of the test.
+        dot3 = reg("dot3", signed(p.dot_bits))
+        rhs3 = reg("rhs3", unsigned(p.rhs_bits))
         gate("stage3", advance & valid[1] & nonzero[1], [
-            dot3.eq(dot2),
-            dot_sq3.eq(dot_sq2),
-            similar3.eq((dot2 > 0) & ((dot_sq2 << (2 * F)) > rhs2)),
+            dot3.eq(_tree_sum(parts)),
+            rhs3.eq(theta_sq2 * norms2),
+        ])
+
+        # Stage 4: dot**2 < 2**(2*(dot_bits-1)) for any V elements.
+        dot4 = reg("dot4", signed(p.dot_bits))
+        dot_sq4 = reg("dot_sq4", unsigned(2 * (p.dot_bits - 1)))
+        rhs4 = reg("rhs4", unsigned(p.rhs_bits))
+        gate("stage4", advance & valid[2] & nonzero[2], [
+            dot4.eq(dot3), dot_sq4.eq(dot3 * dot3), rhs4.eq(rhs3),
+        ])
+
+        # Stage 5: the comparison; the output register.
+        dot5 = reg("dot5", signed(p.dot_bits))
+        dot_sq5 = reg("dot_sq5", unsigned(2 * (p.dot_bits - 1)))
+        similar5 = reg("similar5", 1)
+        gate("stage5", advance & valid[3] & nonzero[3], [
+            dot5.eq(dot4),
+            dot_sq5.eq(dot_sq4),
+            similar5.eq((dot4 > 0) & ((dot_sq4 << (2 * F)) > rhs4)),
         ])
 
         m.d.comb += [
-            o.payload.similar.eq(nonzero[2] & similar3),
-            o.payload.dot.eq(Mux(nonzero[2], dot3, 0)),
-            o.payload.dot_sq.eq(Mux(nonzero[2], dot_sq3, 0)),
+            o.payload.similar.eq(nonzero[4] & similar5),
+            o.payload.dot.eq(Mux(nonzero[4], dot5, 0)),
+            o.payload.dot_sq.eq(Mux(nonzero[4], dot_sq5, 0)),
         ]
         count_activity(m, i, in_nonzero, active=self.active, gated=self.gated, clear=self.clear)
         return m
