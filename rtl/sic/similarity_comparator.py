@@ -12,7 +12,7 @@ __all__ = ["SimilarityComparator", "vector_layout", "comparator_input_layout",
            "comparator_output_layout", "COMPARATOR_LATENCY"]
 
 #: Cycles from an input transfer to its result being valid on ``o_stream`` (no back-pressure).
-COMPARATOR_LATENCY = 5
+COMPARATOR_LATENCY = 6
 
 
 def vector_layout(p):
@@ -62,11 +62,40 @@ def _groups(terms, groups):
     return [terms[g:g + size] for g in range(0, len(terms), size)]
 
 
+#: Width of the operand pieces of a wide product: each pair of pieces is one 18x18 signed DSP
+#: multiply (an unsigned piece of 17 bits), so no DSP is followed by adders in its cycle.
+PIECE_BITS = 17
+
+
+def _pieces(value):
+    """``value`` as ``(piece, shift)`` with ``value == sum(piece << shift)``: unsigned pieces of
+    :data:`PIECE_BITS` from the bottom, the top one signed when ``value`` is."""
+    n = len(value)
+    out = []
+    for lo in range(0, n, PIECE_BITS):
+        piece = value[lo:lo + PIECE_BITS]
+        if value.shape().signed and lo + PIECE_BITS >= n:
+            piece = piece.as_signed()
+        out.append((piece, lo))
+    return out
+
+
+def _piece_products(a, b=None):
+    """The products of the pieces of ``a`` and ``b`` (:func:`_pieces`) as ``(product, shift)``;
+    ``a * b`` is their shifted sum. Without ``b``, the square of ``a``, each cross product
+    once, doubled."""
+    if b is None:
+        pa = _pieces(a)
+        return [(x * y, sx + sy + (i != j))
+                for i, (x, sx) in enumerate(pa) for j, (y, sy) in enumerate(pa) if i <= j]
+    return [(x * y, sx + sy) for x, sx in _pieces(a) for y, sy in _pieces(b)]
+
+
 class SimilarityComparator(FocusBlock):
     """Decides cos(x, y) > theta_q / 2**F exactly, as
     ``nx > 0 and ny > 0 and dot > 0 and dot**2 * 2**(2F) > theta_q**2 * nx * ny``.
 
-    Latency 5 cycles (:data:`COMPARATOR_LATENCY`), throughput one comparison per cycle. Under
+    Latency 6 cycles (:data:`COMPARATOR_LATENCY`), throughput one comparison per cycle. Under
     ``o_stream`` back-pressure the whole pipeline holds (``i_stream.ready`` is low while the output
     register is full and not being taken); nothing is lost or duplicated, and results leave in
     input order.
@@ -77,10 +106,13 @@ class SimilarityComparator(FocusBlock):
     comparison (by clock enable, or by an ICG cell with ``gating="icg"``).
 
     Pipeline, each stage one level of multipliers or a few adders deep (for the ECP5's 100 MHz
-    target; the multipliers are plain ``*``, so an FPGA flow maps them to its DSP blocks):
-    stage 1 forms the V products x[n] * y[n], nx * ny and theta_q**2; stage 2 adds the products
-    in a few groups (:func:`~rtl.sic.arith.split_groups`); stage 3 adds the groups into dot and
-    forms theta_q**2 * nx * ny; stage 4 forms dot**2; stage 5 compares.
+    target). The multipliers are plain ``*``, so an FPGA flow maps them to its DSP blocks, and a
+    wide product is formed as the products of its operands' 17-bit pieces, registered, then
+    summed the next cycle. Stage 1: the V products x[n] * y[n], the pieces of nx * ny, and
+    theta_q**2; stage 2: the products added in a few groups
+    (:func:`~rtl.sic.arith.split_groups`), and nx * ny; stage 3: dot, and the pieces of theta_q**2
+    * nx * ny; stage 4: the pieces of dot**2, and the right side; stage 5: dot**2; stage 6: the
+    compare.
 
     Parameters
     ----------
@@ -148,57 +180,68 @@ class SimilarityComparator(FocusBlock):
         def reg(name, shape):
             return Signal(shape, name=name, reset_less=True)
 
-        # Stage 1: the V products, nx * ny and theta_q**2.
-        x, y = i.payload.x, i.payload.y
-        prods = [reg(f"prod{n}", signed(2 * p.elem_bits)) for n in range(p.dim)]
-        norms1 = reg("norms1", unsigned(2 * p.norm_bits))
-        theta_sq1 = reg("theta_sq1", unsigned(2 * F))
-        gate("stage1", advance & i.valid & in_nonzero, [
-            *(r.eq(x[n] * y[n]) for n, r in enumerate(prods)),
-            norms1.eq(i.payload.nx * i.payload.ny),
-            theta_sq1.eq(i.payload.theta_q * i.payload.theta_q),
-        ])
+        # Each stage's statements, gated together at the end (one clock gate per stage).
+        stages = {k: [] for k in range(1, COMPARATOR_LATENCY + 1)}
 
-        # Stage 2: the products' sum in a few groups.
-        shares = _groups(prods, split_groups(p.dim))
+        def stage(k, statements):
+            stages[k] += statements
+
+        def pieces(k, name, products):
+            """Stage ``k`` registers the piece ``products``; returns ``(register, shift)``."""
+            regs = [(reg(f"{name}{n}", value.shape()), shift)
+                    for n, (value, shift) in enumerate(products)]
+            stage(k, [r.eq(value) for (r, _), (value, _) in zip(regs, products, strict=True)])
+            return regs
+
+        def piece_sum(regs):
+            return _tree_sum(r << shift for r, shift in regs)
+
+        def delay(k, name, value):
+            """``value`` registered by stage ``k``."""
+            r = reg(name, value.shape())
+            stage(k, [r.eq(value)])
+            return r
+
+        x, y = i.payload.x, i.payload.y
+        prods = pieces(1, "prod", [(x[n] * y[n], 0) for n in range(p.dim)])
+        norms_pieces = pieces(1, "norms_piece", _piece_products(i.payload.nx, i.payload.ny))
+        theta_sq1 = delay(1, "theta_sq1", i.payload.theta_q * i.payload.theta_q)
+
+        shares = _groups([r for r, _ in prods], split_groups(p.dim))
         parts = [reg(f"dot_part{g}", signed(p.dot_bits)) for g in range(len(shares))]
         norms2 = reg("norms2", unsigned(2 * p.norm_bits))
-        theta_sq2 = reg("theta_sq2", unsigned(2 * F))
-        gate("stage2", advance & valid[0] & nonzero[0], [
-            *(r.eq(_tree_sum(share)) for r, share in zip(parts, shares, strict=True)),
-            norms2.eq(norms1), theta_sq2.eq(theta_sq1),
-        ])
+        stage(2, [*(r.eq(_tree_sum(share)) for r, share in zip(parts, shares, strict=True)),
+                  norms2.eq(piece_sum(norms_pieces))])
+        theta_sq2 = delay(2, "theta_sq2", theta_sq1)
 
-        # Stage 3: dot, and the right side of the test.
         dot3 = reg("dot3", signed(p.dot_bits))
-        rhs3 = reg("rhs3", unsigned(p.rhs_bits))
-        gate("stage3", advance & valid[1] & nonzero[1], [
-            dot3.eq(_tree_sum(parts)),
-            rhs3.eq(theta_sq2 * norms2),
-        ])
+        stage(3, [dot3.eq(_tree_sum(parts))])
+        rhs_pieces = pieces(3, "rhs_piece", _piece_products(theta_sq2, norms2))
 
-        # Stage 4: dot**2 < 2**(2*(dot_bits-1)) for any V elements.
-        dot4 = reg("dot4", signed(p.dot_bits))
-        dot_sq4 = reg("dot_sq4", unsigned(2 * (p.dot_bits - 1)))
+        # dot**2 < 2**(2*(dot_bits-1)) for any V elements.
+        dsq_pieces = pieces(4, "dot_sq_piece", _piece_products(dot3))
         rhs4 = reg("rhs4", unsigned(p.rhs_bits))
-        gate("stage4", advance & valid[2] & nonzero[2], [
-            dot4.eq(dot3), dot_sq4.eq(dot3 * dot3), rhs4.eq(rhs3),
-        ])
+        stage(4, [rhs4.eq(piece_sum(rhs_pieces))])
+        dot4 = delay(4, "dot4", dot3)
 
-        # Stage 5: the comparison; the output register.
-        dot5 = reg("dot5", signed(p.dot_bits))
         dot_sq5 = reg("dot_sq5", unsigned(2 * (p.dot_bits - 1)))
-        similar5 = reg("similar5", 1)
-        gate("stage5", advance & valid[3] & nonzero[3], [
-            dot5.eq(dot4),
-            dot_sq5.eq(dot_sq4),
-            similar5.eq((dot4 > 0) & ((dot_sq4 << (2 * F)) > rhs4)),
-        ])
+        stage(5, [dot_sq5.eq(piece_sum(dsq_pieces))])
+        rhs5, dot5 = delay(5, "rhs5", rhs4), delay(5, "dot5", dot4)
+
+        # Stage 6: the comparison; the output register.
+        similar6 = delay(6, "similar6", (dot5 > 0) & ((dot_sq5 << (2 * F)) > rhs5))
+        dot6, dot_sq6 = delay(6, "dot6", dot5), delay(6, "dot_sq6", dot_sq5)
+
+        # Stage k takes its inputs from stage k - 1's registers (stage 1 from i_stream).
+        for k, statements in stages.items():
+            enable = advance & i.valid & in_nonzero if k == 1 else (
+                advance & valid[k - 2] & nonzero[k - 2])
+            gate(f"stage{k}", enable, statements)
 
         m.d.comb += [
-            o.payload.similar.eq(nonzero[4] & similar5),
-            o.payload.dot.eq(Mux(nonzero[4], dot5, 0)),
-            o.payload.dot_sq.eq(Mux(nonzero[4], dot_sq5, 0)),
+            o.payload.similar.eq(nonzero[5] & similar6),
+            o.payload.dot.eq(Mux(nonzero[5], dot6, 0)),
+            o.payload.dot_sq.eq(Mux(nonzero[5], dot_sq6, 0)),
         ]
         count_activity(m, i, in_nonzero, active=self.active, gated=self.gated, clear=self.clear)
         return m
