@@ -12,7 +12,7 @@ __all__ = ["SimilarityComparator", "vector_layout", "comparator_input_layout",
            "comparator_output_layout", "COMPARATOR_LATENCY"]
 
 #: Cycles from an input transfer to its result being valid on ``o_stream`` (no back-pressure).
-COMPARATOR_LATENCY = 6
+COMPARATOR_LATENCY = 7
 
 
 def vector_layout(p):
@@ -95,7 +95,7 @@ class SimilarityComparator(FocusBlock):
     """Decides cos(x, y) > theta_q / 2**F exactly, as
     ``nx > 0 and ny > 0 and dot > 0 and dot**2 * 2**(2F) > theta_q**2 * nx * ny``.
 
-    Latency 6 cycles (:data:`COMPARATOR_LATENCY`), throughput one comparison per cycle. Under
+    Latency 7 cycles (:data:`COMPARATOR_LATENCY`), throughput one comparison per cycle. Under
     ``o_stream`` back-pressure the whole pipeline holds (``i_stream.ready`` is low while the output
     register is full and not being taken); nothing is lost or duplicated, and results leave in
     input order.
@@ -108,11 +108,11 @@ class SimilarityComparator(FocusBlock):
     Pipeline, each stage one level of multipliers or a few adders deep (for the ECP5's 100 MHz
     target). The multipliers are plain ``*``, so an FPGA flow maps them to its DSP blocks, and a
     wide product is formed as the products of its operands' 17-bit pieces, registered, then
-    summed the next cycle. Stage 1: the V products x[n] * y[n], the pieces of nx * ny, and
-    theta_q**2; stage 2: the products added in a few groups
-    (:func:`~rtl.sic.arith.split_groups`), and nx * ny; stage 3: dot, and the pieces of theta_q**2
-    * nx * ny; stage 4: the pieces of dot**2, and the right side; stage 5: dot**2; stage 6: the
-    compare.
+    summed the next cycle. Stage 1: the operands, so that every multiplier has a register on
+    both sides; stage 2: the V products x[n] * y[n], the pieces of nx * ny, and theta_q**2;
+    stage 3: the products added in a few groups (:func:`~rtl.sic.arith.split_groups`), and nx *
+    ny; stage 4: dot, and the pieces of theta_q**2 * nx * ny; stage 5: the pieces of dot**2, and
+    the right side; stage 6: dot**2; stage 7: the compare.
 
     Parameters
     ----------
@@ -202,35 +202,38 @@ class SimilarityComparator(FocusBlock):
             stage(k, [r.eq(value)])
             return r
 
-        x, y = i.payload.x, i.payload.y
-        prods = pieces(1, "prod", [(x[n] * y[n], 0) for n in range(p.dim)])
-        norms_pieces = pieces(1, "norms_piece", _piece_products(i.payload.nx, i.payload.ny))
-        theta_sq1 = delay(1, "theta_sq1", i.payload.theta_q * i.payload.theta_q)
+        # Stage 1: the operands, so that every multiplier has a register on both sides.
+        x, y = delay(1, "x", i.payload.x), delay(1, "y", i.payload.y)
+        nx, ny = delay(1, "nx", i.payload.nx), delay(1, "ny", i.payload.ny)
+        theta_q = delay(1, "theta_q", i.payload.theta_q)
+        prods = pieces(2, "prod", [(x[n] * y[n], 0) for n in range(p.dim)])
+        norms_pieces = pieces(2, "norms_piece", _piece_products(nx, ny))
+        theta_sq = delay(2, "theta_sq", theta_q * theta_q)
 
         shares = _groups([r for r, _ in prods], split_groups(p.dim))
         parts = [reg(f"dot_part{g}", signed(p.dot_bits)) for g in range(len(shares))]
-        norms2 = reg("norms2", unsigned(2 * p.norm_bits))
-        stage(2, [*(r.eq(_tree_sum(share)) for r, share in zip(parts, shares, strict=True)),
-                  norms2.eq(piece_sum(norms_pieces))])
-        theta_sq2 = delay(2, "theta_sq2", theta_sq1)
+        norms = reg("norms", unsigned(2 * p.norm_bits))
+        stage(3, [*(r.eq(_tree_sum(share)) for r, share in zip(parts, shares, strict=True)),
+                  norms.eq(piece_sum(norms_pieces))])
+        theta_sq_d = delay(3, "theta_sq_d", theta_sq)
 
-        dot3 = reg("dot3", signed(p.dot_bits))
-        stage(3, [dot3.eq(_tree_sum(parts))])
-        rhs_pieces = pieces(3, "rhs_piece", _piece_products(theta_sq2, norms2))
+        dot = reg("dot", signed(p.dot_bits))
+        stage(4, [dot.eq(_tree_sum(parts))])
+        rhs_pieces = pieces(4, "rhs_piece", _piece_products(theta_sq_d, norms))
 
         # dot**2 < 2**(2*(dot_bits-1)) for any V elements.
-        dsq_pieces = pieces(4, "dot_sq_piece", _piece_products(dot3))
-        rhs4 = reg("rhs4", unsigned(p.rhs_bits))
-        stage(4, [rhs4.eq(piece_sum(rhs_pieces))])
-        dot4 = delay(4, "dot4", dot3)
+        dsq_pieces = pieces(5, "dot_sq_piece", _piece_products(dot))
+        rhs = reg("rhs", unsigned(p.rhs_bits))
+        stage(5, [rhs.eq(piece_sum(rhs_pieces))])
+        dot_d1 = delay(5, "dot_d1", dot)
 
-        dot_sq5 = reg("dot_sq5", unsigned(2 * (p.dot_bits - 1)))
-        stage(5, [dot_sq5.eq(piece_sum(dsq_pieces))])
-        rhs5, dot5 = delay(5, "rhs5", rhs4), delay(5, "dot5", dot4)
+        dot_sq = reg("dot_sq", unsigned(2 * (p.dot_bits - 1)))
+        stage(6, [dot_sq.eq(piece_sum(dsq_pieces))])
+        rhs_d, dot_d2 = delay(6, "rhs_d", rhs), delay(6, "dot_d2", dot_d1)
 
-        # Stage 6: the comparison; the output register.
-        similar6 = delay(6, "similar6", (dot5 > 0) & ((dot_sq5 << (2 * F)) > rhs5))
-        dot6, dot_sq6 = delay(6, "dot6", dot5), delay(6, "dot_sq6", dot_sq5)
+        # Stage 7: the comparison; the output register.
+        similar = delay(7, "similar", (dot_d2 > 0) & ((dot_sq << (2 * F)) > rhs_d))
+        dot_out, dot_sq_out = delay(7, "dot_out", dot_d2), delay(7, "dot_sq_out", dot_sq)
 
         # Stage k takes its inputs from stage k - 1's registers (stage 1 from i_stream).
         for k, statements in stages.items():
@@ -239,9 +242,9 @@ class SimilarityComparator(FocusBlock):
             gate(f"stage{k}", enable, statements)
 
         m.d.comb += [
-            o.payload.similar.eq(nonzero[5] & similar6),
-            o.payload.dot.eq(Mux(nonzero[5], dot6, 0)),
-            o.payload.dot_sq.eq(Mux(nonzero[5], dot_sq6, 0)),
+            o.payload.similar.eq(nonzero[6] & similar),
+            o.payload.dot.eq(Mux(nonzero[6], dot_out, 0)),
+            o.payload.dot_sq.eq(Mux(nonzero[6], dot_sq_out, 0)),
         ]
         count_activity(m, i, in_nonzero, active=self.active, gated=self.gated, clear=self.clear)
         return m
