@@ -22,8 +22,9 @@ __all__ = [
     "encode_cycles", "encode_fields", "decode_cycles", "block_match_cycles", "block_match_target",
 ]
 
-# Similarity comparator: 3 register stages (products, sums, squared compare); one pair per cycle.
-SIMILAR_LATENCY = 3
+# Similarity comparator: 7 register stages (operands, products, group sums, dot, dot**2's pieces,
+# dot**2, compare; the threshold side alongside); one pair per cycle.
+SIMILAR_LATENCY = 7
 # Importance analyzer: the vector is complete 3 cycles after the last beat (read, read register,
 # write back; spec 3.1 allows 3); its readout's first read is issued then, and the first beat
 # leaves the cycle after.
@@ -73,7 +74,7 @@ def _cdiv(a, b):
 def similar_cycles(n_pairs):
     """Cycles of the similarity comparator for ``n_pairs`` comparisons.
 
-    ``n_pairs + SIMILAR_LATENCY`` (one pair per cycle into a 3-stage pipeline); 0 for n = 0.
+    ``n_pairs + SIMILAR_LATENCY`` (one pair per cycle into a 7-stage pipeline); 0 for n = 0.
     """
     n = _int(n_pairs, "n_pairs")
     return n + SIMILAR_LATENCY if n else 0

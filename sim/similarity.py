@@ -57,7 +57,7 @@ def similar(x, y, theta_q, theta_bits=8, *, params=None, simulator="amaranth", s
     :func:`golden.similarity.similar` for the same arguments.
 
     Leading dimensions of ``x`` and ``y`` broadcast, and the comparisons stream through one
-    comparator in C order, one per cycle at best (latency 3 cycles). The squared norms nx and ny
+    comparator in C order, one per cycle at best (latency 7 cycles). The squared norms nx and ny
     are comparator *inputs* (in SIC they are computed once, when a token enters the window, spec
     4.1), so this driver computes them as exact integers in NumPy
     (:func:`golden.similarity.sqnorm`).

@@ -35,6 +35,7 @@ from rtl.flow.emit import (
 )
 from rtl.lib.clock_gate import ICG_CELL, icg_verilog
 from rtl.params import FocusParams
+from rtl.sic.similarity_comparator import COMPARATOR_LATENCY
 
 #: Small parameters: every block's logic, at a fraction of the emission and lint time.
 SMALL = FocusParams(tokens=16, lanes=2, dim=4, layers=4, window=8, tile=16, comparators=2,
@@ -234,7 +235,8 @@ def test_some_block_has_an_icg(emitted):
 def test_icg_variant_has_cell_and_model():
     text = emit_block("similarity_comparator", FocusParams(dim=4, gating="icg"))
     assert len(re.findall(r"^module focus_icg \(", text, re.MULTILINE)) == 1
-    assert len(re.findall(r"^\s+focus_icg \S+ \(", text, re.MULTILINE)) == 3  # three stages
+    # One clock gate per pipeline stage.
+    assert len(re.findall(r"^\s+focus_icg \S+ \(", text, re.MULTILINE)) == COMPARATOR_LATENCY
 
 
 def test_enable_variant_has_no_icg():
@@ -399,7 +401,7 @@ def test_icg_library_cell(outdir):
     params = FocusParams(dim=4, gating="icg")
     emit_files(params, outdir, ["similarity_comparator"], icg_cell="ICGX1")
     text = (outdir / "similarity_comparator.v").read_text()
-    assert len(re.findall(r"^\s+ICGX1 \S+ \(", text, re.MULTILINE)) == 3
+    assert len(re.findall(r"^\s+ICGX1 \S+ \(", text, re.MULTILINE)) == COMPARATOR_LATENCY
     assert "module ICGX1" not in text
     assert "focus_icg" not in text
     record = json.loads((outdir / "params.json").read_text())

@@ -20,7 +20,7 @@ from golden.cycles import (
 
 def test_similar_cycles():
     assert similar_cycles(0) == 0
-    assert similar_cycles(1) == 1 + cycles.SIMILAR_LATENCY == 4
+    assert similar_cycles(1) == 1 + cycles.SIMILAR_LATENCY == 8
     # one comparison per cycle in steady state
     assert [similar_cycles(n + 1) - similar_cycles(n) for n in range(1, 10)] == [1] * 9
 

@@ -74,7 +74,7 @@ def test_random_mix_under_stalls(p, idle, backpressure):
 
 @pytest.mark.parametrize("p", GATINGS, ids=tag)
 def test_long_backpressure_holds_the_pipeline(p):
-    # ready low for 100 cycles (far longer than the 3-stage pipeline) from cycle 20: the whole
+    # ready low for 100 cycles (far longer than the 7-stage pipeline) from cycle 20: the whole
     # pipeline holds, nothing is lost or duplicated, and exactly those 100 cycles are added.
     x, y, theta_q = comparison_vectors(p, 150, seed=12)
     stalls = {"o_stream": Stalls(windows=[(20, 100)])}

@@ -6,12 +6,13 @@ from amaranth.lib.wiring import In
 
 from ..block import FocusBlock, stage_members
 from ..lib.clock_gate import ICG_CELL, activity_members, add_gated, count_activity, gated_pipeline
+from .arith import split_groups
 
 __all__ = ["SimilarityComparator", "vector_layout", "comparator_input_layout",
            "comparator_output_layout", "COMPARATOR_LATENCY"]
 
 #: Cycles from an input transfer to its result being valid on ``o_stream`` (no back-pressure).
-COMPARATOR_LATENCY = 3
+COMPARATOR_LATENCY = 7
 
 
 def vector_layout(p):
@@ -55,11 +56,46 @@ def _tree_sum(terms):
     return terms[0]
 
 
+def _groups(terms, groups):
+    """``terms`` cut into ``groups`` contiguous shares of near-equal size (none empty)."""
+    size = -(-len(terms) // groups)
+    return [terms[g:g + size] for g in range(0, len(terms), size)]
+
+
+#: Width of the operand pieces of a wide product: each pair of pieces is one 18x18 signed DSP
+#: multiply (an unsigned piece of 17 bits), so no DSP is followed by adders in its cycle.
+PIECE_BITS = 17
+
+
+def _pieces(value):
+    """``value`` as ``(piece, shift)`` with ``value == sum(piece << shift)``: unsigned pieces of
+    :data:`PIECE_BITS` from the bottom, the top one signed when ``value`` is."""
+    n = len(value)
+    out = []
+    for lo in range(0, n, PIECE_BITS):
+        piece = value[lo:lo + PIECE_BITS]
+        if value.shape().signed and lo + PIECE_BITS >= n:
+            piece = piece.as_signed()
+        out.append((piece, lo))
+    return out
+
+
+def _piece_products(a, b=None):
+    """The products of the pieces of ``a`` and ``b`` (:func:`_pieces`) as ``(product, shift)``;
+    ``a * b`` is their shifted sum. Without ``b``, the square of ``a``, each cross product
+    once, doubled."""
+    if b is None:
+        pa = _pieces(a)
+        return [(x * y, sx + sy + (i != j))
+                for i, (x, sx) in enumerate(pa) for j, (y, sy) in enumerate(pa) if i <= j]
+    return [(x * y, sx + sy) for x, sx in _pieces(a) for y, sy in _pieces(b)]
+
+
 class SimilarityComparator(FocusBlock):
     """Decides cos(x, y) > theta_q / 2**F exactly, as
     ``nx > 0 and ny > 0 and dot > 0 and dot**2 * 2**(2F) > theta_q**2 * nx * ny``.
 
-    Latency 3 cycles (:data:`COMPARATOR_LATENCY`), throughput one comparison per cycle. Under
+    Latency 7 cycles (:data:`COMPARATOR_LATENCY`), throughput one comparison per cycle. Under
     ``o_stream`` back-pressure the whole pipeline holds (``i_stream.ready`` is low while the output
     register is full and not being taken); nothing is lost or duplicated, and results leave in
     input order.
@@ -69,8 +105,14 @@ class SimilarityComparator(FocusBlock):
     each stage's datapath registers are clocked only when that stage takes a valid, non-zero
     comparison (by clock enable, or by an ICG cell with ``gating="icg"``).
 
-    Pipeline: stage 1 forms dot (balanced adder tree of V products), nx*ny and theta_q**2; stage 2
-    forms dot**2 and theta_q**2 * nx * ny; stage 3 compares.
+    Pipeline, each stage one level of multipliers or a few adders deep (for the ECP5's 100 MHz
+    target). The multipliers are plain ``*``, so an FPGA flow maps them to its DSP blocks, and a
+    wide product is formed as the products of its operands' 17-bit pieces, registered, then
+    summed the next cycle. Stage 1: the operands, so that every multiplier has a register on
+    both sides; stage 2: the V products x[n] * y[n], the pieces of nx * ny, and theta_q**2;
+    stage 3: the products added in a few groups (:func:`~rtl.sic.arith.split_groups`), and nx *
+    ny; stage 4: dot, and the pieces of theta_q**2 * nx * ny; stage 5: the pieces of dot**2, and
+    the right side; stage 6: dot**2; stage 7: the compare.
 
     Parameters
     ----------
@@ -128,47 +170,81 @@ class SimilarityComparator(FocusBlock):
         # Control: valid and non-zero flags per stage, never gated.
         in_nonzero = (i.payload.nx != 0) & (i.payload.ny != 0)
         advance, valid, nonzero = gated_pipeline(
-            m, i, o, 3, in_nonzero, flush=self.flush if self._flush else None, tag=self._tag)
+            m, i, o, COMPARATOR_LATENCY, in_nonzero,
+            flush=self.flush if self._flush else None, tag=self._tag)
 
         def gate(name, enable, statements):
             add_gated(m, name, enable if self._gate else advance, statements, gating=p.gating,
                       icg_cell=self._icg_cell)
 
-        # Stage 1: dot product, nx*ny, theta_q**2.
-        dot1 = Signal(signed(p.dot_bits), reset_less=True)
-        norms1 = Signal(unsigned(2 * p.norm_bits), reset_less=True)
-        theta_sq1 = Signal(unsigned(2 * F), reset_less=True)
-        x, y = i.payload.x, i.payload.y
-        gate("stage1", advance & i.valid & in_nonzero, [
-            dot1.eq(_tree_sum(x[n] * y[n] for n in range(p.dim))),
-            norms1.eq(i.payload.nx * i.payload.ny),
-            theta_sq1.eq(i.payload.theta_q * i.payload.theta_q),
-        ])
+        def reg(name, shape):
+            return Signal(shape, name=name, reset_less=True)
 
-        # Stage 2: both sides of the test. dot**2 < 2**(2*(dot_bits-1)) for any V elements.
-        dot2 = Signal(signed(p.dot_bits), reset_less=True)
-        dot_sq2 = Signal(unsigned(2 * (p.dot_bits - 1)), reset_less=True)
-        rhs2 = Signal(unsigned(p.rhs_bits), reset_less=True)
-        gate("stage2", advance & valid[0] & nonzero[0], [
-            dot2.eq(dot1),
-            dot_sq2.eq(dot1 * dot1),
-            rhs2.eq(theta_sq1 * norms1),
-        ])
+        # Each stage's statements, gated together at the end (one clock gate per stage).
+        stages = {k: [] for k in range(1, COMPARATOR_LATENCY + 1)}
 
-        # Stage 3: the comparison; the output register.
-        dot3 = Signal(signed(p.dot_bits), reset_less=True)
-        dot_sq3 = Signal(unsigned(2 * (p.dot_bits - 1)), reset_less=True)
-        similar3 = Signal(reset_less=True)
-        gate("stage3", advance & valid[1] & nonzero[1], [
-            dot3.eq(dot2),
-            dot_sq3.eq(dot_sq2),
-            similar3.eq((dot2 > 0) & ((dot_sq2 << (2 * F)) > rhs2)),
-        ])
+        def stage(k, statements):
+            stages[k] += statements
+
+        def pieces(k, name, products):
+            """Stage ``k`` registers the piece ``products``; returns ``(register, shift)``."""
+            regs = [(reg(f"{name}{n}", value.shape()), shift)
+                    for n, (value, shift) in enumerate(products)]
+            stage(k, [r.eq(value) for (r, _), (value, _) in zip(regs, products, strict=True)])
+            return regs
+
+        def piece_sum(regs):
+            return _tree_sum(r << shift for r, shift in regs)
+
+        def delay(k, name, value):
+            """``value`` registered by stage ``k``."""
+            r = reg(name, value.shape())
+            stage(k, [r.eq(value)])
+            return r
+
+        # Stage 1: the operands, so that every multiplier has a register on both sides.
+        x, y = delay(1, "x", i.payload.x), delay(1, "y", i.payload.y)
+        nx, ny = delay(1, "nx", i.payload.nx), delay(1, "ny", i.payload.ny)
+        theta_q = delay(1, "theta_q", i.payload.theta_q)
+        prods = pieces(2, "prod", [(x[n] * y[n], 0) for n in range(p.dim)])
+        norms_pieces = pieces(2, "norms_piece", _piece_products(nx, ny))
+        theta_sq = delay(2, "theta_sq", theta_q * theta_q)
+
+        shares = _groups([r for r, _ in prods], split_groups(p.dim))
+        parts = [reg(f"dot_part{g}", signed(p.dot_bits)) for g in range(len(shares))]
+        norms = reg("norms", unsigned(2 * p.norm_bits))
+        stage(3, [*(r.eq(_tree_sum(share)) for r, share in zip(parts, shares, strict=True)),
+                  norms.eq(piece_sum(norms_pieces))])
+        theta_sq_d = delay(3, "theta_sq_d", theta_sq)
+
+        dot = reg("dot", signed(p.dot_bits))
+        stage(4, [dot.eq(_tree_sum(parts))])
+        rhs_pieces = pieces(4, "rhs_piece", _piece_products(theta_sq_d, norms))
+
+        # dot**2 < 2**(2*(dot_bits-1)) for any V elements.
+        dsq_pieces = pieces(5, "dot_sq_piece", _piece_products(dot))
+        rhs = reg("rhs", unsigned(p.rhs_bits))
+        stage(5, [rhs.eq(piece_sum(rhs_pieces))])
+        dot_d1 = delay(5, "dot_d1", dot)
+
+        dot_sq = reg("dot_sq", unsigned(2 * (p.dot_bits - 1)))
+        stage(6, [dot_sq.eq(piece_sum(dsq_pieces))])
+        rhs_d, dot_d2 = delay(6, "rhs_d", rhs), delay(6, "dot_d2", dot_d1)
+
+        # Stage 7: the comparison; the output register.
+        similar = delay(7, "similar", (dot_d2 > 0) & ((dot_sq << (2 * F)) > rhs_d))
+        dot_out, dot_sq_out = delay(7, "dot_out", dot_d2), delay(7, "dot_sq_out", dot_sq)
+
+        # Stage k takes its inputs from stage k - 1's registers (stage 1 from i_stream).
+        for k, statements in stages.items():
+            enable = advance & i.valid & in_nonzero if k == 1 else (
+                advance & valid[k - 2] & nonzero[k - 2])
+            gate(f"stage{k}", enable, statements)
 
         m.d.comb += [
-            o.payload.similar.eq(nonzero[2] & similar3),
-            o.payload.dot.eq(Mux(nonzero[2], dot3, 0)),
-            o.payload.dot_sq.eq(Mux(nonzero[2], dot_sq3, 0)),
+            o.payload.similar.eq(nonzero[6] & similar),
+            o.payload.dot.eq(Mux(nonzero[6], dot_out, 0)),
+            o.payload.dot_sq.eq(Mux(nonzero[6], dot_sq_out, 0)),
         ]
         count_activity(m, i, in_nonzero, active=self.active, gated=self.gated, clear=self.clear)
         return m

@@ -37,7 +37,7 @@ from golden.similarity import sqnorm
 from rtl.flow import toolchain
 from rtl.flow.power import power_flow, vcd_activity
 from rtl.params import FocusParams
-from rtl.sic.similarity_comparator import SimilarityComparator
+from rtl.sic.similarity_comparator import COMPARATOR_LATENCY, SimilarityComparator
 
 from ..streams import CLOCK_PERIOD, run_jobs
 from . import power_matcher
@@ -45,7 +45,8 @@ from .report import progress_printer
 
 GRID = 14
 PRUNING = (0.0, 0.5, 0.8)
-GATES = ("stage1", "stage2", "stage3")
+#: The comparator's clock gates, one per pipeline stage.
+GATES = tuple(f"stage{k}" for k in range(1, COMPARATOR_LATENCY + 1))
 
 progress = progress_printer("bench_power")
 
@@ -111,7 +112,8 @@ def markdown(report):
               f"job: {report['frames']} frames of a {GRID}x{GRID} grid; each kept token against "
               f"its 7 candidates (a pruned or missing candidate is a zero vector), one "
               f"comparison per cycle. Command: `{report['command']}`."), "",
-             ("| pruning | build | comparisons | cycles | enable rate stage 1/2/3 | dynamic mW | "
+             (f"| pruning | build | comparisons | cycles | enable rate stage "
+              f"{'/'.join(str(k) for k in range(1, len(GATES) + 1))} | dynamic mW | "
               "internal mW | switching mW | leakage uW | total mW | OpenSTA dynamic before "
               "gating correction mW |"),
              "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|"]

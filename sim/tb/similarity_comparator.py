@@ -26,7 +26,11 @@ from golden.cycles import similar_cycles
 from golden.similarity import dot as golden_dot
 from golden.similarity import similar as golden_similar
 from golden.similarity import sqnorm
-from rtl.sic.similarity_comparator import comparator_input_layout, comparator_output_layout
+from rtl.sic.similarity_comparator import (
+    COMPARATOR_LATENCY,
+    comparator_input_layout,
+    comparator_output_layout,
+)
 
 from ..cocotb_streams import (
     PERIOD_NS,
@@ -147,7 +151,8 @@ async def monitor_catches_violations(dut):
     tb = TB(dut, PARAMS, 0.0, SEED)
     await tb.start()
     zero = {"x": [0] * PARAMS.dim, "y": [0] * PARAMS.dim, "nx": 0, "ny": 0, "theta_q": 0}
-    await tb.source.send([zero] * 3)        # the sink is never ready: this fills the 3 stages
+    # The sink is never ready: this fills every stage.
+    await tb.source.send([zero] * COMPARATOR_LATENCY)
     monitor = tb.monitors[0]
     dut.i_stream__payload.value = tb.source.bits(zero)
     dut.i_stream__valid.value = 1
@@ -159,4 +164,4 @@ async def monitor_catches_violations(dut):
     assert len(monitor.errors) == 2, monitor.errors
     assert monitor.errors[0].startswith("i_stream: payload changed while waiting"), monitor.errors
     assert monitor.errors[1].startswith("i_stream: valid fell without a transfer"), monitor.errors
-    assert monitor.transfers and len(monitor.transfers) == 3
+    assert len(monitor.transfers) == COMPARATOR_LATENCY
