@@ -6,6 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
 from ..lib.clock_gate import ICG_CELL, activity_members
+from ..lib.ready_slice import ReadySlice
 from ..lib.stream_fork import StreamFork
 from .best_candidate import BestCandidate
 from .candidate_fetch import CandidateFetch
@@ -39,6 +40,12 @@ __all__ = ["BlockMatcher", "MatchError", "match_input_layout", "match_config_lay
 _PIPELINE = (TokenRegister, CandidateFetch, ComparatorBank, BestCandidate, UniqueIndexer,
            OutputStage)
 
+#: The stages after which a :class:`~rtl.lib.ready_slice.ReadySlice` cuts the back-pressure
+#: path (no cycle of latency; one beat of storage each). Without them ``ready`` ran from the
+#: output register through every stage's advance enable to the input register, each enable
+#: fanning out to its stage's registers: 9 levels and the ECP5 clock's limit.
+_READY_CUTS = (ComparatorBank, BestCandidate)
+
 
 def matcher_latency(p):
     """Cycles from a token's input transfer to its map beat's transfer, inclusive, with no stalls
@@ -61,7 +68,9 @@ class BlockMatcher(FocusBlock):
     cycles for a group of one token, which needs no division), and the next tile waits for them.
     Back-pressure: under ``o_stream`` back-pressure the stages fill up and hold
     (``i_stream.ready`` falls once they are full); nothing is lost or duplicated, however long
-    the stall.
+    the stall. ``ready`` runs combinationally only inside the three segments that ready slices
+    (:class:`~rtl.lib.ready_slice.ReadySlice`: no latency, one beat of storage) cut after the
+    comparator bank and after the best-candidate selection.
 
     A job is one ``cfg_stream`` beat (:func:`match_config_layout`), then tokens on ``i_stream``
     (:func:`match_input_layout`) up to the one with ``last``. Tiles are runs of ``tile`` tokens;
@@ -287,7 +296,18 @@ class BlockMatcher(FocusBlock):
         # it never holds the pipeline back; a full FIFO would only stall the fork, never lose a
         # vector.
         stages = (tokens, fetch, bank, select, index, output)
-        depth = sum(s.capacity for s in stages) + 1
+        # Each stage's output as the next stage sees it: through a ready slice after the cuts.
+        outs, cuts = {}, []
+        for stage in stages[:-1]:
+            outs[stage] = stage.o_stream
+            if type(stage) in _READY_CUTS:
+                cut = ReadySlice(stage.o_stream.payload.shape())
+                m.submodules[f"{type(stage).__name__}_ready"] = ResetInserter(
+                    {"sync": job.flush})(cut)
+                wiring.connect(m, stage.o_stream, cut.i_stream)
+                outs[stage] = cut.o_stream
+                cuts.append(cut)
+        depth = sum(s.capacity for s in stages) + len(cuts) * ReadySlice.capacity + 1
         vectors = fifo.SyncFIFOBuffered(width=p.dim * p.elem_bits, depth=depth)
         m.submodules.vectors = ResetInserter({"sync": output.v_flush})(vectors)
         m.submodules.fork = fork = StreamFork(match_input_layout(p), 2)
@@ -301,18 +321,16 @@ class BlockMatcher(FocusBlock):
 
         wiring.connect(m, job.o_stream, fork.i_stream)
         wiring.connect(m, fork.o_streams[0], tokens.i_stream)
-        wiring.connect(m, tokens.o_stream, fetch.i_stream)
-        wiring.connect(m, fetch.o_stream, bank.i_stream)
-        wiring.connect(m, bank.o_stream, select.i_stream)
-        wiring.connect(m, select.o_stream, index.i_stream)
+        for stage, after in zip(stages[:4], stages[1:5], strict=True):
+            wiring.connect(m, outs[stage], after.i_stream)
         if extras is None:
-            wiring.connect(m, index.o_stream, output.i_stream)
+            wiring.connect(m, outs[index], output.i_stream)
         else:
             # Each resolved token goes to the output stage and to the map coder and/or the frame
             # statistics; the fork drops its beat with the rest of a flushed job.
             fork = StreamFork(indexed_layout(p), 1 + len(extra_inputs))
             m.submodules.symbols = ResetInserter({"sync": job.flush})(fork)
-            wiring.connect(m, index.o_stream, fork.i_stream)
+            wiring.connect(m, outs[index], fork.i_stream)
             wiring.connect(m, fork.o_streams[0], output.i_stream)
             for k, sink in enumerate(extra_inputs):
                 src = fork.o_streams[k + 1]
