@@ -21,7 +21,8 @@ __all__ = ["BestCandidate", "SELECT_STAGES", "keep_first", "better"]
 #: Register stages of the selection for every comparator count: two per level of the tree of
 #: "better" tests (ceil(log2(comparators)) levels), four for the running best across rounds
 #: (when there are several: its test and the merge of its two accumulators), two for the
-#: threshold test, and delay stages up to this (the most: 5 or 6 comparators).
+#: threshold test, and delay stages up to this (the most: 5 or 6 comparators, which have none;
+#: the first delay stage is an input register).
 SELECT_STAGES = 12
 
 
@@ -76,7 +77,11 @@ class BestCandidate(FocusBlock):
     - the threshold test of the winner (two stages, its own ``token_threshold_bits`` x
       ``norm_bits`` product); ``theta_q**2 * nx`` is formed once per token, on its last round,
       in two stages as well;
-    - delay registers of the 1-bit decision and its slot up to 12.
+    - delay registers up to 12: the first of them (where the comparator count leaves one,
+      every count but 5 and 6) is an input register of the whole round, so that the first
+      test starts from registers, the others delay the 1-bit decision and its slot. A round's
+      place in its token (its accumulator, and whether it only loads it) is formed at the input
+      and carried beside the round.
 
     Throughput one round per cycle. Back-pressure: all stages move together, whenever the
     output register is empty or taken; ``i_stream.ready`` is that condition.
@@ -178,10 +183,25 @@ class BestCandidate(FocusBlock):
         valid, tag = i.valid, i.payload.tag
         cands = [i.payload.cands[j] for j in range(p.comparators)]
         thr = ("nx", i.payload.nx)
+        # A round's place in its token, for the running best: formed at the input and carried,
+        # so that no count sits in front of the running best's test.
+        order = self._round_order(valid, tag.first) if rounds > 1 else None
+        if pads:
+            # One delay stage goes first when there is one: the tests then start from registers.
+            pads -= 1
+            valid = self._valid_register("in_valid", valid)
+            tag = self._register("in_tag", round_tag_layout(p), tag)
+            thr = ("nx", self._register("in_nx", p.norm_bits, thr[1]))
+            cands = [self._register(f"in_c{j}", candidate_layout(p), c)
+                     for j, c in enumerate(cands)]
+            order = None if order is None else self._register("in_order", 2, order)
         for level in range(levels):
             valid, tag, thr, cands = self._tree_level(level, valid, tag, thr, cands)
+            for step in ("test", "pick"):
+                if order is not None:
+                    order = self._register(f"t{level}_{step}_order", 2, order)
         if rounds > 1:
-            valid, tag, thr, best = self._running_best(valid, tag, thr, cands[0])
+            valid, tag, thr, best = self._running_best(valid, tag, thr, cands[0], order)
         else:
             best = cands[0]
         assert thr[0] == "thr"
@@ -236,23 +256,28 @@ class BestCandidate(FocusBlock):
                 cands = [self._register(f"{name}_c{n}", layout, c) for n, c in enumerate(picked)]
         return valid, tag, thr, cands
 
-    def _running_best(self, valid, tag, thr, new):
+    def _round_order(self, valid, first):
+        """The place of the round on the input in its token, ``Cat(odd, load)``: its index's
+        parity (its accumulator) and whether it is one of the token's first two rounds (which
+        only load their accumulators)."""
+        p, m = self._params, self._m
+        count = Signal(range(matcher_rounds(p) + 1))
+        index = Signal.like(count)
+        m.d.comb += index.eq(Mux(first, 0, count))
+        with m.If(self._advance & valid):
+            m.d.sync += count.eq(index + 1)
+        return Cat(index[0], index < 2)
+
+    def _running_best(self, valid, tag, thr, new, order):
         """The best over a token's rounds (four stages): (valid, tag, thr, best), valid once per
-        token."""
+        token. ``order`` is the round's :meth:`_round_order`."""
         p, m = self._params, self._m
         layout = candidate_layout(p)
         acc = [Signal(layout, name=f"acc_{parity}") for parity in ("even", "odd")]
-        # The round's index in its token, for its accumulator (its parity) and whether it only
-        # loads it (its first two rounds).
-        count = Signal(range(matcher_rounds(p) + 1))
-        index = Signal.like(count)
-        m.d.comb += index.eq(Mux(tag.first, 0, count))
-        with m.If(self._advance & valid):
-            m.d.sync += count.eq(index + 1)
         # The merge is issued two cycles after the last round's test, when both accumulators
         # are final (and the beat beside it can only be a token's first or second round).
         merge_req = Signal()
-        odd_in = index[0]
+        odd_in = order[0]
         a = Signal(layout, name="test_a")
         b = Signal(layout, name="test_b")
         m.d.comb += [
@@ -265,7 +290,7 @@ class BestCandidate(FocusBlock):
         s_tag = self._register("acc_tag", round_tag_layout(p), tag)
         s_new = self._register("acc_new", layout, new)
         s_odd = self._register("acc_odd", 1, odd_in)
-        s_load = self._register("acc_load", 1, index < 2)
+        s_load = self._register("acc_load", 1, order[1])
         s_thr = self._carry_threshold("acc", thr)
         s_merge = self._valid_register("merge_valid", merge_req)
         s_a = self._register("merge_a", layout, a)
