@@ -310,7 +310,8 @@ def test_comparator_bank_results_leave_with_their_candidates(comparators, stalls
             y = np.clip(y, -128, 127)
             ny = int(sqnorm(y)) if rng.random() < 0.8 else 0
             slot = int(rng.integers(0, 16))
-            lanes.append({"y": y.tolist(), "ny": ny, "slot": slot, "code": slot % 8})
+            lanes.append({"y": y.tolist(), "ny": ny, "nonzero": int(ny != 0), "slot": slot,
+                          "code": slot % 8})
             d = int(dot(x, y))
             eligible = ny != 0 and bool(x.any()) and d > 0
             want.append({"eligible": int(eligible), "dsq": d * d if eligible else None,
@@ -344,7 +345,7 @@ def test_comparator_bank_flush_drops_what_is_in_flight():
     x = [3, 1, -2, 5]
 
     def beat(n):
-        lane = {"y": x, "ny": sum(v * v for v in x), "slot": n}
+        lane = {"y": x, "ny": sum(v * v for v in x), "nonzero": 1, "slot": n}
         return {"x": x, "nx": lane["ny"], "lanes": [lane, lane],
                 "tag": {"first": 1, "last": 1, "tile_first": 0, "tile_last": 0, "job_last": 0,
                         "own_slot": n}}

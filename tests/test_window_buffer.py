@@ -28,7 +28,7 @@ def test_window_buffer_matches_model(window, lanes):
     dut = WindowBuffer(p, lanes)
     rng = np.random.default_rng(window * 10 + lanes)
     high = (1 << (p.elem_bits - 1)) - 1
-    checked = {"hits": 0, "misses": 0, "same_cycle": 0}
+    checked = {"hits": 0, "misses": 0, "same_cycle": 0, "zero_hits": 0}
 
     async def testbench(ctx):
         mem = {s: (0, [0] * p.dim, 0) for s in range(slots)}     # slot -> (position, vec, norm)
@@ -42,7 +42,8 @@ def test_window_buffer_matches_model(window, lanes):
             if write:
                 pos += int(rng.choice([1, 1, 2, 3, slots - 1, slots, 3 * slots + 1]))
                 vec = rng.integers(-high - 1, high + 1, p.dim).tolist()
-                norm = int(rng.integers(0, 1 << p.norm_bits))
+                # Zero norms too: a hit on a zero vector must read as not non-zero.
+                norm = 0 if rng.random() < 0.2 else int(rng.integers(1, 1 << p.norm_bits))
                 ctx.set(dut.w_en, 1)
                 ctx.set(dut.w_pos, pos)
                 ctx.set(dut.w_vec, vec)
@@ -89,13 +90,17 @@ def test_window_buffer_matches_model(window, lanes):
                     got_hit = (ctx.get(dut.hit) >> j) & 1
                     assert got_hit == hit, f"cycle {cycle}, lane {j}: hit {got_hit}, model {hit}"
                     assert ctx.get(dut.ny[j]) == enorm, f"cycle {cycle}, lane {j}: norm"
+                    got_nonzero = (ctx.get(dut.nonzero) >> j) & 1
+                    assert got_nonzero == (enorm != 0), f"cycle {cycle}, lane {j}: nonzero"
                     assert ctx.get(dut.slot[j]) == slot, f"cycle {cycle}, lane {j}: slot"
                     if hit:
                         assert list(ctx.get(dut.y[j])) == evec, f"cycle {cycle}, lane {j}: vector"
                     checked["hits" if hit else "misses"] += 1
+                    checked["zero_hits"] += hit and enorm == 0
 
     _run(dut, testbench)
     assert checked["hits"] > 50 and checked["misses"] > 50, checked
+    assert checked["zero_hits"] > 5, checked
     assert checked["same_cycle"] > 0, checked
 
 

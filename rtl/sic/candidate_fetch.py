@@ -135,6 +135,7 @@ class CandidateFetch(FocusBlock):
             m.d.comb += [
                 o.payload.lanes[j].y.eq(window.y[j]),
                 o.payload.lanes[j].ny.eq(window.ny[j]),
+                o.payload.lanes[j].nonzero.eq(window.nonzero[j]),
                 o.payload.lanes[j].slot.eq(window.slot[j]),
             ]
             codes = [Const(c if c <= CANDIDATES else 0, 3) for c in

@@ -83,7 +83,7 @@ class ComparatorBank(FocusBlock):
                 comp.i_stream.payload.x.eq(i.payload.x),
                 comp.i_stream.payload.x_nonzero.eq(x_nonzero),
                 comp.i_stream.payload.y.eq(lane.y),
-                comp.i_stream.payload.y_nonzero.eq(lane.ny != 0),
+                comp.i_stream.payload.y_nonzero.eq(lane.nonzero),
                 tag_in.ny.eq(lane.ny),
                 tag_in.slot.eq(lane.slot),
                 tag_in.code.eq(lane.code),

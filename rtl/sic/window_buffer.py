@@ -16,11 +16,14 @@ def window_slots(p):
 
 
 def window_entry_layout(p):
-    """One slot: the token's vector, its squared norm (computed once, at entry) and the high bits
-    of its position (the tag; the low ``window_bits`` bits are the slot address)."""
+    """One slot: the token's vector, its squared norm (computed once, at entry), whether that
+    norm is not 0 (stored, so that a lookup's zero test is one bit read, not a wide OR after the
+    memory's read path) and the high bits of its position (the tag; the low ``window_bits`` bits
+    are the slot address)."""
     return data.StructLayout({
         "vec": vector_layout(p),
         "norm": unsigned(p.norm_bits),
+        "nonzero": 1,
         "tag": unsigned(p.position_bits - p.window_bits),
     })
 
@@ -98,6 +101,8 @@ class WindowBuffer(FocusBlock):
     ny : Out(ArrayLayout(unsigned(norm_bits), lanes))
         The candidates' squared norms, 0 where ``hit`` is 0: a missing candidate looks like a zero
         vector, which the comparator skips.
+    nonzero : Out(lanes)
+        Lane j's ``ny`` is not 0: it found its candidate and that vector is not zero.
     slot : Out(ArrayLayout(unsigned(window_bits), lanes))
         The slot of each lookup (where the block matcher keeps the token's unique index).
     """
@@ -121,6 +126,7 @@ class WindowBuffer(FocusBlock):
             "hit": Out(lanes),
             "y": Out(data.ArrayLayout(vector_layout(p), lanes)),
             "ny": Out(data.ArrayLayout(unsigned(p.norm_bits), lanes)),
+            "nonzero": Out(lanes),
             "slot": Out(data.ArrayLayout(slot, lanes)),
         })
 
@@ -141,6 +147,7 @@ class WindowBuffer(FocusBlock):
             wp.addr.eq(self.w_pos[:wb]),
             wp.data.vec.eq(self.w_vec),
             wp.data.norm.eq(self.w_norm),
+            wp.data.nonzero.eq(self.w_norm != 0),
             wp.data.tag.eq(self.w_pos[wb:]),
         ]
 
@@ -176,6 +183,7 @@ class WindowBuffer(FocusBlock):
                 self.hit[j].eq(hit),
                 self.y[j].eq(rp.data.vec),
                 self.ny[j].eq(hit.replicate(p.norm_bits) & rp.data.norm),
+                self.nonzero[j].eq(hit & rp.data.nonzero),
                 self.slot[j].eq(slot),
             ]
         return m
