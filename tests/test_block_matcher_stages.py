@@ -321,7 +321,8 @@ def test_comparator_bank_results_leave_with_their_candidates(comparators, stalls
                "job_last": int(rng.integers(0, 2)), "own_slot": int(rng.integers(0, 16)),
                "position": int(rng.integers(0, 1 << 32))}
         nx = int(rng.integers(0, 1 << p.norm_bits))
-        beats.append({"x": x.tolist(), "nx": nx, "lanes": lanes, "tag": tag})
+        beats.append({"x": x.tolist(), "x_nonzero": int(x.any()), "nx": nx, "lanes": lanes,
+                      "tag": tag})
         expected.append({"cands": want, "nx": nx, "tag": tag})
     dut = ComparatorBank(p, icg_cell=None)
     got = run_with(dut, {"i_stream": beats}, {"o_stream": len(beats)},
@@ -346,7 +347,7 @@ def test_comparator_bank_flush_drops_what_is_in_flight():
 
     def beat(n):
         lane = {"y": x, "ny": sum(v * v for v in x), "nonzero": 1, "slot": n}
-        return {"x": x, "nx": lane["ny"], "lanes": [lane, lane],
+        return {"x": x, "x_nonzero": 1, "nx": lane["ny"], "lanes": [lane, lane],
                 "tag": {"first": 1, "last": 1, "tile_first": 0, "tile_last": 0, "job_last": 0,
                         "own_slot": n}}
 
@@ -448,7 +449,7 @@ def test_token_register_rounds_tiles_and_distances(comparators, stalls):
         for r in range(rounds):
             last = r == rounds - 1
             expected.append({
-                "x": vec[s], "xsel": (s + 1) % 2,
+                "x": vec[s], "xsel": (s + 1) % 2, "x_nonzero": int(any(vec[s])),
                 "nx": sum(e * e for e in vec[s]) if last else None, "position": pos[s],
                 "distance": min(pos[s] - pos[start], clip), "round": r,
                 "tile_first": int(s == start),

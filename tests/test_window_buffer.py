@@ -48,6 +48,7 @@ def test_window_buffer_matches_model(window, lanes):
                 ctx.set(dut.w_pos, pos)
                 ctx.set(dut.w_vec, vec)
                 ctx.set(dut.w_norm, norm)
+                ctx.set(dut.w_nonzero, int(norm != 0))
             else:
                 ctx.set(dut.w_en, 0)
             ctx.set(dut.clear, clear)

@@ -94,6 +94,7 @@ class CandidateFetch(FocusBlock):
             window.w_pos.eq(i.payload.position),
             window.w_vec.eq(i.payload.x),
             window.w_norm.eq(i.payload.nx),
+            window.w_nonzero.eq(i.payload.x_nonzero),
             window.r_en.eq(go),
             window.r_pos.eq(i.payload.position),
         ]
@@ -108,6 +109,7 @@ class CandidateFetch(FocusBlock):
 
         # D: the window is reading; the token's side data waits beside it.
         d_xsel = Signal()
+        d_x_nonzero = Signal()
         d_nx = Signal(p.norm_bits)
         d_tag = Signal(round_tag_layout(p))
         d_round = Signal.like(rnd)
@@ -115,6 +117,7 @@ class CandidateFetch(FocusBlock):
             m.d.sync += [
                 d_valid.eq(go),
                 d_xsel.eq(i.payload.xsel),
+                d_x_nonzero.eq(i.payload.x_nonzero),
                 d_nx.eq(i.payload.nx),
                 d_tag.first.eq(rnd == 0),
                 d_tag.last.eq(rnd == rounds - 1),
@@ -128,6 +131,7 @@ class CandidateFetch(FocusBlock):
         m.d.comb += [
             o.valid.eq(d_valid),
             o.payload.x.eq(self.x_store[d_xsel]),
+            o.payload.x_nonzero.eq(d_x_nonzero),
             o.payload.nx.eq(d_nx),
             o.payload.tag.eq(d_tag),
         ]

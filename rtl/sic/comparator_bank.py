@@ -67,7 +67,7 @@ class ComparatorBank(FocusBlock):
         lane_tag = data.StructLayout({"ny": p.norm_bits, "slot": p.window_bits, "code": 3})
         first_tag = data.StructLayout({"lane": lane_tag, "round": round_tag_layout(p),
                                        "nx": p.norm_bits})
-        x_nonzero = i.payload.x.as_value().any()
+        x_nonzero = i.payload.x_nonzero
 
         comps = []
         for j in range(p.comparators):

@@ -143,13 +143,15 @@ def offsets_layout(p):
 def round_layout(p):
     """One round of a token's lookups (:class:`~rtl.sic.token_register.TokenRegister` to
     :class:`~rtl.sic.candidate_fetch.CandidateFetch`): the token; which of the token register's
-    two vector registers holds it (``xsel``, with more than one round); its squared norm (on
-    the token's last round: the norm unit is spread over the rounds); its distance from its
+    two vector registers holds it (``xsel``, with more than one round); whether it is not zero
+    (``x_nonzero``, tested once as the token is taken); its squared norm (on the token's last
+    round: the norm unit is spread over the rounds); its distance from its
     tile's first position (clipped to ``2**window_bits - 1``), the round number (candidates
     ``round * comparators + 1 ..``) and where the token sits in its tile and job."""
     return data.StructLayout({
         "x": vector_layout(p),
         "xsel": 1,
+        "x_nonzero": 1,
         "nx": unsigned(p.norm_bits),
         "position": unsigned(p.position_bits),
         "distance": unsigned(p.window_bits),
@@ -192,10 +194,11 @@ def lane_layout(p):
 
 def compare_layout(p):
     """One round's comparisons (:class:`~rtl.sic.candidate_fetch.CandidateFetch` to
-    :class:`~rtl.sic.comparator_bank.ComparatorBank`): the token, its norm (on its last round),
-    ``comparators`` candidate lanes, and the round's tag."""
+    :class:`~rtl.sic.comparator_bank.ComparatorBank`): the token, whether it is not zero, its
+    norm (on its last round), ``comparators`` candidate lanes, and the round's tag."""
     return data.StructLayout({
         "x": vector_layout(p),
+        "x_nonzero": 1,
         "nx": unsigned(p.norm_bits),
         "lanes": data.ArrayLayout(lane_layout(p), p.comparators),
         "tag": round_tag_layout(p),

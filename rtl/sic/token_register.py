@@ -120,6 +120,7 @@ class TokenRegister(FocusBlock):
             m.d.sync += [
                 valid.eq(1),
                 held.xsel.eq(~held.xsel),
+                held.x_nonzero.eq(i.payload.vector.as_value().any()),
                 held.position.eq(pos),
                 held.distance.eq(Mux(distance >> wb != 0, (1 << wb) - 1, distance[:wb])),
                 held.tile_first.eq(first),

@@ -16,14 +16,11 @@ def window_slots(p):
 
 
 def window_entry_layout(p):
-    """One slot: the token's vector, its squared norm (computed once, at entry), whether that
-    norm is not 0 (stored, so that a lookup's zero test is one bit read, not a wide OR after the
-    memory's read path) and the high bits of its position (the tag; the low ``window_bits`` bits
-    are the slot address)."""
+    """One slot: the token's vector, its squared norm (computed once, at entry) and the high bits
+    of its position (the tag; the low ``window_bits`` bits are the slot address)."""
     return data.StructLayout({
         "vec": vector_layout(p),
         "norm": unsigned(p.norm_bits),
-        "nonzero": 1,
         "tag": unsigned(p.position_bits - p.window_bits),
     })
 
@@ -69,8 +66,13 @@ class WindowBuffer(FocusBlock):
     ports in all (8, or 6 with the register, against 7 or 6 copies), plus the multiplexers that
     steer each pair's reads to their lanes. This buffer keeps the copies (the presets need one).
 
-    Latency 1: ``hit``, ``y``, ``ny`` and ``slot`` give the lookups issued with ``r_en`` in the
-    previous cycle, and hold while ``r_en`` is low (the caller stalls by holding ``r_en`` low).
+    A second flip-flop per slot says whether its norm is non-zero (``nonzero``), read like
+    ``live``: the comparators' zero skip then needs no wide test of ``ny`` after the memory's
+    read path, which limited the board block matcher's clock on the ECP5.
+
+    Latency 1: ``hit``, ``y``, ``ny``, ``nonzero`` and ``slot`` give the lookups issued with
+    ``r_en`` in the previous cycle, and hold while ``r_en`` is low (the caller stalls by holding
+    ``r_en`` low).
 
     Parameters
     ----------
@@ -83,8 +85,9 @@ class WindowBuffer(FocusBlock):
     -------
     clear : In(1)
         Forget every slot (the start of a job). Takes effect at the next clock edge.
-    w_en, w_pos, w_vec, w_norm : In
-        Write the token at position ``w_pos`` (with its vector and squared norm).
+    w_en, w_pos, w_vec, w_norm, w_nonzero : In
+        Write the token at position ``w_pos`` (with its vector, its squared norm, and whether the
+        vector is not zero: the caller's, tested once per token).
     r_en : In(1)
         Issue the lookups below (their results appear next cycle).
     r_pos : In(position_bits)
@@ -119,6 +122,7 @@ class WindowBuffer(FocusBlock):
             "w_pos": In(p.position_bits),
             "w_vec": In(vector_layout(p)),
             "w_norm": In(p.norm_bits),
+            "w_nonzero": In(1),
             "r_en": In(1),
             "r_pos": In(p.position_bits),
             "r_offset": In(data.ArrayLayout(slot, lanes)),
@@ -147,7 +151,6 @@ class WindowBuffer(FocusBlock):
             wp.addr.eq(self.w_pos[:wb]),
             wp.data.vec.eq(self.w_vec),
             wp.data.norm.eq(self.w_norm),
-            wp.data.nonzero.eq(self.w_norm != 0),
             wp.data.tag.eq(self.w_pos[wb:]),
         ]
 
@@ -158,6 +161,11 @@ class WindowBuffer(FocusBlock):
             m.d.sync += live.eq(0)
         with m.Elif(self.w_en):
             m.d.sync += live.bit_select(self.w_pos[:wb], 1).eq(1)
+        # And one per slot: its norm is not 0. Read like ``live``, so a lookup's zero test is a
+        # registered bit, not a wide test of the norm after the memory's read path.
+        nonzero = Signal(window_slots(p))
+        with m.If(self.w_en):
+            m.d.sync += nonzero.bit_select(self.w_pos[:wb], 1).eq(self.w_nonzero)
 
         for j in range(self._lanes):
             rp = mem.read_port()
@@ -166,6 +174,7 @@ class WindowBuffer(FocusBlock):
             tag = Signal(p.position_bits - wb, name=f"tag{j}")
             slot = Signal(wb, name=f"slot{j}")
             alive = Signal(name=f"alive{j}")
+            filled = Signal(name=f"filled{j}")
             m.d.comb += [
                 q.eq(self.r_pos - self.r_offset[j]),
                 rp.addr.eq(q[:wb]),
@@ -177,13 +186,14 @@ class WindowBuffer(FocusBlock):
                     tag.eq(q[wb:]),
                     slot.eq(q[:wb]),
                     alive.eq(live.bit_select(q[:wb], 1)),
+                    filled.eq(nonzero.bit_select(q[:wb], 1)),
                 ]
             hit = want & alive & (rp.data.tag == tag)
             m.d.comb += [
                 self.hit[j].eq(hit),
                 self.y[j].eq(rp.data.vec),
                 self.ny[j].eq(hit.replicate(p.norm_bits) & rp.data.norm),
-                self.nonzero[j].eq(hit & rp.data.nonzero),
+                self.nonzero[j].eq(hit & filled),
                 self.slot[j].eq(slot),
             ]
         return m
