@@ -53,7 +53,8 @@ class ReadySlice(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         i, o = self.i_stream, self.o_stream
-        held = Signal.like(i.payload, name="held")
+        # Without a reset: a reset (or a ResetInserter's flush) need only clear ``held_valid``.
+        held = Signal.like(i.payload, name="held", reset_less=True)
         held_valid = Signal()
         # Internal state a formal harness may reach (the proof's invariant), not an interface.
         self.probes = {"held": held, "held_valid": held_valid}
