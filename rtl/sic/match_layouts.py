@@ -180,9 +180,9 @@ def round_tag_layout(p):
 
 def lane_layout(p):
     """One candidate lookup: its vector, its squared norm (0 when it does not exist), whether
-    that norm is not 0 (``nonzero``, read from the window, so that the comparators' zero skip
-    needs no wide test of ``ny``), its window slot and its candidate number c (``code``, 1..7; 0
-    for an unused lane)."""
+    it exists and is not zero, i.e. ``ny != 0`` (``nonzero``: the window's bit, so that the
+    comparators' zero skip needs no wide test of ``ny``), its window slot and its candidate
+    number c (``code``, 1..7; 0 for an unused lane)."""
     return data.StructLayout({
         "y": vector_layout(p),
         "ny": unsigned(p.norm_bits),

@@ -66,9 +66,10 @@ class WindowBuffer(FocusBlock):
     ports in all (8, or 6 with the register, against 7 or 6 copies), plus the multiplexers that
     steer each pair's reads to their lanes. This buffer keeps the copies (the presets need one).
 
-    A second flip-flop per slot says whether its norm is non-zero (``nonzero``), read like
-    ``live``: the comparators' zero skip then needs no wide test of ``ny`` after the memory's
-    read path, which limited the board block matcher's clock on the ECP5.
+    A second flip-flop per slot keeps the writer's ``w_nonzero`` (the vector is not zero, so
+    its norm is not 0) and is read like ``live`` (``nonzero``): the comparators' zero skip then
+    needs no wide test of ``ny`` after the memory's read path, which limited the board block
+    matcher's clock on the ECP5.
 
     Latency 1: ``hit``, ``y``, ``ny``, ``nonzero`` and ``slot`` give the lookups issued with
     ``r_en`` in the previous cycle, and hold while ``r_en`` is low (the caller stalls by holding
@@ -161,8 +162,8 @@ class WindowBuffer(FocusBlock):
             m.d.sync += live.eq(0)
         with m.Elif(self.w_en):
             m.d.sync += live.bit_select(self.w_pos[:wb], 1).eq(1)
-        # And one per slot: its norm is not 0. Read like ``live``, so a lookup's zero test is a
-        # registered bit, not a wide test of the norm after the memory's read path.
+        # And one per slot: its vector is not zero (``w_nonzero``). Read like ``live``, so a
+        # lookup's zero test is a registered bit, not a wide test of the norm after the memory.
         nonzero = Signal(window_slots(p))
         with m.If(self.w_en):
             m.d.sync += nonzero.bit_select(self.w_pos[:wb], 1).eq(self.w_nonzero)
