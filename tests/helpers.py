@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from amaranth.back import rtlil
+from amaranth.hdl import Assert, Assume, ClockDomain, Elaboratable, Fragment, Module, Signal
 
 from golden.block_match import candidate_offsets
 from golden.map_code import encode_map
@@ -169,3 +170,46 @@ def coded_gemm_job(rng, rows, columns, dim, tile, *, frame_stride=6, row_stride=
             codes[t][c] = ([int(w) for w in words], int(nbits))
     uniques = [rng.integers(-elem, elem, (counts[c], dim)) for c in range(columns)]
     return uniques, codes, positions, maps, symbols
+
+
+class StreamStageHarness(Elaboratable):
+    """The frame of a formal proof of a one-in, one-out stream stage (``dut`` with ``i_stream``
+    and ``o_stream`` of ``width`` bits): free inputs, an environment whose input follows the
+    stream rules (it holds an offered beat until it is taken; out of reset), and the proven
+    output rule (``valid`` and ``payload`` hold while stalled). A subclass adds its model and
+    properties in :meth:`check`; ``cover`` names its cover task (None for the proof)."""
+
+    def __init__(self, dut, width, cover=None):
+        self.cover = cover
+        self.dut = dut
+        self.width = width
+        self.cd_sync = ClockDomain("sync")
+        self.i_valid = Signal()
+        self.i_payload = Signal(width)
+        self.o_ready = Signal()
+
+    def ports(self):
+        return [self.cd_sync.clk, self.cd_sync.rst, self.i_valid, self.i_payload, self.o_ready]
+
+    def check(self, m, i_fire, o_fire):
+        raise NotImplementedError
+
+    def elaborate(self, platform):
+        m = Module()
+        m.domains.sync = self.cd_sync
+        dut = self.dut
+        m.submodules.dut = Fragment.get(dut, platform)     # elaborated now: its probes exist
+        i, o = dut.i_stream, dut.o_stream
+        m.d.comb += [i.valid.eq(self.i_valid), i.payload.eq(self.i_payload),
+                     o.ready.eq(self.o_ready)]
+        m.d.comb += Assume(~self.cd_sync.rst)
+        i_wait, i_was = Signal(), Signal(self.width)
+        o_wait, o_was = Signal(), Signal(self.width)
+        m.d.sync += [i_wait.eq(i.valid & ~i.ready), i_was.eq(i.payload),
+                     o_wait.eq(o.valid & ~o.ready), o_was.eq(o.payload)]
+        with m.If(i_wait):
+            m.d.comb += Assume(i.valid & (i.payload == i_was))
+        with m.If(o_wait):
+            m.d.comb += Assert(o.valid & (o.payload == o_was))
+        self.check(m, i.valid & i.ready, o.valid & o.ready)
+        return m

@@ -197,8 +197,8 @@ class BestCandidate(FocusBlock):
             order = None if order is None else self._register("in_order", 2, order)
         for level in range(levels):
             valid, tag, thr, cands = self._tree_level(level, valid, tag, thr, cands)
-            for step in ("test", "pick"):
-                if order is not None:
+            if order is not None:
+                for step in ("test", "pick"):
                     order = self._register(f"t{level}_{step}_order", 2, order)
         if rounds > 1:
             valid, tag, thr, best = self._running_best(valid, tag, thr, cands[0], order)

@@ -307,7 +307,7 @@ class BlockMatcher(FocusBlock):
                 wiring.connect(m, stage.o_stream, cut.i_stream)
                 outs[stage] = cut.o_stream
                 cuts.append(cut)
-        depth = sum(s.capacity for s in stages) + len(cuts) * ReadySlice.capacity + 1
+        depth = sum(s.capacity for s in (*stages, *cuts)) + 1
         vectors = fifo.SyncFIFOBuffered(width=p.dim * p.elem_bits, depth=depth)
         m.submodules.vectors = ResetInserter({"sync": output.v_flush})(vectors)
         m.submodules.fork = fork = StreamFork(match_input_layout(p), 2)

@@ -67,7 +67,6 @@ class ComparatorBank(FocusBlock):
         lane_tag = data.StructLayout({"ny": p.norm_bits, "slot": p.window_bits, "code": 3})
         first_tag = data.StructLayout({"lane": lane_tag, "round": round_tag_layout(p),
                                        "nx": p.norm_bits})
-        x_nonzero = i.payload.x_nonzero
 
         comps = []
         for j in range(p.comparators):
@@ -81,7 +80,7 @@ class ComparatorBank(FocusBlock):
             m.d.comb += [
                 comp.i_stream.valid.eq(i.valid),
                 comp.i_stream.payload.x.eq(i.payload.x),
-                comp.i_stream.payload.x_nonzero.eq(x_nonzero),
+                comp.i_stream.payload.x_nonzero.eq(i.payload.x_nonzero),
                 comp.i_stream.payload.y.eq(lane.y),
                 comp.i_stream.payload.y_nonzero.eq(lane.nonzero),
                 tag_in.ny.eq(lane.ny),
