@@ -94,9 +94,13 @@ class CodeParser(FocusBlock):
     cycle after), then the n codes, one per cycle, each into its output register
     (``o_stream``, :func:`parsed_code_layout`) once that is free: a one-hot leading-one detect
     over 2Z bits (Z = :func:`leading_zero_limit`), the fit test against registered bit counts
-    (compares with constants), and the consumption as a select of precomputed shifts, so that
-    its loop has no adder and no barrel shifter. Latency: a code leaves the cycle after it is
-    whole in the buffer and the register is free; throughput one code per cycle. ``o_stream``
+    (compares with constants), and the consumption as one select of precomputed shifts by the
+    code's whole length (the registered order decoded into the selects), so that its loop has
+    no adder, no barrel shifter and no two shifts in series. Whether a word fits (``fill <=
+    field bits``) and whether the next word is the string's last are registers, so the word's
+    load enable is an AND of registers and ``i_stream.valid``. Latency: a code leaves the
+    cycle after it is whole in the buffer and the register is free; throughput one code per
+    cycle. ``o_stream``
     back-pressure holds the parse; ``i_stream`` sees back-pressure while the buffer is full.
 
     ``fail`` (with ``cause``) is high, combinationally, in the cycle the parser meets a
@@ -175,9 +179,11 @@ class CodeParser(FocusBlock):
 
         buf = Signal(bb)                # left-aligned: bit bb-1 is the next bit of the string
         fill = Signal(range(bb + 1))    # bits loaded into buf (string and padding)
+        room = Signal()                 # fill <= fw (a word fits), registered with fill
         rem = Signal(p.nbits_bits)      # string bits not yet consumed
         need = Signal(p.nbits_bits)     # string bits not yet loaded
         all_in = Signal()               # need == 0
+        last_word = Signal()            # need <= word_bits: the next word loads the rest
         # String bits in the buffer: all of them (rem <= fill) once the string is all loaded,
         # else the whole fill (fill < rem); and avail - 1 - e, so that a code with k leading
         # zeros fits when slack >= 2*k (Rice: k) (compares with constants in the parser's loop).
@@ -191,7 +197,8 @@ class CodeParser(FocusBlock):
             m.d.sync += [
                 in_done.eq(0), phase.eq(_Phase.HDR), codes_left.eq(0),
                 e.eq(0), s.eq(0), f.eq(0), n.eq(0), kept.eq(0),
-                buf.eq(0), fill.eq(0), rem.eq(self.nbits), need.eq(self.nbits),
+                buf.eq(0), fill.eq(0), room.eq(1), rem.eq(self.nbits), need.eq(self.nbits),
+                last_word.eq(self.nbits <= wb),
                 all_in.eq(self.nbits == 0), avail.eq(0), slack.eq(-1),
             ]
         m.d.sync += [rice_lim.eq(2 * hb),
@@ -260,9 +267,10 @@ class CodeParser(FocusBlock):
         m.d.comb += self.fin.eq((phase == _Phase.FIN) & ~o.valid)
 
         # ---- the buffer: load a word below the string bits, then consume ------------------------
-        m.d.comb += i.ready.eq(running & ~in_done & (error | all_in | (fill <= fw)))
+        m.d.comb += i.ready.eq(running & ~in_done & (error | all_in | room))
         word_fire = i.valid & i.ready
-        load = word_fire & ~error & ~all_in
+        load = Signal()                 # an AND of registers and valid: it selects every bit
+        m.d.comb += load.eq(i.valid & running & ~in_done & ~error & ~all_in & room)
         loaded = Signal(bb)             # fill <= fw when a word is taken, so it fits
         m.d.comb += loaded.eq(Mux(load, buf | ((i.payload.word << fw) >> fill), buf))
         after_code = _consume(m, loaded, e, f, first, zmax)
@@ -272,14 +280,15 @@ class CodeParser(FocusBlock):
         with m.Elif(take_code):
             m.d.comb += used.eq(code_len)
         # The next avail and slack: after this cycle's word, less what this cycle consumes.
-        all_in_next = all_in | (load & (need <= wb))
+        all_in_next = all_in | (load & last_word)
         fill_next = Signal.like(fill)
         m.d.comb += fill_next.eq(fill + Mux(load, wb, 0))
         base = Signal.like(fill)
         m.d.comb += base.eq(Mux(all_in_next, rem[:len(fill)], fill_next))
         e_next = Mux(take_hdr, hdr_e, e)[:3]
         with m.If(running & ~start):
-            m.d.sync += [rem.eq(rem - used), fill.eq(fill_next - used), all_in.eq(all_in_next),
+            m.d.sync += [rem.eq(rem - used), fill.eq(fill_next - used),
+                         room.eq(fill_next - used <= fw), all_in.eq(all_in_next),
                          avail.eq(base - used), slack.eq(base - 1 - e_next - used)]
             with m.If(take_hdr):
                 with m.Switch(hb):      # a select by a register, not a shifter
@@ -291,8 +300,9 @@ class CodeParser(FocusBlock):
             with m.Else():
                 m.d.sync += buf.eq(loaded)
             with m.If(load):
-                m.d.sync += need.eq(Mux(need > wb, need - wb, 0))
-        m.d.comb += self.short.eq(word_fire & i.payload.last & (need > wb))
+                m.d.sync += [need.eq(Mux(need > wb, need - wb, 0)),
+                             last_word.eq(need <= 2 * wb)]
+        m.d.comb += self.short.eq(word_fire & i.payload.last & ~last_word)
         with m.If(word_fire & i.payload.last):
             m.d.sync += in_done.eq(1)
         with m.If(start):
@@ -335,20 +345,25 @@ def _code_starts(m, p, buf, slack, win):
 
 
 def _consume(m, loaded, e, f, first, zmax):
-    """The buffer after the code at its top: shifted by the code's 1 + e bits past its leading
-    zeros, then by its leading zeros k (Rice) or 2 * k (Exp-Golomb), as one one-hot select over
-    the shift amounts (the family folded into the selects, so no barrel shifter and no final
-    choice between the families)."""
-    bb = len(loaded)
-    after_e = Signal(bb)
-    m.d.comb += after_e.eq(loaded << 1 + e)
-    terms = []
-    for s in range(len(first)):
-        sel = Signal(name=f"shift{s}")
+    """The buffer after the code at its top: shifted by its whole length, 1 + e bits past its
+    leading zeros k plus k (Rice) or 2 * k (Exp-Golomb), as one one-hot select over the total
+    shifts. The family and the order (a register) are folded into the selects, so the loop has
+    no barrel shifter, no shift by e in series and no final choice between the families."""
+    bb, win = len(loaded), len(first)
+    skip = []                           # skip[s]: the code is s + 1 + e bits long
+    for s in range(win):
+        sel = Signal(name=f"skip{s}")
         rice = f & first[s]
         eg = (~f & first[s // 2]) if s % 2 == 0 and s // 2 < zmax else 0
         m.d.comb += sel.eq(rice | eg)
-        terms.append(after_e.shift_left(s) & sel.replicate(bb))
+        skip.append(sel)
+    order_is = [e == v for v in range(8)]
+    terms = []
+    for t in range(1, win + 8):
+        sel = Signal(name=f"shift{t}")
+        m.d.comb += sel.eq(_or_all(order_is[v] & skip[t - 1 - v]
+                                   for v in range(8) if 0 <= t - 1 - v < win))
+        terms.append(loaded.shift_left(t) & sel.replicate(bb))
     return _or_all(terms)
 
 

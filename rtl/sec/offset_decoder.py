@@ -1,7 +1,7 @@
 """The SEC offset decoder (spec 3.3): offset code in (kept or dropped set, Exp-Golomb or Rice gaps),
 keep mask and kept indices out."""
 
-from amaranth.hdl import Module, Mux, Signal, unsigned
+from amaranth.hdl import Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -66,10 +66,13 @@ class OffsetDecoder(FocusBlock):
     code, is found at its top and consumed: a one-hot leading-one detect over 2Z bits (Z =
     bit_length(tokens); Exp-Golomb codes use the first Z, Rice ones the first 2 *
     bit_length(M)), the fit test against registered bit counts (compares with constants), and
-    the consumption as a select of precomputed shifts (by 1 + e, then by the leading zeros k, or
-    2k for Exp-Golomb), so the loop from the buffer back to itself has no adder and no barrel
-    shifter. Stage 2, the next cycle: the code's value from its registered bits, its index
-    (previous index + 1 + gap) and the index checks (INDEX, TRAILING). A kept-set index goes
+    the consumption as one select among precomputed shifts by the code's whole length (k + 1 + e
+    for Rice, 2k + 1 + e for Exp-Golomb, with the registered order e decoded into the selects),
+    so the loop from the buffer back to itself has no adder, no barrel shifter and no shift in
+    series. Stage 2, the next cycle: the code's value from its registered bits, its index
+    (previous index + 1 + gap) and the index checks (INDEX, TRAILING); the INDEX test compares
+    the value with a registered M - (previous index + 1) less the code's offset, so it does
+    not wait on the index's three-input sum. A kept-set index goes
     from stage 2 to the outputs; a dropped-set one to a walker that steps over the positions 0 ..
     M-1, one per cycle, emitting the ones that are not dropped (each held a cycle until the next
     is found, so the last one carries ``last``). A kept index goes to ``idx_stream``'s register
@@ -178,6 +181,7 @@ class OffsetDecoder(FocusBlock):
         hb = Signal(range(cb + 1))
         running = Signal()
         prev_end = Signal(cb + 1)       # previous index + 1
+        rest = Signal(signed(cb + 2))   # tokens - prev_end: the index test compares v with it
         error = Signal()
         cause = Signal(DecodeError)
         m.d.comb += [self.error.eq(error), self.cause.eq(cause)]
@@ -200,7 +204,7 @@ class OffsetDecoder(FocusBlock):
             bad_m = (cfg_m == 0) | (cfg_m > p.tokens)
             short = cfg.payload.nbits < HEADER_FIXED_BITS + cfg_hb
             m.d.sync += [
-                running.eq(1), prev_end.eq(0), tokens.eq(cfg_m), hb.eq(cfg_hb),
+                running.eq(1), prev_end.eq(0), rest.eq(cfg_m), tokens.eq(cfg_m), hb.eq(cfg_hb),
                 error.eq(bad_m | short),
                 cause.eq(Mux(bad_m, DecodeError.CONFIG,
                              Mux(short, DecodeError.HEADER, DecodeError.NONE))),
@@ -231,19 +235,23 @@ class OffsetDecoder(FocusBlock):
         # registered values.
         j = Signal(max(cb + 1, zmax + 8, win.bit_length() + 9) + 2)
         m.d.comb += j.eq(prev_end + v + c.off)
+        # j >= tokens as v >= rest - off, so the test waits only on the shift (the subtraction
+        # runs beside it) and not on the three-input sum.
+        limit = Signal(signed(max(len(rest), len(c.off)) + 1))
+        m.d.comb += limit.eq(rest - c.off)
         walk_room = Signal()            # the walker takes a dropped index this cycle
         s2_room = Mux(s, walk_room, room)
         m.d.comb += code.ready.eq(error | s2_room)  # the entry leaves stage 2 when valid
         ok2, fail2 = Signal(name="ok2"), Signal(name="fail2")
         fail2_cause = Signal(DecodeError)
         with m.If(running & ~error & s2_valid & s2_room):
-            with m.If(j >= tokens):
+            with m.If(v >= limit):
                 m.d.comb += [fail2.eq(1), fail2_cause.eq(DecodeError.INDEX)]
             with m.Elif(c.trail):
                 m.d.comb += [fail2.eq(1), fail2_cause.eq(DecodeError.TRAILING)]
             with m.Else():
                 m.d.comb += ok2.eq(1)
-                m.d.sync += prev_end.eq(j + 1)
+                m.d.sync += [prev_end.eq(j + 1), rest.eq(limit - v - 1)]
 
         # Stage 2's code comes before stage 1's, so its error wins.
         with m.If(running & ~error & (fail2 | parser.fail | parser.short)):
