@@ -79,6 +79,18 @@ _MAIN_RESOURCES = ("ICESTORM_LC", "ICESTORM_RAM", "ICESTORM_DSP", "TRELLIS_COMB"
                    "DP16KD", "MULT18X18D")
 
 
+# Amaranth names each element of an ArrayLayout view "x[0]", "x[1]", ... beside the flat wire
+# "x" (port, register or internal signal). abc9's reintegration (Yosys 0.70,
+# abc_ops_reintegrate) names the bits of a mapped symbol "sym[i]" and rebuilds a wide wire "sym"
+# from them, so a module holding both "x" and "x[0]" asserts, `count_id(wire->name) == 0` when
+# "x" is renamed onto the existing "x[0]", or `GetSize(conn.first) == GetSize(conn.second)` when
+# the rebuilt multi-bit "x[0]" is connected to one bit of "x" (Yosys issue 4349). Both synth_ecp5
+# and synth_ice40 map with abc9. The element wires are only aliases of the flat one, so they are
+# made private ($-names) before synthesis: opt_clean drops them and nothing is renamed onto them.
+# Ports are left alone (rename -hide skips them; Amaranth's ports carry no brackets).
+UNBRACKET = ("rename -hide w:*\\[*",)
+
+
 def _fpga_attempt(target, block, params, workdir, dsp, freq, timeout):
     workdir.mkdir(parents=True, exist_ok=True)
     text, harness = harness_verilog(block, params)
@@ -94,6 +106,7 @@ def _fpga_attempt(target, block, params, workdir, dsp, freq, timeout):
         # Keep the block a module of its own, so that its cells are counted apart from the
         # harness's; the netlist is flattened for nextpnr afterwards.
         f"setattr -mod -set keep_hierarchy 1 {dut}",
+        *UNBRACKET,
         synth,
         "tee -q -o stat.json stat -json",
         "setattr -mod -unset keep_hierarchy *",
