@@ -253,6 +253,19 @@ def test_yosys_failures_are_classified(work, monkeypatch, script, status, error)
     assert synth.HARD_FAILURES == ("synth_failed",)
 
 
+@pytest.mark.parametrize("line,status", [
+    (("ERROR: Unable to place cell 'dut.x', no BELs remaining to implement cell type "
+     "'ICESTORM_LC'"), "does_not_fit"),
+    # HeAP's message (nextpnr 0.11) for 5 626 logic cells on the UP5K's 5 280, the board-preset
+    # comparator with LUT multipliers.
+    ("ERROR: Failed to expand region (0, 0) |_> (25, 31) of 5626 ICESTORM_LCs", "does_not_fit"),
+    ("ERROR: Max frequency for clock 'clk': 12.00 MHz (FAIL at 100.00 MHz)", "pnr_failed"),
+    ("ERROR: cell 'x' of type 'FOO' is not supported", "pnr_failed"),
+])
+def test_nextpnr_failures_are_classified(line, status):
+    assert tools.pnr_status(line) == status
+
+
 # ---- osu018 standard-cell area ------------------------------------------------------------------
 
 def _liberty_or_skip():

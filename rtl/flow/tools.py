@@ -137,10 +137,21 @@ def nextpnr(target, workdir, freq, timeout):
         return "timeout", f"nextpnr-{target} timed out after {timeout} s", seconds
     if rc != 0:
         line = error_line(out)
-        fit = re.search(r"no BELs remaining|Unable to place|too many|does not fit|"
-                        r"exceeds|uses \d+ .* but", line, re.IGNORECASE)
-        return ("does_not_fit" if fit else "pnr_failed"), line, seconds
+        return pnr_status(line), line, seconds
     return "ok", None, seconds
+
+
+# nextpnr's ways of saying that the design is larger than the device: the packer's and the
+# placer's counts, and HeAP's "Failed to expand region (0, 0) |_> (X, Y) of N <cell type>s" when
+# N cells of a type exceed the whole die.
+_NO_FIT = re.compile(r"no BELs remaining|Unable to place|too many|does not fit|exceeds|"
+                     r"uses \d+ .* but|Failed to expand region", re.IGNORECASE)
+
+
+def pnr_status(line):
+    """``"does_not_fit"`` when nextpnr's error ``line`` says the design is too large for the
+    device, else ``"pnr_failed"``."""
+    return "does_not_fit" if _NO_FIT.search(line) else "pnr_failed"
 
 
 def count_cells(cells, *patterns):
