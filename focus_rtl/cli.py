@@ -223,6 +223,10 @@ def _parser():
                        metavar="PRESETS",
                        help="the QoR table of every block at these presets (comma-separated; "
                             "default: default,paper,board): build/qor/qor.md and qor.json")
+    synth.add_argument("--readme", metavar="FILE",
+                       help="with --qor: also write each preset's short table into FILE "
+                            "(e.g. README.md) between its <!-- qor-PRESET:begin --> and "
+                            "<!-- qor-PRESET:end --> lines")
     synth.add_argument("--quick", action="store_true",
                        help="with --qor: the board preset and similarity_comparator, "
                             "offset_encoder, offset_decoder only (unless --qor PRESETS or "
@@ -332,6 +336,21 @@ def _sweep(args, params):
     return axes
 
 
+def _check_readme(path, presets):
+    """Fail before any flow runs when ``path`` cannot take the QoR tables of ``presets``."""
+    from rtl.marked_text import replace_marked
+
+    try:
+        text = Path(path).read_text()
+    except OSError as error:
+        raise BadArgs(f"--readme {path}: {error.strerror or error}") from None
+    for preset in presets:
+        try:
+            replace_marked(text, f"qor-{preset}", "")
+        except ValueError as error:
+            raise BadArgs(f"--readme {path}: {error}") from None
+
+
 def _qor_presets(args):
     from rtl.flow.cli_args import PRESETS
 
@@ -371,6 +390,10 @@ def _synth(args):
         raise BadArgs("--qor takes its presets itself: --qor PRESETS (e.g. --qor board)")
     if args.quick and not qor:
         raise BadArgs("--quick goes with --qor")
+    if args.readme and not qor:
+        raise BadArgs("--readme goes with --qor")
+    if args.readme:
+        _check_readme(args.readme, _qor_presets(args))
     preset = args.preset or "default"
     params, freq = params_from(preset, args.set), _freq(args)
     if qor:
@@ -419,6 +442,15 @@ def _synth(args):
                 for r in per.values()]
         markdown = qor_markdown(report)
         names = ("qor.json", "qor.md")
+        readme = None
+        if args.readme:
+            from rtl.flow.qor import update_readme
+
+            readme = Path(args.readme)
+            try:
+                readme_text = update_readme(readme.read_text(), report)
+            except ValueError as error:
+                raise BadArgs(f"--readme {args.readme}: {error}") from None
     elif axes:
         fields = [field for field, _ in axes]
         out = Path(args.output) if args.output else base / f"sweep-{'-'.join(fields)}"
@@ -439,6 +471,9 @@ def _synth(args):
     out.mkdir(parents=True, exist_ok=True)
     written = [synth.write_json(report, out / names[0]), out / names[1]]
     (out / names[1]).write_text(markdown)
+    if qor and readme is not None:
+        readme.write_text(readme_text)
+        written.append(readme)
     for name, plot in pictures:
         written.append(plot(report, out / name))
     print()

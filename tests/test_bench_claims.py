@@ -44,5 +44,5 @@ def test_readme_block_is_replaced_and_markers_are_required(tmp_path):
     claims.write_into(readme, "new\n")
     assert readme.read_text() == "a\n<!-- claims:begin -->\nnew\n<!-- claims:end -->\nb\n"
     readme.write_text("no markers\n")
-    with pytest.raises(SystemExit, match="no <!-- claims:begin -->"):
+    with pytest.raises(SystemExit, match="must hold '<!-- claims:begin -->' once"):
         claims.write_into(readme, "new\n")

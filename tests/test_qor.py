@@ -9,7 +9,7 @@ import pytest
 
 from focus_rtl import cli
 from rtl.flow import dist, synth
-from rtl.flow.qor import QUICK, qor_markdown, run_qor
+from rtl.flow.qor import QUICK, qor_markdown, qor_readme_markdown, run_qor, update_readme
 
 BLOCK = "similarity_comparator"
 
@@ -79,6 +79,23 @@ def test_qor_table(work, monkeypatch):
     assert "- board sec ice40: does_not_fit: `ERROR: no BELs`" in text
     assert "overrides on every preset: `tokens=64`" in text
 
+    # The README's short form: one table per preset, between that preset's markers only.
+    short = qor_readme_markdown(qor, "board")
+    assert "`focus-rtl synth --qor board --readme README.md`" in short
+    assert ("| `similarity_comparator` | 1200 / 10 / 1 / 2 | 70.0 | 5000 / 10 / 1 / 2 | 20.0 | "
+            "12346 | 2.0 | 150.0 | `x_reg` -> `y_reg` (6.67 ns) |") in short
+    assert ("| `sec` | 1200 / 10 / 1 / 2 | 70.0 | *5000* / *10* / *1* / *2* | does not fit |"
+            in short)
+    assert "| `similarity_comparator` |" not in short.split("| `sec` |")[1]   # board rows only
+    page = ("# x\n<!-- qor-board:begin -->\nold\n<!-- qor-board:end -->\nmiddle\n"
+            "<!-- qor-default:begin -->\n<!-- qor-default:end -->\nend\n")
+    updated = update_readme(page, qor)
+    assert updated.startswith("# x\n<!-- qor-board:begin -->\n\n" + short + "\n<!-- qor-board:end")
+    assert "old" not in updated and updated.endswith("<!-- qor-default:end -->\nend\n")
+    assert qor_readme_markdown(qor, "default") in updated
+    with pytest.raises(ValueError, match="qor-default:begin"):
+        update_readme(page.split("middle")[0], qor)
+
     again = run_qor(["board", "default"], [BLOCK, "sec"], overrides=["tokens=64"],
                     progress=None, work_root=work, cache=work / "cache", executor="threads")
     assert len(calls) == 12 and again["cache"]["hits"] == 12
@@ -96,7 +113,9 @@ def test_cli_qor_and_rerun(work, capsys):
     args = ["synth", "--qor", "board", "--block", BLOCK, "--set", "dim=2", "--set",
             "elem_bits=4", "--target", "ecp5", "--executor", "threads", "-o", str(work / "out"),
             "--work-dir", str(work / "w"), "--cache-dir", str(work / "cache"), "-j", "1"]
-    assert cli.main(args) == 0
+    page = work / "page.md"
+    page.write_text("a\n<!-- qor-board:begin -->\n<!-- qor-board:end -->\nb\n")
+    assert cli.main(args + ["--readme", str(page)]) == 0
     first = capsys.readouterr()
     assert "[1/1] similarity_comparator ecp5 (board) ..." in first.err
     qor = json.loads((work / "out" / "qor.json").read_text())
@@ -106,7 +125,21 @@ def test_cli_qor_and_rerun(work, capsys):
     assert row["ecp5"]["critical_path"]["delay_ns"] > 0
     text = (work / "out" / "qor.md").read_text()
     assert text.startswith("# QoR") and "| board | similarity_comparator |" in text
+    assert "| `similarity_comparator` | " in page.read_text()
+    assert page.read_text().startswith("a\n<!-- qor-board:begin -->\n\nPreset `board`")
     assert cli.main(args) == 0
     again = capsys.readouterr()
     assert "[1/1] similarity_comparator ecp5 (board): cached, ok" in again.err
     assert json.loads((work / "out" / "qor.json").read_text())["rows"] == qor["rows"]
+
+
+def test_cli_readme_needs_its_markers_before_any_flow(work, capsys):
+    page = work / "page.md"
+    page.write_text("no markers\n")
+    args = ["synth", "--qor", "board", "--block", BLOCK, "--readme", str(page)]
+    assert cli.main(args) == 2
+    assert "qor-board:begin" in capsys.readouterr().err
+    assert cli.main(["synth", "--readme", str(page)]) == 2
+    assert "--readme goes with --qor" in capsys.readouterr().err
+    assert cli.main(["synth", "--qor", "board", "--readme", str(work / "missing.md")]) == 2
+    assert "missing.md" in capsys.readouterr().err

@@ -7,15 +7,22 @@ It is the same flows as ``focus-rtl synth`` (:func:`rtl.flow.synth.synth_block`)
 netlist, memories as macros, timed by OpenSTA), for every (preset, block, target), run as tasks
 by :func:`rtl.flow.dist.execute` (threads, or a Dask cluster) and cached by parameter hash, so a
 rerun redoes only what changed. ``--quick`` (:data:`QUICK`) is the board preset and three small
-blocks, for trying the flow.
+blocks, for trying the flow. :func:`qor_readme_markdown` is the short form of one preset's rows
+that ``--readme FILE`` writes into ``FILE`` between ``<!-- qor-PRESET:begin -->`` and
+``<!-- qor-PRESET:end -->``.
 """
 
+import subprocess
+
+from ..marked_text import replace_marked
+from . import toolchain
 from .blocks import BLOCKS
 from .dist import execute
 from .report import short
 from .targets import DEVICES, FREQ_TARGETS, LIBERTY_TARGETS, STA_TARGETS
 
-__all__ = ["QOR_TARGETS", "QOR_PRESETS", "QUICK", "run_qor", "qor_markdown", "qor_row"]
+__all__ = ["QOR_TARGETS", "QOR_PRESETS", "QUICK", "run_qor", "qor_markdown", "qor_row",
+           "qor_readme_markdown", "update_readme", "source_commit"]
 
 #: The targets of the table.
 QOR_TARGETS = ("ice40", "ecp5", "osu018-sta")
@@ -77,6 +84,22 @@ def qor_row(preset, block, tag, per_target):
     return row
 
 
+def source_commit():
+    """The checkout's commit (``git rev-parse --short HEAD``, with ``+changes`` when files under
+    ``rtl/`` differ from it), or None outside a git checkout."""
+    def git(*args):
+        return subprocess.run(["git", "-C", str(toolchain.SOURCE_ROOT), *args],
+                              capture_output=True, text=True, timeout=30)
+    try:
+        head = git("rev-parse", "--short", "HEAD")
+        if head.returncode != 0:
+            return None
+        dirty = git("status", "--porcelain", "--", "rtl").stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return head.stdout.strip() + ("+changes" if dirty else "")
+
+
 def run_qor(presets=QOR_PRESETS, blocks=None, targets=QOR_TARGETS, *, overrides=(), jobs=1,
             progress=print, work_root=None, dsp="auto", freq=None, timeout=None, sta=None,
             executor="threads", scheduler=None, cache=True):
@@ -104,7 +127,7 @@ def run_qor(presets=QOR_PRESETS, blocks=None, targets=QOR_TARGETS, *, overrides=
     for key in ("params", "tag"):
         qor.pop(key)
     qor.update(_cache_meta(cache))
-    qor.update(presets=presets, blocks=blocks,
+    qor.update(commit=source_commit(), presets=presets, blocks=blocks,
                params={preset: p.to_dict() for preset, p in params.items()},
                tags={preset: p.tag for preset, p in params.items()})
     qor["results"] = {preset: {block: {target: results[(preset, block, target)]
@@ -163,6 +186,8 @@ def qor_markdown(qor):
     targets = [t for t in qor["targets"] if t in _HEADS]
     others = [t for t in qor["targets"] if t not in _HEADS]
     lines = ["# QoR: every block at each preset", ""]
+    if qor.get("commit"):
+        lines += [f"Measured on `{qor['commit']}`.", ""]
     for preset in qor["presets"]:
         lines.append(f"- {preset}: `{qor['tags'][preset]}`")
     if qor.get("overrides"):
@@ -213,3 +238,44 @@ def qor_markdown(qor):
         c = qor["cache"]
         lines.append(f"- Cache: {c['dir']} ({c['hits']} flows reused, {c['misses']} run).")
     return "\n".join(lines + [""])
+
+
+# ---- the README's short form --------------------------------------------------------------------
+
+def _counts(summary):
+    """``LUT / FF / BRAM / DSP`` and the Fmax cell of an FPGA summary."""
+    cells = _fpga_cells(summary)
+    if not cells:
+        return "-", "-"
+    counts = cells[:4]
+    if all(c == "-" for c in counts):
+        return "-", cells[4]
+    return " / ".join(counts), cells[4]
+
+
+def qor_readme_markdown(qor, preset):
+    """The rows of ``preset`` as a short Markdown table: ECP5 and iCE40 counts and Fmax, the logic
+    um^2, the memory kbit and the OpenSTA Fmax with the end points of its critical path."""
+    commit = f" on `{qor['commit']}`" if qor.get("commit") else ""
+    lines = [(f"Preset `{preset}` (`{qor['tags'][preset]}`), measured{commit} with "
+             f"`focus-rtl synth --qor {preset} --readme README.md`:"), "",
+             ("| block | ECP5 LUT / FF / BRAM / DSP | ECP5 MHz | iCE40 LUT / FF / BRAM / DSP | "
+             "iCE40 MHz | logic um^2 | mem kbit | STA MHz | STA critical path |"),
+             "|---|---|---:|---|---:|---:|---:|---:|---|"]
+    for row in qor["rows"]:
+        if row["preset"] != preset:
+            continue
+        ecp5, ecp5_mhz = _counts(row.get("ecp5"))
+        ice40, ice40_mhz = _counts(row.get("ice40"))
+        sta = _sta_cells(row.get("osu018-sta")) or ["-"] * 4
+        lines.append(f"| `{row['block']}` | {ecp5} | {ecp5_mhz} | {ice40} | {ice40_mhz} | "
+                     f"{' | '.join(sta)} |")
+    return "\n".join(lines) + "\n"
+
+
+def update_readme(text, qor):
+    """``text`` with each preset's table of ``qor`` between its ``qor-PRESET`` markers
+    (``ValueError`` when a preset has none)."""
+    for preset in qor["presets"]:
+        text = replace_marked(text, f"qor-{preset}", "\n" + qor_readme_markdown(qor, preset) + "\n")
+    return text

@@ -29,6 +29,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..marked_text import markers, replace_marked
+
 __all__ = ["RO", "WO", "RW", "RW1C", "ACCESS", "Field", "Register", "REGISTERS", "REGISTER", "Reg",
            "Ctrl", "Status", "ErrorFlag", "ERROR_SHIFT", "FOCUS_ID", "READABLE", "WRITABLE",
            "SIC_SETTINGS", "Irq", "render_markdown", "update_markdown", "MARKERS"]
@@ -281,7 +283,7 @@ SIC_SETTINGS = frozenset(Reg(r.addr) for r in REGISTERS if r.sic)
 # ---- Markdown ------------------------------------------------------------------------------------
 
 #: The comments around the generated table in a Markdown file.
-MARKERS = ("<!-- registers:begin -->", "<!-- registers:end -->")
+MARKERS = markers("registers")
 
 
 def _contents(r):
@@ -304,12 +306,7 @@ def render_markdown():
 
 def update_markdown(text):
     """``text`` with the part between :data:`MARKERS` replaced by :func:`render_markdown`."""
-    begin, end = MARKERS
-    if text.count(begin) != 1 or text.count(end) != 1 or text.index(begin) > text.index(end):
-        raise ValueError(f"the text must hold {begin!r} once, then {end!r} once")
-    head, rest = text.split(begin)
-    _, tail = rest.split(end)
-    return f"{head}{begin}\n{render_markdown()}{end}{tail}"
+    return replace_marked(text, "registers", render_markdown())
 
 
 def main(argv=None):

@@ -24,6 +24,7 @@ from golden.block_match import candidate_offsets
 from golden.offsets import code_bits
 from golden.photo import _features, photo_tokens
 from rtl.flow.toolchain import BUILD_ROOT
+from rtl.marked_text import replace_marked
 
 from .report import progress_printer
 
@@ -247,12 +248,10 @@ def plot(sim, path):
 
 def write_into(readme, text):
     """Replace the lines between the claims markers of ``readme`` with ``text``."""
-    begin, end = "<!-- claims:begin -->\n", "<!-- claims:end -->"
-    old = readme.read_text()
-    if begin not in old or end not in old:
-        raise SystemExit(f"{readme} has no {begin.strip()} ... {end} block")
-    head, rest = old.split(begin, 1)
-    readme.write_text(head + begin + text + end + rest.split(end, 1)[1])
+    try:
+        readme.write_text(replace_marked(readme.read_text(), "claims", text))
+    except ValueError as error:
+        raise SystemExit(f"{readme}: {error}") from None
 
 
 def main(argv=None):
