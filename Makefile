@@ -54,7 +54,7 @@ synth: $(STAMP)
 	$(FOCUS) synth --preset $(PRESET) -o build/synth/$(PRESET)
 
 # The QoR table: LUT/FF/BRAM/DSP/Fmax on iCE40 and ECP5, logic um^2 and the OpenSTA Fmax of every
-# block at the default, paper and board presets -> build/qor/qor.md and qor.json (hours; results
+# block at the default, paper and board presets -> build/qor/qor.md, qor.json and qor.png (hours; results
 # are cached in build/synth-cache, so a rerun redoes only what changed). Needs `make liberty` and
 # Debian's opensta (apt-get install opensta) for the um^2 and STA columns. ARGS passes options,
 # e.g. make qor ARGS="--quick" or ARGS="--scheduler tcp://host:8786".

@@ -125,8 +125,9 @@ rtl/flow/cycles.py).
 
 QoR table: --qor [PRESETS] (default: default,paper,board; `make qor`) runs ice40, ecp5 and
 osu018-sta (or --target) for every block (or --block) at each preset, --set applied to each, and
-writes build/qor/qor.md and qor.json: one row per preset and block with LUT, FF, BRAM, DSP, Fmax
-on both FPGAs, logic um^2, memory kbit, OpenSTA Fmax and critical path. That is dozens of runs
+writes build/qor/qor.md and qor.json (one row per preset and block with LUT, FF, BRAM, DSP, Fmax
+on both FPGAs, logic um^2, memory kbit, OpenSTA Fmax and critical path) and qor.png (each
+block's Fmax against the goals: ECP5 100, iCE40 40, OpenSTA 250 MHz). That is dozens of runs
 of minutes each: --quick takes the board preset and similarity_comparator, offset_encoder and
 offset_decoder.
 
@@ -147,7 +148,7 @@ examples:
   focus-rtl synth --block focus_unit --target osu018-logic    # logic um^2 + list of memories
   focus-rtl synth --preset board --block offset_decoder --target osu018-sta --freq osu018-sta=50
   focus-rtl synth --preset board --sweep comparators=1,2,7 --sweep lanes=2,4 --target ecp5
-  focus-rtl synth --qor board                                  # build/qor/qor.md, qor.json
+  focus-rtl synth --qor board                                  # build/qor/qor.md, .json, .png
   focus-rtl synth --qor --quick --scheduler tcp://10.0.0.5:8786
 """
 
@@ -222,7 +223,7 @@ def _parser():
     synth.add_argument("--qor", nargs="?", const=_QOR_ALL,
                        metavar="PRESETS",
                        help="the QoR table of every block at these presets (comma-separated; "
-                            "default: default,paper,board): build/qor/qor.md and qor.json")
+                            "default: default,paper,board): build/qor/qor.md, qor.json, qor.png")
     synth.add_argument("--readme", metavar="FILE",
                        help="with --qor: also write each preset's short table into FILE "
                             "(e.g. README.md) between its <!-- qor-PRESET:begin --> and "
@@ -433,7 +434,7 @@ def _synth(args):
     base = toolchain.BUILD_ROOT / "synth" / preset
     pictures = []
     if qor:
-        from rtl.flow.qor import qor_markdown, run_qor
+        from rtl.flow.qor import plot_qor, qor_markdown, run_qor
 
         out = Path(args.output) if args.output else toolchain.BUILD_ROOT / "qor"
         report = run_qor(presets, blocks, targets, overrides=list(args.set or []),
@@ -442,6 +443,7 @@ def _synth(args):
                 for r in per.values()]
         markdown = qor_markdown(report)
         names = ("qor.json", "qor.md")
+        pictures = [("qor.png", plot_qor)]
         readme = None
         if args.readme:
             from rtl.flow.qor import update_readme

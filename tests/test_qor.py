@@ -9,7 +9,15 @@ import pytest
 
 from focus_rtl import cli
 from rtl.flow import dist, synth
-from rtl.flow.qor import QUICK, qor_markdown, qor_readme_markdown, run_qor, update_readme
+from rtl.flow.qor import (
+    FMAX_GOALS_MHZ,
+    QUICK,
+    plot_qor,
+    qor_markdown,
+    qor_readme_markdown,
+    run_qor,
+    update_readme,
+)
 
 BLOCK = "similarity_comparator"
 
@@ -102,6 +110,25 @@ def test_qor_table(work, monkeypatch):
     assert again["rows"] == qor["rows"]
     assert "12 flows reused, 0 run" in qor_markdown(again)
 
+    # The picture: a panel per target, a bar per row, the goal line, the failed flow named.
+    from matplotlib.figure import Figure
+
+    figures = []
+    savefig = Figure.savefig
+    monkeypatch.setattr(Figure, "savefig", lambda fig, *a, **k: (figures.append(fig),
+                                                                  savefig(fig, *a, **k)))
+    path = plot_qor(qor, work / "qor.png")
+    assert path.read_bytes().startswith(b"\x89PNG")
+    panels = {ax.get_title(): ax for ax in figures[0].axes}
+    texts = {title: [(t.get_position()[1], t.get_text()) for t in ax.texts]
+             for title, ax in panels.items()}
+    assert texts["iCE40 UP5K (nextpnr)"][1] == (1, "does not fit")
+    assert texts["ECP5-85F (nextpnr)"][3] == (3, "70")
+    assert texts["OSU 0.18 um (OpenSTA)"][0] == (0, "150")
+    goals = {title: ax.lines[0].get_xdata()[0] for title, ax in panels.items()}
+    assert sorted(goals.values()) == sorted(FMAX_GOALS_MHZ.values())
+    assert [len(ax.patches) for ax in panels.values()] == [4, 4, 4]
+
 
 def test_quick_set():
     assert QUICK["presets"] == ("board",) and len(QUICK["blocks"]) == 3
@@ -131,6 +158,7 @@ def test_cli_qor_and_rerun(work, capsys):
     again = capsys.readouterr()
     assert "[1/1] similarity_comparator ecp5 (board): cached, ok" in again.err
     assert json.loads((work / "out" / "qor.json").read_text())["rows"] == qor["rows"]
+    assert (work / "out" / "qor.png").read_bytes().startswith(b"\x89PNG")
 
 
 def test_cli_readme_needs_its_markers_before_any_flow(work, capsys):

@@ -21,13 +21,15 @@ from .dist import execute
 from .report import short
 from .targets import DEVICES, FREQ_TARGETS, LIBERTY_TARGETS, STA_TARGETS
 
-__all__ = ["QOR_TARGETS", "QOR_PRESETS", "QUICK", "run_qor", "qor_markdown", "qor_row",
-           "qor_readme_markdown", "update_readme", "source_commit"]
+__all__ = ["QOR_TARGETS", "QOR_PRESETS", "QUICK", "FMAX_GOALS_MHZ", "run_qor", "qor_markdown",
+           "qor_row", "qor_readme_markdown", "update_readme", "source_commit", "plot_qor"]
 
 #: The targets of the table.
 QOR_TARGETS = ("ice40", "ecp5", "osu018-sta")
 #: The presets of the table.
 QOR_PRESETS = ("default", "paper", "board")
+#: The clock each target should reach (issue 14's goals), drawn as a line in :func:`plot_qor`.
+FMAX_GOALS_MHZ = {"ecp5": 100.0, "ice40": 40.0, "osu018-sta": 250.0}
 #: ``--quick``: the presets and blocks of a short run.
 QUICK = {"presets": ("board",),
          "blocks": ("similarity_comparator", "offset_encoder", "offset_decoder")}
@@ -279,3 +281,59 @@ def update_readme(text, qor):
     for preset in qor["presets"]:
         text = replace_marked(text, f"qor-{preset}", "\n" + qor_readme_markdown(qor, preset) + "\n")
     return text
+
+
+# ---- the picture --------------------------------------------------------------------------------
+
+_PLOT_LABELS = {"ecp5": "ECP5-85F (nextpnr)", "ice40": "iCE40 UP5K (nextpnr)",
+                "osu018-sta": "OSU 0.18 um (OpenSTA)"}
+
+
+def _fmax_or_status(summary):
+    """(Fmax, None) of a summary that has one, else (None, its status)."""
+    if summary is None:
+        return None, None
+    if summary["status"] == "ok" and summary.get("fmax_mhz"):
+        return summary["fmax_mhz"], None
+    return None, summary["status"].replace("_", " ")
+
+
+def plot_qor(qor, path):
+    """A PNG of every block's Fmax per target, one panel per target and a bar per (preset,
+    block), with the target's goal (:data:`FMAX_GOALS_MHZ`) as a dashed line; a flow that gave
+    no Fmax is named at the bar's place ("does not fit", ...)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    targets = [t for t in qor["targets"] if t in _PLOT_LABELS]
+    rows = qor["rows"]
+    names = [f"{r['block']} ({r['preset']})" if len(qor["presets"]) > 1 else r["block"]
+             for r in rows]
+    fig = Figure(figsize=(5 * max(len(targets), 1), 1.2 + 0.32 * len(rows)), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, max(len(targets), 1), sharey=True, squeeze=False)[0]
+    ys = list(range(len(rows)))
+    for ax, target in zip(axes, targets, strict=False):
+        goal = FMAX_GOALS_MHZ.get(target)
+        values = [_fmax_or_status(r.get(target)) for r in rows]
+        top = max([v for v, _ in values if v] + [goal or 0, 1.0])
+        colors = ["tab:green" if goal and v and v >= goal else "tab:orange" for v, _ in values]
+        ax.barh(ys, [v or 0 for v, _ in values], color=colors)
+        for y, (v, status) in zip(ys, values, strict=True):
+            text = f"{v:.0f}" if v else (status or "-")
+            ax.text((v or 0) + top * 0.01, y, text, va="center", fontsize="x-small")
+        if goal:
+            ax.axvline(goal, color="black", linestyle="--", linewidth=1,
+                       label=f"goal {goal:g} MHz")
+            ax.legend(loc="lower right", fontsize="small")
+        ax.set_xlim(0, top * 1.25)
+        ax.set_title(_PLOT_LABELS[target], fontsize="medium")
+        ax.set_xlabel("Fmax, MHz")
+        ax.grid(True, axis="x", alpha=0.3)
+    axes[0].set_yticks(ys, names, fontsize="small")
+    axes[0].invert_yaxis()
+    commit = f" on {qor['commit']}" if qor.get("commit") else ""
+    fig.suptitle(f"Fmax of every block, presets {', '.join(qor['presets'])}{commit} "
+                 "(green: at or above the goal)", fontsize="medium")
+    fig.savefig(path, dpi=100, metadata={"Software": None})
+    return path
