@@ -9,6 +9,7 @@ from amaranth.lib.wiring import In, Out
 from ..block import FocusBlock
 from ..layouts import offset_word_layout
 from ..lib.clock_gate import ICG_CELL
+from ..lib.ready_slice import ReadySlice
 from ..lib.stream_buffer import StreamBuffer
 from ..lib.stream_gate import StreamGate
 from ..lib.stream_zip import StreamZip
@@ -40,7 +41,8 @@ class SicSequencer(FocusBlock):
     cycle of ``ctrl.start`` (code word read, word register, decoder header, first code parsed,
     its index formed, index register);
     then one token per ``rounds = ceil(7/comparators)`` cycles, the matcher's rate (the decoder
-    gives one index per cycle; the zip adds no cycle). ``tokens`` is ready only during a job,
+    gives one index per cycle; the zip adds no cycle, nor does the ready slice that keeps the
+    matcher's ``ready`` out of the decoder). ``tokens`` is ready only during a job,
     when the decoder has the token's index and the matcher can take it; ``o_stream`` may stall
     at any time.
 
@@ -49,8 +51,9 @@ class SicSequencer(FocusBlock):
     drained up to its own ``last`` (or the decoder's end), and ``TOKENS`` is raised at the job's
     end. Should the decoder stop without a last index (an error), a terminator (zero vector,
     position 2**position_bits - 1, ``last``) ends the matcher's job and the tokens are drained.
-    The job ends when the zip is done and the decoder, the matcher and the configuration beats
-    are idle; ``DECODER``, ``MATCHER`` and ``TOKENS`` are raised then.
+    The job ends the cycle after the zip is done and the decoder, the matcher and the
+    configuration beats are idle (a register says so); ``DECODER``, ``MATCHER`` and ``TOKENS``
+    are raised then.
 
     ``ctrl.abort`` resets the job control (decoder, matcher, configuration beats, replay, zip
     state; the threshold table keeps its contents). The counters are not reset by it;
@@ -133,15 +136,20 @@ class SicSequencer(FocusBlock):
         m.submodules.token_gate = tok_gate = StreamGate(token_layout(p))
         m.submodules.index_gate = idx_gate = StreamGate(index_layout(p))
         m.submodules.zip = zipper = StreamZip(token_layout(p), index_layout(p))
+        # The decoder's indices reach the zip through a ready slice: the matcher's ready
+        # would otherwise run through the zip into the decoder's bit buffer in one cycle.
+        ctl.submodules.index_cut = idx_cut = ReadySlice(index_layout(p))
         wiring.connect(m, wiring.flipped(self.tokens), tok_gate.i_stream)
-        wiring.connect(m, dec.idx_stream, idx_gate.i_stream)
+        wiring.connect(m, dec.idx_stream, idx_cut.i_stream)
+        wiring.connect(m, idx_cut.o_stream, idx_gate.i_stream)
         wiring.connect(m, tok_gate.o_stream, zipper.a_stream)
         wiring.connect(m, idx_gate.o_stream, zipper.b_stream)
         wiring.connect(m, mat.o_stream, wiring.flipped(self.o_stream))
-        tok, idx, pair, mi = self.tokens, dec.idx_stream, zipper.o_stream, mat.i_stream
+        tok, idx, pair, mi = self.tokens, idx_cut.o_stream, zipper.o_stream, mat.i_stream
         dec_gone = ~dec_cfg.o_stream.valid & ~dec.busy & ~idx.valid   # no more indices will come
         mismatch = Signal()
         end = Signal()
+        quiet = Signal()                # in DONE: the decoder, the matcher and the replay were idle
         with ctl.FSM(name="job", init="IDLE") as fsm:
             idle, join, term = fsm.ongoing("IDLE"), fsm.ongoing("JOIN"), fsm.ongoing("TERMINATE")
             drain_tokens, drain_indices = fsm.ongoing("DRAIN_TOKENS"), fsm.ongoing("DRAIN_INDICES")
@@ -171,10 +179,15 @@ class SicSequencer(FocusBlock):
                 with ctl.If((idx.valid & idx.payload.last) | dec_gone):
                     ctl.next = "DONE"
             with ctl.State("DONE"):
-                ctl.d.comb += end.eq(~dec_cfg.o_stream.valid & ~mat_cfg.o_stream.valid
-                                     & ~dec.busy & ~mat.busy & ~replay.o_stream.valid
-                                     & ~code_word.o_stream.valid)
+                # Nothing starts again once the job is here, so a register may say that all is
+                # quiet: the job's end then loads the counters and raises the flags from
+                # registers, not from the matcher's state (one cycle later).
+                ctl.d.sync += quiet.eq(~dec_cfg.o_stream.valid & ~mat_cfg.o_stream.valid
+                                       & ~dec.busy & ~mat.busy & ~replay.o_stream.valid
+                                       & ~code_word.o_stream.valid)
+                ctl.d.comb += end.eq(quiet)
                 with ctl.If(end):
+                    ctl.d.sync += quiet.eq(0)
                     ctl.next = "IDLE"
         running = ~idle
         m.d.comb += [
