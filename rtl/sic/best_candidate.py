@@ -72,8 +72,10 @@ class BestCandidate(FocusBlock):
       its test takes two; one shared "better" test (two products) does it. A token's first two
       rounds only load them, so the test is free in the cycle after its last round's update,
       and merges the two accumulators there (on equal cosines the lower c wins: the odd rounds'
-      best may have the lower c). Four stages: the test, the update; the merge's test, its
-      choice;
+      best may have the lower c). The test's two operands are registers, loaded beside the
+      round's candidate in the stage before, with the update being made in that cycle
+      forwarded: no multiplexer stands between them and the products. Four stages: the test,
+      the update; the merge's test, its choice;
     - the threshold test of the winner (two stages, its own ``token_threshold_bits`` x
       ``norm_bits`` product); ``theta_q**2 * nx`` is formed once per token, on its last round,
       in two stages as well;
@@ -121,6 +123,7 @@ class BestCandidate(FocusBlock):
         reg = Signal(shape, name=name)
         with self._m.If(self._advance):
             self._m.d.sync += reg.eq(value)
+        self._inputs[name] = value
         return reg
 
     def _valid_register(self, name, value):
@@ -177,6 +180,7 @@ class BestCandidate(FocusBlock):
         assert pads >= 0, "SELECT_STAGES is too small for this comparator count"
         assert rounds > 1 or levels > 0
         self._advance = advance = Signal()
+        self._inputs = {}               # register name -> what it loads
 
         # The token's threshold theta_q**2 * nx rides beside its rounds: its partial sums in
         # the first stage, their sum in the second (``thr`` is either).
@@ -186,6 +190,8 @@ class BestCandidate(FocusBlock):
         # A round's place in its token, for the running best: formed at the input and carried,
         # so that no count sits in front of the running best's test.
         order = self._round_order(valid, tag.first) if rounds > 1 else None
+        # The registers in front of the running best (its operands are loaded beside them).
+        front = "in"
         if pads:
             # One delay stage goes first when there is one: the tests then start from registers.
             pads -= 1
@@ -197,11 +203,14 @@ class BestCandidate(FocusBlock):
             order = None if order is None else self._register("in_order", 2, order)
         for level in range(levels):
             valid, tag, thr, cands = self._tree_level(level, valid, tag, thr, cands)
+            front = f"t{level}_pick"
             if order is not None:
                 for step in ("test", "pick"):
                     order = self._register(f"t{level}_{step}_order", 2, order)
         if rounds > 1:
-            valid, tag, thr, best = self._running_best(valid, tag, thr, cands[0], order)
+            valid, tag, thr, best = self._running_best(
+                valid, tag, thr, cands[0], order,
+                new_next=self._inputs[f"{front}_c0"], order_next=self._inputs[f"{front}_order"])
         else:
             best = cands[0]
         assert thr[0] == "thr"
@@ -268,38 +277,51 @@ class BestCandidate(FocusBlock):
             m.d.sync += count.eq(index + 1)
         return Cat(index[0], index < 2)
 
-    def _running_best(self, valid, tag, thr, new, order):
+    def _running_best(self, valid, tag, thr, new, order, *, new_next, order_next):
         """The best over a token's rounds (four stages): (valid, tag, thr, best), valid once per
-        token. ``order`` is the round's :meth:`_round_order`."""
+        token. ``order`` is the round's :meth:`_round_order`; ``new`` and ``order`` are
+        registers and ``new_next`` and ``order_next`` what they load, so that the test's
+        operands are registers loaded beside them, with the accumulator being updated in
+        that cycle forwarded: no multiplexer stands in front of the test's products."""
         p, m = self._params, self._m
         layout = candidate_layout(p)
         acc = [Signal(layout, name=f"acc_{parity}") for parity in ("even", "odd")]
-        # The merge is issued two cycles after the last round's test, when both accumulators
-        # are final (and the beat beside it can only be a token's first or second round).
-        merge_req = Signal()
-        odd_in = order[0]
-        a = Signal(layout, name="test_a")
-        b = Signal(layout, name="test_b")
-        m.d.comb += [
-            a.eq(Mux(merge_req, acc[0], Mux(odd_in, acc[1], acc[0]))),
-            b.eq(Mux(merge_req, acc[1], new)),
-        ]
-        # Stage 1: the test.
-        parts = self._better_parts("acc", a, b, ties=True)
+        # Stage 1's registers of the round (stage 2 reads them).
         s_valid = self._valid_register("acc_valid", valid)
         s_tag = self._register("acc_tag", round_tag_layout(p), tag)
         s_new = self._register("acc_new", layout, new)
-        s_odd = self._register("acc_odd", 1, odd_in)
+        s_odd = self._register("acc_odd", 1, order[0])
         s_load = self._register("acc_load", 1, order[1])
         s_thr = self._carry_threshold("acc", thr)
+        # Whether stage 2 updates accumulator 0 or 1 as this cycle ends (``wins``: its test).
+        wins = Signal()
+        updates = [Signal(name=f"acc_{parity}_update") for parity in ("even", "odd")]
+        m.d.comb += [u.eq(s_valid & (s_odd == parity) & (s_load | wins))
+                     for parity, u in enumerate(updates)]
+        # The merge is issued two cycles after the last round's test, when both accumulators
+        # are final (and the beat beside it can only be a token's first or second round): its
+        # operands are loaded as that round's update is made.
+        merge_next = s_valid & s_tag.last
+        merge_req = self._valid_register("merge_req", merge_next)
+        # The operands of the next test, loaded beside ``new``: the accumulator of the round
+        # coming in (both for the merge) as it is once this cycle's update is made, and the
+        # round's candidate.
+        a_odd = ~merge_next & order_next[0]
+        a = self._register("test_a", layout,
+                           Mux(Mux(a_odd, updates[1], updates[0]), s_new,
+                               Mux(a_odd, acc[1], acc[0])))
+        b = self._register("test_b", layout,
+                           Mux(merge_next, Mux(updates[1], s_new, acc[1]), new_next))
+        # Stage 1: the test.
+        parts = self._better_parts("acc", a, b, ties=True)
         s_merge = self._valid_register("merge_valid", merge_req)
         s_a = self._register("merge_a", layout, a)
         s_b = self._register("merge_b", layout, b)
         # Stage 2: the update, or the merge's choice.
-        wins = self._better(s_a, s_b, parts)
-        with m.If(self._advance & s_valid):
+        m.d.comb += wins.eq(self._better(s_a, s_b, parts))
+        with m.If(self._advance):
             for parity in (0, 1):
-                with m.If((s_odd == parity) & (s_load | wins)):
+                with m.If(updates[parity]):
                     m.d.sync += acc[parity].eq(s_new)
         # The last round's tag and threshold wait a cycle for the merge (``merge_req`` rises
         # with them).
@@ -308,7 +330,6 @@ class BestCandidate(FocusBlock):
         if kind == "parts":
             value = self._total(value, p.token_threshold_bits, signed=False)
         token_thr = self._register("token_thr", p.token_threshold_bits, value)
-        m.d.comb += merge_req.eq(self._valid_register("merge_req", s_valid & s_tag.last))
         # The merge's two stages carry the token's tag and threshold.
         m_tag = self._register("merge_tag", round_tag_layout(p), token_tag)
         m_thr = self._register("merge_thr", p.token_threshold_bits, token_thr)
