@@ -138,8 +138,9 @@ def test_vector_norm_is_exact(p):
 def test_vector_norm_spread_over_steps(p, steps):
     """With ``steps`` > 1: ceil(V / steps) squarers, the norm after the last step, for steps
     that divide V or not, more steps than elements (squarers idle in the last steps), a step
-    held over several cycles (``advance`` low: the sum holds) and a new vector starting at step
-    0 right after the last step of the previous one."""
+    held over several cycles (``advance`` low: the sum holds), a new vector loaded at the last
+    step's ``advance`` of the previous one (``x`` changing with the edge) and one loaded after
+    idle cycles, in which ``x`` holds the last vector and ``advance`` is high."""
     rng = np.random.default_rng(p.dim + steps)
     low, high = -(1 << (p.elem_bits - 1)), (1 << (p.elem_bits - 1)) - 1
     vectors = [[low] * p.dim, [high] * p.dim, [0] * p.dim]
@@ -148,8 +149,12 @@ def test_vector_norm_spread_over_steps(p, steps):
     assert norm_squarers(p, steps) == -(-p.dim // steps)
 
     async def testbench(ctx):
+        ctx.set(dut.x_next, vectors[0])
+        ctx.set(dut.load, 1)
+        await ctx.tick()
         for n, vec in enumerate(vectors):
             ctx.set(dut.x, vec)
+            ctx.set(dut.load, 0)
             for step in range(steps):
                 ctx.set(dut.step, step)
                 if (n + step) % 4 == 0:             # hold this step for a cycle
@@ -159,6 +164,13 @@ def test_vector_norm_spread_over_steps(p, steps):
                 if step == steps - 1:
                     await ctx.delay(1e-9)
                     assert ctx.get(dut.norm) == sum(v * v for v in vec), vec
+                    if n + 1 < len(vectors):
+                        if n % 3 == 2:              # idle cycles before the next vector
+                            await ctx.tick()
+                            ctx.set(dut.step, 0)
+                            await ctx.tick().repeat(n % 2 + 1)
+                        ctx.set(dut.x_next, vectors[n + 1])
+                        ctx.set(dut.load, 1)
                 await ctx.tick()
 
     sim = Simulator(dut)

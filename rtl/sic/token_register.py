@@ -93,7 +93,8 @@ class TokenRegister(FocusBlock):
             o.payload.round.eq(rnd),
         ]
         if rounds > 1:
-            m.d.comb += [norm.step.eq(rnd), norm.advance.eq(o.valid & o.ready)]
+            m.d.comb += [norm.step.eq(rnd), norm.advance.eq(o.valid & o.ready),
+                         norm.load.eq(i.valid & i.ready), norm.x_next.eq(i.payload.vector)]
 
         last_round = rnd == rounds - 1
         done = Signal()             # the token's last round leaves

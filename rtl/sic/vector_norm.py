@@ -28,9 +28,12 @@ class VectorNorm(FocusBlock):
     squares elements ``r*s .. r*s + s - 1`` (those below V) and ``norm`` is the sum of the
     steps before it (a register) plus its own squares (combinational): after the last step it is
     the norm. ``advance`` ends the step at the clock edge (the register takes ``norm``); step 0
-    starts a new sum. The block matcher runs one step per round of a token (``rounds =
-    ceil(7 / comparators)`` cycles per token), so with one comparator 5 squarers do the work
-    of 32.
+    starts a new sum. The squarers' operands are registers, loaded at the clock edge before
+    their step: with a step's ``advance``, the next step's elements of ``x``; with ``load``, step
+    0's elements of ``x_next``, the vector that ``x`` holds from the next cycle on (``load``
+    wins). So no multiplexer stands between a register and the squarers. The block matcher runs
+    one step per round of a token (``rounds = ceil(7 / comparators)`` cycles per token), so
+    with one comparator 5 squarers do the work of 32.
 
     The block matcher writes the norm into the window next to the vector, so each candidate's
     norm is read, never recomputed; it is used only by the selection and the threshold test,
@@ -51,6 +54,8 @@ class VectorNorm(FocusBlock):
         The step of this cycle (``steps > 1`` only).
     advance : In(1)
         The step ends at this clock edge (``steps > 1`` only).
+    load, x_next : In(1), In(vector_layout(params))
+        A new vector, ``x_next``, starts at step 0 after this clock edge (``steps > 1`` only).
     norm : Out(params.norm_bits)
         Zero exactly when ``x`` is the zero vector (after the last step).
     """
@@ -61,7 +66,8 @@ class VectorNorm(FocusBlock):
         self._steps = steps
         super().__init__(params, lambda p: {
             "x": In(vector_layout(p)),
-            **({"step": In(range(steps)), "advance": In(1)} if steps > 1 else {}),
+            **({"step": In(range(steps)), "advance": In(1), "load": In(1),
+                "x_next": In(vector_layout(p))} if steps > 1 else {}),
             "norm": Out(p.norm_bits),
         })
 
@@ -77,14 +83,21 @@ class VectorNorm(FocusBlock):
             m.d.comb += self.norm.eq(sum_of_squares(m, [x[i] for i in range(p.dim)], p.norm_bits))
             return m
 
-        s = norm_squarers(p, self._steps)
+        s, steps = norm_squarers(p, self._steps), self._steps
         zero = Const(0, x[0].shape())
-        picked = []
-        for j in range(s):
-            # Squarer j takes element r*s + j in step r (0 past the last element).
-            elements = [x[r * s + j] if r * s + j < p.dim else zero for r in range(self._steps)]
-            picked.append(Array(elements)[self.step])
-        partial = sum_of_squares(m, picked, p.norm_bits)
+
+        def element(vector, r, j):
+            """Squarer j's element in step r: r*s + j (0 past the last element)."""
+            return vector[r * s + j] if r * s + j < p.dim else zero
+
+        operands = [Signal(x[0].shape(), name=f"operand{j}") for j in range(s)]
+        for j, operand in enumerate(operands):
+            with m.If(self.load):
+                m.d.sync += operand.eq(element(self.x_next, 0, j))
+            with m.Elif(self.advance):
+                following = [element(x, r + 1, j) for r in range(steps - 1)]
+                m.d.sync += operand.eq(Array(following)[self.step])
+        partial = sum_of_squares(m, operands, p.norm_bits)
         total = Signal(p.norm_bits)
         m.d.comb += self.norm.eq(Mux(self.step == 0, 0, total) + partial)
         with m.If(self.advance):
