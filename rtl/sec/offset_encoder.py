@@ -373,12 +373,17 @@ class OffsetEncoder(FocusBlock):
         bad = Array(Signal(name=f"bad{c}") if c >= 8 else Const(0, 1) for c in range(count))
         inc = [Signal(p.nbits_bits, name=f"inc{c}") for c in range(count)]
         ones = Signal(p.count_bits)     # kept tokens since the last dropped one
+        # bit_length(ones + 2**e) per order, kept beside ``ones`` (from its next value), so that
+        # no priority chain stands between ``ones`` and the code lengths.
+        ones_len = [Signal(range(max(p.count_bits, _ORDERS) + 2), name=f"ones_len{e}", init=e + 1)
+                    for e in range(_ORDERS)]
         limit = Signal(range(2 * p.count_bits + 1))
         b_valid = Signal()
         m.d.comb += counting.eq(b_valid)
         m.d.sync += limit.eq(2 * hb)
         with m.If(start):
             m.d.sync += [ones.eq(0), b_valid.eq(0)]
+            m.d.sync += [n.eq(e + 1) for e, n in enumerate(ones_len)]
             m.d.sync += [t.eq(0) for t in totals] + [b.eq(0) for b in bad[8:]]
         run = gap != 0
         for e in range(_ORDERS):
@@ -391,7 +396,7 @@ class OffsetEncoder(FocusBlock):
             # before it), then g - 1 codes of 0 at e + 1 bits each; g * (e + 1) as shifts and
             # adds (no multiplier), the - (e + 1) folded into the constants.
             times = _times(gap, e + 1)
-            deg = 2 * bit_length(ones + (1 << e)) - 2 - 2 * e
+            deg = 2 * ones_len[e] - 2 - 2 * e
             krice = (gap >> e) + 1 + e
             drice = ones >> e
             with m.If(go):
@@ -406,6 +411,10 @@ class OffsetEncoder(FocusBlock):
                     m.d.sync += bad[24 + e].eq(1)
         with m.If(go):
             m.d.sync += [b_valid.eq(1), ones.eq(Mux(run, 1, ones + 1))]
+            if count > _ORDERS:
+                m.d.sync += [n.eq(Mux(run, (1 + (1 << e)).bit_length(),
+                                      bit_length(ones + (1 + (1 << e)))))
+                             for e, n in enumerate(ones_len)]
         with m.Elif(b_valid):
             m.d.sync += b_valid.eq(0)
         with m.If(b_valid):
