@@ -19,7 +19,7 @@ from golden.offsets import (
     adaptive_scheme,
 )
 from rtl.params import FocusParams
-from rtl.sec.offset_encoder import EncodeError, OffsetEncoder
+from rtl.sec.offset_encoder import EncodeError, OffsetEncoder, bit_length
 from sim.offsets import (
     ENCODER_PORTS,
     check_encoder_results,
@@ -306,3 +306,24 @@ def test_sim_schemes_must_match_the_params():
         sim.encode_offsets(np.ones(4, bool), 0, 8, schemes="rice")
     with pytest.raises(ValueError, match=r"^schemes must be 'all' or 'kept-exp-golomb'"):
         golden.encode_offsets(np.ones(4, bool), schemes=None)
+
+
+@pytest.mark.parametrize("width", [1, 2, 5, 9, 12])
+def test_bit_length_of_every_value(width):
+    """The encoder's combinational ``bit_length`` against Python's, for every value of a width."""
+    from amaranth.hdl import Module, Signal
+    from amaranth.sim import Simulator
+
+    m = Module()
+    value, out = Signal(width), Signal(8)
+    m.d.comb += out.eq(bit_length(value))
+
+    async def testbench(ctx):
+        for v in range(1 << width):
+            ctx.set(value, v)
+            await ctx.delay(1e-9)
+            assert ctx.get(out) == v.bit_length(), v
+
+    sim = Simulator(m)
+    sim.add_testbench(testbench)
+    sim.run()

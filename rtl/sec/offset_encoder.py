@@ -85,12 +85,20 @@ def code_field_bits(p):
 
 
 def bit_length(value):
-    """``value.bit_length()`` of an unsigned Amaranth value, as a combinational priority chain."""
+    """``value.bit_length()`` of an unsigned Amaranth value: the leading one found at every bit
+    at once (the bit is set and none above it is), then its position encoded by ORs, so the depth
+    grows with the log of the width, not with the width as a chain of multiplexers would."""
     width = len(value)
-    result = 0
-    for i in range(width):
-        result = Mux(value[i], i + 1, result)
-    return result
+    leading = [value[i] & ~value[i + 1:].any() if i + 1 < width else value[i]
+               for i in range(width)]
+    bits = (width + 1).bit_length()
+    return Cat(*(_any([leading[i] for i in range(width) if (i + 1) >> b & 1])
+                 for b in range(bits)))
+
+
+def _any(values):
+    """The OR of ``values`` (0 for none)."""
+    return Cat(*values).any() if values else Const(0, 1)
 
 
 class OffsetEncoder(FocusBlock):
