@@ -9,7 +9,7 @@ PRESET ?= default
 BOARD  ?= icebreaker
 JOBS   ?= auto
 
-.PHONY: all venv verilog test test-slow test-all lint test-boards synth qor bench figures warm liberty clean distclean board flash
+.PHONY: all venv verilog test test-slow test-all lint test-boards synth qor qor-board bench figures warm liberty clean distclean board flash
 
 all: verilog
 
@@ -60,6 +60,12 @@ synth: $(STAMP)
 # e.g. make qor ARGS="--quick" or ARGS="--scheduler tcp://host:8786".
 qor: $(STAMP)
 	$(FOCUS) synth --qor $(ARGS)
+
+# The board preset's QoR table into README.md (between its qor-board markers) and its Fmax
+# picture into docs/figures/ (about an hour on one core; cached like make qor).
+qor-board: $(STAMP)
+	$(FOCUS) synth --qor board --readme README.md $(ARGS)
+	cp build/qor/qor.png $(FIGURES)/qor_board.png
 
 # Measured cycles against the model and the physical bounds: tables and PNGs in
 # build/bench/$(PRESET)/ (summary.md). ARGS passes options, e.g. make bench ARGS="--quick".
