@@ -21,7 +21,7 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 CODE_DIRS = ("rtl", "sim", "golden", "boards", "tests", "focus_rtl")
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
-_LINK = re.compile(r"(?<!!)\[(?:[^\]\\]|\\.)*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+_LINK = re.compile(r"\[(?:[^\]\\]|\\.)*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _SECTION = re.compile(r"^(\d+(?:\.\d+)*)\.?(?:\s|$)")
 _NUMBER = r"\d+(?:\.\d+)*"
@@ -62,7 +62,7 @@ def _anchors(path):
 
 
 def _links(path):
-    """(line number, target) of every Markdown link outside code (fenced or inline)."""
+    """(line number, target) of every Markdown link and image outside code (fenced or inline)."""
     for number, line in _prose_lines(path):
         for match in _LINK.finditer(line):
             if line[:match.start()].count("`") % 2:

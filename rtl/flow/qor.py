@@ -333,7 +333,8 @@ def plot_qor(qor, path):
     axes[0].set_yticks(ys, names, fontsize="small")
     axes[0].invert_yaxis()
     commit = f" on {qor['commit']}" if qor.get("commit") else ""
-    fig.suptitle(f"Fmax of every block, presets {', '.join(qor['presets'])}{commit} "
+    presets = f"preset{'s' if len(qor['presets']) > 1 else ''} {', '.join(qor['presets'])}"
+    fig.suptitle(f"Fmax of every block, {presets}{commit} "
                  "(green: at or above the goal)", fontsize="medium")
     fig.savefig(path, dpi=100, metadata={"Software": None})
     return path
