@@ -91,14 +91,8 @@ def bit_length(value):
     width = len(value)
     leading = [value[i] & ~value[i + 1:].any() if i + 1 < width else value[i]
                for i in range(width)]
-    bits = (width + 1).bit_length()
-    return Cat(*(_any([leading[i] for i in range(width) if (i + 1) >> b & 1])
-                 for b in range(bits)))
-
-
-def _any(values):
-    """The OR of ``values`` (0 for none)."""
-    return Cat(*values).any() if values else Const(0, 1)
+    return Cat(*(Cat(*(leading[i] for i in range(width) if (i + 1) >> b & 1)).any()
+                 for b in range(width.bit_length())))
 
 
 class OffsetEncoder(FocusBlock):
@@ -384,7 +378,7 @@ class OffsetEncoder(FocusBlock):
         # bit_length(ones + 2**e) per order, kept beside ``ones`` (from its next value), so that
         # no priority chain stands between ``ones`` and the code lengths.
         ones_len = [Signal(range(max(p.count_bits, _ORDERS) + 2), name=f"ones_len{e}", init=e + 1)
-                    for e in range(_ORDERS)]
+                    for e in range(_ORDERS)] if count > _ORDERS else []
         limit = Signal(range(2 * p.count_bits + 1))
         b_valid = Signal()
         m.d.comb += counting.eq(b_valid)
@@ -419,10 +413,9 @@ class OffsetEncoder(FocusBlock):
                     m.d.sync += bad[24 + e].eq(1)
         with m.If(go):
             m.d.sync += [b_valid.eq(1), ones.eq(Mux(run, 1, ones + 1))]
-            if count > _ORDERS:
-                m.d.sync += [n.eq(Mux(run, (1 + (1 << e)).bit_length(),
-                                      bit_length(ones + (1 + (1 << e)))))
-                             for e, n in enumerate(ones_len)]
+            m.d.sync += [n.eq(Mux(run, (1 + (1 << e)).bit_length(),
+                                  bit_length(ones + (1 + (1 << e)))))
+                         for e, n in enumerate(ones_len)]
         with m.Elif(b_valid):
             m.d.sync += b_valid.eq(0)
         with m.If(b_valid):
