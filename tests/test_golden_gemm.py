@@ -207,16 +207,16 @@ def brute(chunks, R, rows):
         e.append(v + p - 1 + L)
         w.append(e[j] + 1)
         a.append(max(e[j] + 1, a[j - 1] + B[j - 1] if j else -10**9))
-    return a[-1] + B[-1] - 1 + 2 + 1 if chunks else 0
+    return a[-1] + B[-1] - 1 + 3 + 1 if chunks else 0     # the scatter latency, 3
 
 
 def test_model_by_hand():
     """dim 1, one chunk of p = m = 1: weight row at 0, vector at 1, its row written at 2 (latency
-    2*1 - 1), map beat taken at 3, result at 5: 6 cycles. dim 4, one chunk of p = 3 in a tile of
-    m = 5 with 2 rows a cycle: vectors from 4, last row written at 4 + 2 + 7 = 13, three map beats
-    from 14 to 16, result at 18: 19 cycles."""
-    assert gemm_cycles([(1, 1, 1)], 1, 1) == 6
-    assert gemm_cycles([(1, 3, 5)], 4, 2) == 19
+    2*1 - 1), map beat taken at 3, result at 6 (read, registered, added): 7 cycles. dim 4, one
+    chunk of p = 3 in a tile of m = 5 with 2 rows a cycle: vectors from 4, last row written at
+    4 + 2 + 7 = 13, three map beats from 14 to 16, result at 19: 20 cycles."""
+    assert gemm_cycles([(1, 1, 1)], 1, 1) == 7
+    assert gemm_cycles([(1, 3, 5)], 4, 2) == 20
     assert gemm_cycles([], 4, 2) == 0 and gemm_cycles([(0, 3, 5)], 4, 2) == 0
     assert chunk_overhead(32) == 95
 

@@ -19,7 +19,7 @@ from golden.offsets import (
     adaptive_scheme,
 )
 from rtl.params import FocusParams
-from rtl.sec.offset_encoder import EncodeError, OffsetEncoder, bit_length
+from rtl.sec.offset_encoder import EncodeError, OffsetEncoder, bit_length, leading_one_code
 from sim.offsets import (
     ENCODER_PORTS,
     check_encoder_results,
@@ -308,22 +308,41 @@ def test_sim_schemes_must_match_the_params():
         golden.encode_offsets(np.ones(4, bool), schemes=None)
 
 
-@pytest.mark.parametrize("width", [1, 2, 5, 9, 12])
-def test_bit_length_of_every_value(width):
-    """The encoder's combinational ``bit_length`` against Python's, for every value of a width."""
+def _check_every_value(width, build, expect):
+    """Drives every ``width``-bit value into the combinational ``build(value)`` and compares it
+    with ``expect(v)``."""
     from amaranth.hdl import Module, Signal
     from amaranth.sim import Simulator
 
     m = Module()
     value, out = Signal(width), Signal(8)
-    m.d.comb += out.eq(bit_length(value))
+    m.d.comb += out.eq(build(value))
 
     async def testbench(ctx):
         for v in range(1 << width):
             ctx.set(value, v)
             await ctx.delay(1e-9)
-            assert ctx.get(out) == v.bit_length(), v
+            assert ctx.get(out) == expect(v), v
 
     sim = Simulator(m)
     sim.add_testbench(testbench)
     sim.run()
+
+
+@pytest.mark.parametrize("width", [1, 2, 5, 9, 12])
+def test_bit_length_of_every_value(width):
+    """The encoder's combinational ``bit_length`` against Python's, for every value of a width."""
+    _check_every_value(width, bit_length, int.bit_length)
+
+
+@pytest.mark.parametrize("width", [1, 3, 8, 11])
+def test_leading_one_code_of_every_value(width):
+    """``leading_one_code`` against a table looked up by Python's bit length: arbitrary
+    constants (zeros, repeats, the widest) and the encoder's Exp-Golomb code lengths."""
+    rng = np.random.default_rng(width)
+    tables = [[int(c) for c in rng.integers(0, 256, width)],
+              [0] * width,
+              [max(2 * (i + 1) - 1 - 3, 0) for i in range(width)]]
+    for codes in tables:
+        _check_every_value(width, lambda v, codes=codes: leading_one_code(v, codes),
+                           lambda v, codes=codes: codes[v.bit_length() - 1] if v else 0)

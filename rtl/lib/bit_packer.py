@@ -34,9 +34,9 @@ class BitPacker(FocusBlock):
     Datapath: an accumulator of ``word_bits - 1 + field_bits`` bits, left-aligned. Each cycle it
     writes its top word to ``o_stream``'s register when it holds a whole word (or, flushing, any
     bits), and takes a field when fewer than ``word_bits`` bits stay in it after that write. The
-    field is shifted into place from the registered fill and length (in a copy one word wider),
-    and the written word is removed by a final select, so the output handshake does not feed the
-    field's shifter.
+    field is shifted into place by its registered free space minus the field's length (in a copy
+    one word wider), and the written word is removed by a final select, so the output handshake
+    does not feed the field's shifter.
 
     Latency and throughput: a field taken in cycle t is in a word offered on ``o_stream`` from
     cycle t + 2 (once the word is full, or on ``flush``). One field per cycle while the fields
@@ -46,7 +46,7 @@ class BitPacker(FocusBlock):
 
     Back-pressure: while ``o_stream`` is not ready the packer writes no word and, once a word
     waits in the accumulator, takes no field; ``i_stream.ready`` depends combinationally on
-    ``o_stream.ready`` and (through ``flush``) on ``i_stream.valid``. Nothing is lost or
+    ``o_stream.ready`` only (not on ``flush`` or ``i_stream.valid``). Nothing is lost or
     repeated.
 
     Parameters
@@ -87,30 +87,39 @@ class BitPacker(FocusBlock):
         i, o = self.i_stream, self.o_stream
 
         acc = Signal(acc_bits)          # left-aligned: bit acc_bits-1 is the next bit out
-        fill = Signal(range(acc_bits + 1))
-        flushing = self.flush & ~i.valid
-        can_out = (fill >= wb) | (flushing & (fill != 0))
-        out_fire = can_out & (~o.valid | o.ready)
-        # The field is placed behind the bits already in the accumulator, in a copy one word
-        # wider, before this cycle's word (if any) leaves: its position comes from registers only,
-        # and the word's removal is a select at the end.
-        fill1 = Signal.like(fill)
-        m.d.comb += [
-            fill1.eq(Mux(out_fire, Mux(fill >= wb, fill - wb, 0), fill)),
-            i.ready.eq(fill1 < wb),
-        ]
+        # The accumulator's free bits in the copy one word wider (wide - the bits it holds),
+        # kept instead of the fill so that the field's shift amount is one subtraction of two
+        # registers: room - length.
         wide = acc_bits + wb
+        room = Signal(range(wide + 1), init=wide)
+        flushing = self.flush & ~i.valid
+        full = room <= acc_bits         # holds a whole word
+        can_out = full | (flushing & (room != wide))
+        out_fire = can_out & (~o.valid | o.ready)
+        # The field is placed behind the bits already in the accumulator, in the wider copy,
+        # before this cycle's word (if any) leaves: its position comes from registers only, and
+        # the word's removal is a select at the end.
+        # The room once this cycle's word (if any) has left. While a field is offered the
+        # packer is not flushing, so only a whole word can leave: ``i.ready`` and the room
+        # after the field do not depend on ``flush``, which comes late from the producer.
+        room1 = Signal.like(room)
+        room_fed = Signal.like(room)
+        m.d.comb += [
+            room1.eq(Mux(out_fire, Mux(full, room + wb, wide), room)),
+            room_fed.eq(Mux(full & (~o.valid | o.ready), room + wb, room)),
+            i.ready.eq(room_fed > acc_bits),
+        ]
         shift = Signal(range(wide + 1))         # where the field's last bit lands
-        m.d.comb += shift.eq(wide - fill - i.payload.length)
+        m.d.comb += shift.eq(room - i.payload.length)
         placed = Signal(wide)
         m.d.comb += placed.eq((acc << wb) | Mux(i.valid & i.ready, i.payload.value << shift, 0))
         m.d.sync += acc.eq(Mux(out_fire, placed[:acc_bits], placed[wb:]))
         with m.If(i.valid & i.ready):
-            m.d.sync += fill.eq(fill1 + i.payload.length)
+            m.d.sync += room.eq(room_fed - i.payload.length)
         with m.Else():
-            m.d.sync += fill.eq(fill1)
+            m.d.sync += room.eq(room1)
 
-        last = flushing & (fill <= wb)
+        last = flushing & (room >= acc_bits)     # at most one word left
         m.d.comb += self.done.eq(out_fire & last)
         with m.If(out_fire):
             m.d.sync += [o.valid.eq(1), o.payload.word.eq(acc[acc_bits - wb:]),

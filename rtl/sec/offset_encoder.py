@@ -84,15 +84,24 @@ def code_field_bits(p):
     return max(HEADER_FIXED_BITS + p.count_bits, longest, rice_limit_bits(p) + 1 + 7)
 
 
-def bit_length(value):
-    """``value.bit_length()`` of an unsigned Amaranth value: the leading one found at every bit
-    at once (the bit is set and none above it is), then its position encoded by ORs, so the depth
-    grows with the log of the width, not with the width as a chain of multiplexers would."""
+def leading_one_code(value, codes):
+    """``codes[value.bit_length() - 1]`` for an unsigned Amaranth value (0 when ``value`` is 0):
+    the leading one found at every bit at once (the bit is set and none above it is), then the
+    constant of its position encoded by ORs. So the depth grows with the log of the width, not
+    with the width as a chain of multiplexers would, and a function of the bit length needs no
+    adder after it. ``codes`` holds one non-negative integer per bit of ``value``."""
     width = len(value)
+    assert len(codes) == width and min(codes, default=0) >= 0
     leading = [value[i] & ~value[i + 1:].any() if i + 1 < width else value[i]
                for i in range(width)]
-    return Cat(*(Cat(*(leading[i] for i in range(width) if (i + 1) >> b & 1)).any()
-                 for b in range(width.bit_length())))
+    out_bits = max(max(codes, default=0).bit_length(), 1)
+    return Cat(*(Cat(*(leading[i] for i in range(width) if codes[i] >> b & 1)).any()
+                 for b in range(out_bits)))
+
+
+def bit_length(value):
+    """``value.bit_length()`` of an unsigned Amaranth value (:func:`leading_one_code`)."""
+    return leading_one_code(value, [i + 1 for i in range(len(value))])
 
 
 class OffsetEncoder(FocusBlock):
@@ -389,7 +398,10 @@ class OffsetEncoder(FocusBlock):
             m.d.sync += [t.eq(0) for t in totals] + [b.eq(0) for b in bad[8:]]
         run = gap != 0
         for e in range(_ORDERS):
-            keg = 2 * bit_length(gap + (1 << e)) - 1 - e
+            # 2 * bit_length(gap + 2**e) - 1 - e; the sum is at least 2**e, so the length is
+            # at least e + 1 and the code length's constants are positive.
+            v = gap + (1 << e)
+            keg = leading_one_code(v, [max(2 * (i + 1) - 1 - e, 0) for i in range(len(v))])
             with m.If(go):
                 m.d.sync += inc[e].eq(Mux(tail, 0, keg))
             if count == _ORDERS:

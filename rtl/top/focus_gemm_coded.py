@@ -56,7 +56,7 @@ class FocusGemmCoded(FocusBlock):
 
     Latency: a map entry reaches the scatter stage 2 cycles after its symbol is parsed (the
     decoder's register stage, the packer's beat); a block's last result leaves
-    :func:`scatter_latency` (2) cycles after its final beat is taken. Throughput: as
+    :func:`scatter_latency` (3) cycles after its final beat is taken. Throughput: as
     :class:`FocusGemm` on the array side; the map side carries one row per cycle (the
     decoder's rate), not ``scatter_rows``, plus per chunk the decoder's configuration beat,
     header and end of job (m + 6 cycles for m rows, measured without stalls), so a chunk whose
