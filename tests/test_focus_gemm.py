@@ -154,6 +154,17 @@ def test_small_shapes(dim, tile, rows, S):
     run(uniques, maps, rng.integers(-128, 128, (2 * dim, 3)), p, 0.25)
 
 
+@pytest.mark.parametrize("pattern", list(STALLS))
+def test_one_beat_chunks_back_to_back(pattern):
+    """Tiles of one scatter beat (2 rows, scatter_rows 2) and 6 reduction chunks each: after a
+    stall the scatter stage takes a tile's chunks on consecutive cycles, so each chunk reads the
+    buffer word the one before it writes back in the next cycle (the stage forwards it)."""
+    rng = np.random.default_rng(21)
+    p = FocusParams(dim=1, tile=2, scatter_rows=2)
+    maps, uniques = sic_like(rng, 9, 6, 1, 2)
+    run(uniques, maps, rng.integers(-128, 128, (6, 3)), p, STALLS[pattern], seed=5)
+
+
 def test_rows_referencing_other_tiles():
     """Maps that are not SIC-shaped (a row references a unique vector first used in another tile,
     or one no row uses): each tile streams exactly the vectors its rows reference."""
