@@ -235,6 +235,7 @@ class OffsetEncoder(FocusBlock):
 
         # ---- ingest registers -------------------------------------------------------------------
         in_base = Signal(cb + 1)        # token index of the next beat's lane 0
+        in_left = Signal(cb + 1)        # M - in_base: the beat checks compare it with constants
         got_final = Signal()            # the job's final beat (by M) has been accepted
         tail_sent = Signal()            # the tail gap has gone to stage B
         cur_bits = Signal(lanes)
@@ -279,8 +280,8 @@ class OffsetEncoder(FocusBlock):
             m.d.sync += [
                 tokens.eq(c.tokens), hb.eq(bit_length(c.tokens)), adaptive.eq(c.adaptive),
                 fixed.eq(Cat(c.order, c.rice, c.dropped)), e.eq(c.order),
-                n.eq(0), in_base.eq(0), got_final.eq(0), tail_sent.eq(0), cur_valid.eq(0),
-                prev_end.eq(0), a_valid.eq(0),
+                n.eq(0), in_base.eq(0), in_left.eq(c.tokens), got_final.eq(0), tail_sent.eq(0),
+                cur_valid.eq(0), prev_end.eq(0), a_valid.eq(0),
                 error.eq(bad_cfg),
                 cause.eq(Mux(bad_m, EncodeError.CONFIG,
                              Mux(bad_scheme, EncodeError.SCHEME, EncodeError.NONE))),
@@ -308,7 +309,7 @@ class OffsetEncoder(FocusBlock):
             m.d.sync += a_valid.eq(0)
 
         m.d.comb += i.ready.eq((ingest & ~got_final & (~cur_valid | cur_done)) | drain)
-        beat_final, bad_last, bad_padding = self._check_beat(m, in_base, tokens)
+        beat_final, bad_last, bad_padding = self._check_beat(m, in_left)
         m.d.comb += [beat_fire.eq(ingest & i.valid & i.ready), bad_beat.eq(bad_last | bad_padding)]
         with m.If(beat_fire):
             with m.If(bad_last):
@@ -317,7 +318,8 @@ class OffsetEncoder(FocusBlock):
                 m.d.sync += [error.eq(1), cause.eq(EncodeError.PADDING)]
             with m.Else():
                 m.d.sync += [cur_bits.eq(i.payload.keep), cur_valid.eq(1), cur_base.eq(in_base),
-                             in_base.eq(in_base + lanes), got_final.eq(beat_final)]
+                             in_base.eq(in_base + lanes), in_left.eq(in_left - lanes),
+                             got_final.eq(beat_final)]
 
         # ---- ingest: stage B stores the gap; B and C count its bits in all 32 schemes ----------
         store = ingest & a_valid & (~a_tail | (a_gap != 0))
@@ -356,16 +358,17 @@ class OffsetEncoder(FocusBlock):
         m.d.comb += [packer.nbits.eq(nbits), packer.flush.eq(emit & fields_done)]
         return m
 
-    def _check_beat(self, m, base, tokens):
-        """The checks of the mask beat on ``i_stream``, whose lane 0 is token ``base`` of a job of
-        ``tokens`` (M). Returns ``(final, bad_last, bad_padding)``: the beat is the job's final
-        one by M; its ``last`` flag disagrees with that (:attr:`EncodeError.LAST`); it keeps a
-        lane at or past M (:attr:`EncodeError.PADDING`)."""
+    def _check_beat(self, m, left):
+        """The checks of the mask beat on ``i_stream``, with ``left`` tokens of the job (M minus
+        the index of the beat's lane 0) still to come. Returns ``(final, bad_last,
+        bad_padding)``: the beat is the job's final one by M; its ``last`` flag disagrees with
+        that (:attr:`EncodeError.LAST`); it keeps a lane at or past M
+        (:attr:`EncodeError.PADDING`)."""
         lanes, beat = self._params.lanes, self.i_stream.payload
-        final = base + lanes >= tokens
+        final = left <= lanes
         pad = Signal(lanes)             # lanes at or past M on this beat
         for k in range(lanes):
-            m.d.comb += pad[k].eq(base + k >= tokens)
+            m.d.comb += pad[k].eq(left <= k)
         return final, beat.last != final, (beat.keep & pad) != 0
 
     def _count(self, m, *, start, go, tail, gap, hb, counting):
