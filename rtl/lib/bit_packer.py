@@ -102,12 +102,14 @@ class BitPacker(FocusBlock):
         # The room once this cycle's word (if any) has left. While a field is offered the
         # packer is not flushing, so only a whole word can leave: ``i.ready`` and the room
         # after the field do not depend on ``flush``, which comes late from the producer.
+        # (``room + wb > acc_bits`` is written ``room >= fw``: compares with constants only.)
         room1 = Signal.like(room)
         room_fed = Signal.like(room)
+        word_out = full & (~o.valid | o.ready)
         m.d.comb += [
             room1.eq(Mux(out_fire, Mux(full, room + wb, wide), room)),
-            room_fed.eq(Mux(full & (~o.valid | o.ready), room + wb, room)),
-            i.ready.eq(room_fed > acc_bits),
+            room_fed.eq(Mux(word_out, room + wb, room)),
+            i.ready.eq(Mux(word_out, room >= fw, room > acc_bits)),
         ]
         shift = Signal(range(wide + 1))         # where the field's last bit lands
         m.d.comb += shift.eq(room - i.payload.length)
