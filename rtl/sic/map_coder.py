@@ -2,7 +2,7 @@
 
 
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -14,6 +14,14 @@ __all__ = ["MapCoder", "HEADER_BITS_VARIABLE"]
 
 #: The variable code's header: the flag and 8 ranking entries of 3 bits.
 HEADER_BITS_VARIABLE = 25
+
+
+def _prefix_code(rank):
+    """The variable code's field of a symbol of rank ``rank`` (0..7), as ``(value, length)``:
+    rank 0 ``0``, ranks 1..3 ``1`` + 2 bits, ranks 4..7 ``111`` + 2 bits."""
+    value = Mux(rank == 0, 0, Mux(rank < 4, 0b100 + rank - 1, 0b11100 + rank - 4))
+    length = Mux(rank == 0, 1, Mux(rank < 4, 3, 5))
+    return value, length
 
 
 class MapCoder(FocusBlock):
@@ -107,16 +115,11 @@ class MapCoder(FocusBlock):
         with m.If(o.valid & o.ready):
             m.d.sync += word_end.eq(Mux(o.payload.last, 0, word_end + wb))
 
-        # The prefix code of a symbol's rank.
-        sym_rank = Signal(3)
-        m.d.comb += sym_rank.eq(rank_of[i.payload.code])
-        var_value, var_length = Signal(5), Signal(3)
-        with m.If(sym_rank == 0):
-            m.d.comb += [var_value.eq(0), var_length.eq(1)]
-        with m.Elif(sym_rank < 4):
-            m.d.comb += [var_value.eq(0b100 + sym_rank - 1), var_length.eq(3)]
-        with m.Else():
-            m.d.comb += [var_value.eq(0b11100 + sym_rank - 4), var_length.eq(5)]
+        # Each symbol's field, formed from the job's ranks in the header's cycle: a symbol's
+        # field is then one 8-way select of registers (the rank lookup and the prefix code's
+        # adders stood between the input and the packer's shifter).
+        sym_value = Array(Signal(5, name=f"sym_value{s}") for s in range(8))
+        sym_length = Array(Signal(3, name=f"sym_length{s}") for s in range(8))
         # Whether the ranking names every symbol (8 entries: then it is a permutation).
         complete = Cat(Cat(self.ranking[r] == s for r in range(8)).any()
                        for s in range(8)).all()
@@ -140,6 +143,10 @@ class MapCoder(FocusBlock):
                     with m.Else():
                         m.next = "HEADER"
             with m.State("HEADER"):
+                for sym in range(8):
+                    value, length = _prefix_code(rank_of[sym])
+                    m.d.sync += [sym_value[sym].eq(Mux(variable, value, sym)),
+                                 sym_length[sym].eq(Mux(variable, length, 3))]
                 head = Cat(*(ranking[r] for r in range(7, -1, -1)), Const(1, 1))
                 m.d.comb += [
                     field.valid.eq(1),
@@ -152,8 +159,8 @@ class MapCoder(FocusBlock):
             with m.State("SYMBOLS"):
                 m.d.comb += [
                     field.valid.eq(i.valid & ~stopped),
-                    field.payload.value.eq(Mux(variable, var_value, i.payload.code)),
-                    field.payload.length.eq(Mux(variable, var_length, 3)),
+                    field.payload.value.eq(sym_value[i.payload.code]),
+                    field.payload.length.eq(sym_length[i.payload.code]),
                     i.ready.eq(field.ready & ~stopped),
                 ]
                 with m.If(i.valid & i.ready):
