@@ -8,6 +8,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
 from ..lib.bit_packer import BitPacker, packer_field_layout
+from ..lib.stream_buffer import StreamBuffer
 from .match_layouts import map_code_config_layout, map_symbol_layout, map_word_layout
 
 __all__ = ["MapCoder", "HEADER_BITS_VARIABLE"]
@@ -42,8 +43,9 @@ class MapCoder(FocusBlock):
 
     Latency and throughput: the header is packed the cycle after ``start``, then one symbol per
     cycle (every field is shorter than a word, so the packer takes a field per cycle); a symbol
-    taken in cycle t is in a word offered from t + 2 (once the word is full, or at the end of the
-    job), so the last word is offered from the second cycle after the last symbol is taken.
+    taken in cycle t is in a word offered from t + 3 (a field register, then the packer; once the
+    word is full, or at the end of the job), so the last word is offered from the third cycle
+    after the last symbol is taken.
     ``idle`` is high once that word has been taken. Back-pressure: ``i_stream.ready`` falls
     while a full word waits on ``o_stream``; nothing is lost.
 
@@ -84,10 +86,13 @@ class MapCoder(FocusBlock):
         pb, wb = p.position_bits, p.word_bits
         m.submodules.packer = packer = BitPacker(p, HEADER_BITS_VARIABLE)
         # The fields go through a stream of their own (so that the packer's port names do not
-        # clash with this block's in the netlist).
+        # clash with this block's in the netlist), then an output register: the packer's
+        # shifter then starts from registers, not from ``i_stream``'s symbol.
         field = stream.Signature(packer_field_layout(HEADER_BITS_VARIABLE)).create(
             path=("field",))
-        wiring.connect(m, field, packer.i_stream)
+        m.submodules.field_reg = field_reg = StreamBuffer(packer_field_layout(HEADER_BITS_VARIABLE))
+        wiring.connect(m, field, field_reg.i_stream)
+        wiring.connect(m, field_reg.o_stream, packer.i_stream)
 
         variable = Signal(name="job_variable")
         ranking = Signal.like(self.ranking, name="job_ranking")
