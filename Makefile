@@ -62,10 +62,12 @@ qor: $(STAMP)
 	$(FOCUS) synth --qor $(ARGS)
 
 # The board preset's QoR table into README.md (between its qor-board markers) and its Fmax
-# picture into docs/figures/ (about an hour on one core; cached like make qor).
+# picture into docs/figures/ (about an hour on one core; cached like make qor). Its tables go to
+# QOR_DIR (set that, not -o in ARGS, so that the picture copied is this run's).
+QOR_DIR ?= build/qor
 qor-board: $(STAMP)
-	$(FOCUS) synth --qor board --readme README.md $(ARGS)
-	cp build/qor/qor.png $(FIGURES)/qor_board.png
+	$(FOCUS) synth --qor board --readme README.md -o $(QOR_DIR) $(ARGS)
+	cp $(QOR_DIR)/qor.png $(FIGURES)/qor_board.png
 
 # Measured cycles against the model and the physical bounds: tables and PNGs in
 # build/bench/$(PRESET)/ (summary.md). ARGS passes options, e.g. make bench ARGS="--quick".
