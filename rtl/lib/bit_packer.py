@@ -29,7 +29,8 @@ class BitPacker(FocusBlock):
     input). ``flush`` tells the packer that no further field of the job will come: once the
     fields sent so far are packed, the last bits go out in a final word, zero-padded, flagged
     ``last``; ``done`` pulses in the cycle that word is written. The packer is then empty and
-    takes the next job's fields.
+    takes the next job's fields. A job must hold at least one bit: a flush with nothing to pack
+    never ends (both users start every job with a header field).
 
     Datapath: an accumulator of ``word_bits - 1 + field_bits`` bits, left-aligned. Each cycle it
     writes its top word to ``o_stream``'s register when it holds a whole word (or, flushing, any
