@@ -5,6 +5,7 @@ result, array by array (values, shape and dtype), or the same exception type and
 The inputs are seeded (no hypothesis): random jobs and the edges of every function, i.e. empty
 arrays, M = 1, keep 0 and keep >= M, all-zero vectors, the extreme element and score values,
 NumPy integer arguments, and bad input of every kind (which must fail the same way in both).
+The functions: SEC's, SIC's, the whole unit's and the Focus GEMM's.
 Where the RTL has a documented limit golden does not (README, "Limits"), a case says so: golden
 must accept it and sim must raise ``ValueError`` naming that limit.
 """
@@ -396,3 +397,58 @@ def focus_cases(rng):
 @_cases(focus_cases)
 def test_focus(case):
     check("focus", case)
+
+
+# ---- the consumer: the Focus GEMM ----------------------------------------------------------------
+
+def _gemm_job(rng, S, C, V, N, low=-128, high=127):
+    """SIC-shaped maps (each row repeats an earlier row's entry or opens a new unique vector)."""
+    maps = np.zeros((S, C), np.int64)
+    uniques = []
+    for c in range(C):
+        count = 0
+        for s in range(S):
+            if s and rng.random() < 0.5:
+                maps[s, c] = maps[int(rng.integers(0, s)), c]
+            else:
+                maps[s, c], count = count, count + 1
+        uniques.append(rng.integers(low, high + 1, (count, V)).astype(np.int8))
+    return uniques, maps, rng.integers(low, high + 1, (C * V, N)).astype(np.int8)
+
+
+def focus_gemm_cases(rng):
+    cases = []
+    for k in range(N_RANDOM):
+        S, C, V, N = (int(rng.integers(1, 10)), int(rng.integers(1, 3)), int(rng.integers(1, 4)),
+                      int(rng.integers(1, 4)))
+        cases.append(Case(f"random-{k}-S{S}", *_gemm_job(rng, S, C, V, N),
+                          sim_kwargs={"stalls": 0.2, "seed": k}))
+    u, m, w = _gemm_job(np.random.default_rng(1), 4, 2, 2, 3)
+    extreme = [np.full((1, 2), -32768, np.int16)]
+    return cases + [
+        Case("S0", [np.zeros((0, 2), np.int8)], np.zeros((0, 1), np.int64),
+             np.ones((2, 1), np.int8)),
+        Case("S1", [np.array([[127, -128]], np.int8)], np.zeros((1, 1), np.int64),
+             np.array([[-128], [-128]], np.int8)),
+        Case("one-unique", [np.array([[3, -2]], np.int8)], np.zeros((5, 1), np.int64),
+             np.array([[1, 2], [3, 4]], np.int8)),
+        Case("all-zero", [np.zeros((2, 2), np.int8)], np.array([[0], [1], [0]]),
+             np.zeros((2, 2), np.int8)),
+        Case("np-int-dtypes", [x.astype(np.int64) for x in u], m.astype(np.int32),
+             w.astype(np.int16)),
+        Case("map-out-of-range", u, np.where(m == 0, 9, m), w),
+        Case("map-negative", u, -m - 1, w),
+        Case("weights-shape", u, m, w[:-1]),
+        Case("no-columns", [], np.zeros((1, 0), np.int64), np.ones((0, 1), np.int8)),
+        Case("float-uniques", [x.astype(float) for x in u], m, w),
+        Case("17-bit", [np.array([[1 << 16, 0]])], np.zeros((1, 1), np.int64),
+             np.ones((2, 1), np.int8)),
+        Case("int32-overflow", extreme, np.zeros((2, 1), np.int64),
+             np.full((2, 2), -32768, np.int16),
+             limit=r"^results may reach \d+, beyond the int32 accumulation buffer"),
+    ]
+
+
+@_cases(focus_gemm_cases)
+def test_focus_gemm(case):
+    check("focus_gemm", case)
