@@ -97,9 +97,6 @@ class BitPacker(FocusBlock):
         full = room <= acc_bits         # holds a whole word
         can_out = full | (flushing & (room != wide))
         out_fire = can_out & (~o.valid | o.ready)
-        # The field is placed behind the bits already in the accumulator, in the wider copy,
-        # before this cycle's word (if any) leaves: its position comes from registers only, and
-        # the word's removal is a select at the end.
         # The room once this cycle's word (if any) has left. While a field is offered the
         # packer is not flushing, so only a whole word can leave: ``i.ready`` and the room
         # after the field do not depend on ``flush``, which comes late from the producer.
@@ -112,6 +109,9 @@ class BitPacker(FocusBlock):
             room_fed.eq(Mux(word_out, room + wb, room)),
             i.ready.eq(Mux(word_out, room >= fw, room > acc_bits)),
         ]
+        # The field is placed behind the bits already in the accumulator, in the wider copy,
+        # before this cycle's word (if any) leaves: its position comes from registers only, and
+        # the word's removal is a select at the end.
         shift = Signal(range(wide + 1))         # where the field's last bit lands
         m.d.comb += shift.eq(room - i.payload.length)
         placed = Signal(wide)
