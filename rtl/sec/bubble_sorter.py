@@ -134,15 +134,20 @@ class BubbleSorter(FocusBlock):
         pick_at = Signal(a)
         m.d.sync += pick_at.eq(Cat(crest == n + 1 for n in range(a)))
         advance = ~o.valid | o.ready
-        with m.FSM() as fsm:
+        # The MASK state as registers of its own (``masking`` after THRESHOLD, ``none`` for a job
+        # with k = 0, which goes there at once): the state's decode stood in front of the
+        # sweeper's take and its read issue (the iCE40's critical path). Outside a job the
+        # sweeper holds no word, so ``none`` alone takes nothing.
+        masking = Signal()
+        with m.FSM():
             with m.State("IDLE"):
                 # The job's registers load in every idle cycle (so ``start``, which decodes the
                 # configuration, enables only the state and ``busy``).
-                m.d.sync += [irest.eq(self.keep), crest.eq(self.keep), none.eq(self.keep == 0),
+                m.d.sync += [irest.eq(self.keep), crest.eq(self.keep), none.eq(self.keep_zero),
                              first_pass.eq(1)]
                 with m.If(self.start):
                     m.d.sync += self.busy.eq(1)
-                    with m.If(self.keep == 0):
+                    with m.If(self.keep_zero):
                         m.next = "MASK"
                     with m.Else():
                         m.next = "SORT"
@@ -158,7 +163,8 @@ class BubbleSorter(FocusBlock):
                 pick = or_tree(Mux(pick_at[n], key[n], 0) for n in range(a))
                 t_index = ~pick[:ib]
                 m.d.sync += [t_score.eq(pick[ib:]), reach.eq(t_index),
-                             reach_all.eq(t_index >= a - 1 if a > 1 else 1), reach_none.eq(0)]
+                             reach_all.eq(t_index >= a - 1 if a > 1 else 1), reach_none.eq(0),
+                             masking.eq(1)]
                 m.next = "MASK"
             with m.State("MASK"):
                 with m.If(advance):
@@ -168,10 +174,9 @@ class BubbleSorter(FocusBlock):
                                      reach.eq(reach - a), reach_all.eq(reach >= 2 * a - 1),
                                      reach_none.eq(reach < a)]
                 with m.If(o.valid & o.ready & o.payload.last):
-                    m.d.sync += self.busy.eq(0)
+                    m.d.sync += [self.busy.eq(0), masking.eq(0)]
                     m.next = "IDLE"
-        m.d.comb += take_mask.eq(fsm.ongoing("MASK") & (~o.valid | o.ready) & sw.w_valid
-                                 & sw.w_final)
+        m.d.comb += take_mask.eq((masking | none) & advance & sw.w_valid & sw.w_final)
         return m
 
     def _chain(self, m, x_key, x_fresh, admit):

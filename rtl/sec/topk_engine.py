@@ -18,6 +18,8 @@ class TopKEngineSignature(wiring.Signature):
     start : In(1)
         Begin a job with ``M`` (>= 1) and ``keep`` (already min(k, M)).
     M, keep : In(count_bits)
+    keep_zero : In(1)
+        ``keep`` is 0, given beside it so that no compare follows the min(k, M) of ``keep``.
     avail : In(buffer_addr_bits + 1)
         Words of the vector in the buffer so far.
     all_avail : In(1)
@@ -32,7 +34,7 @@ class TopKEngineSignature(wiring.Signature):
 
     def __init__(self, p):
         super().__init__({
-            "start": In(1), "M": In(p.count_bits), "keep": In(p.count_bits),
+            "start": In(1), "M": In(p.count_bits), "keep": In(p.count_bits), "keep_zero": In(1),
             "avail": In(buffer_addr_bits(p) + 1), "all_avail": In(1),
             "r_addr": Out(buffer_addr_bits(p)), "r_en": Out(1),
             "r_data": In(buffer_word_layout(p)),

@@ -141,6 +141,7 @@ class TopKSelector(FocusBlock):
             i.ready.eq(Mux(idle, self.error & ~cfg.valid, run & ~load_done)),
             engine.start.eq(idle & cfg.valid & ~bad),
             engine.M.eq(c.M), engine.keep.eq(Mux(c.keep < c.M, c.keep, c.M)),
+            engine.keep_zero.eq(c.keep == 0),       # min(k, M) = 0 for the M >= 1 it starts
             port.w_addr.eq(loaded), port.w_data.eq(i.payload),
             port.w_en.eq(run & i.valid & ~load_done),
         ]
