@@ -134,6 +134,25 @@ def raises_like_golden(message, golden_fn, sim_fn, *args, **kwargs):
             fn(*args, **kwargs)
 
 
+def sic_like(rng, rows, columns, dim, tile, share=0.6, low=-128, high=127):
+    """Maps and uniques with SIC's shape: in each tile a row either takes the map of an earlier row
+    of its tile (probability ``share``) or starts a new unique vector; indices count up from 0
+    across tiles."""
+    maps = np.zeros((rows, columns), np.int64)
+    uniques = []
+    for c in range(columns):
+        count = 0
+        for s in range(rows):
+            start = s - s % tile
+            if s > start and rng.random() < share:
+                maps[s, c] = maps[rng.integers(start, s), c]
+            else:
+                maps[s, c] = count
+                count += 1
+        uniques.append(rng.integers(low, high + 1, (count, dim)))
+    return maps, uniques
+
+
 def coded_gemm_job(rng, rows, columns, dim, tile, *, frame_stride=6, row_stride=2, share=0.6,
                    word_bits=16, gap=2, elem=128):
     """A random job for the coded Focus GEMM, built forwards (not by decoding): positions with

@@ -9,6 +9,7 @@ import re
 import numpy as np
 import pytest
 from amaranth.hdl import Fragment
+from helpers import sic_like
 
 import golden
 import sim
@@ -23,25 +24,6 @@ from sim.streams import Stalls, run_streams, stall_patterns
 INPUTS = ("w_stream", "u_stream", "map_stream")
 #: The four stall patterns: none, input idles, output back-pressure, both.
 STALLS = stall_patterns(INPUTS, ("o_stream",))
-
-
-def sic_like(rng, rows, columns, dim, tile, share=0.6, low=-128, high=127):
-    """Maps and uniques with SIC's shape: in each tile a row either takes the map of an earlier row
-    of its tile (probability ``share``) or starts a new unique vector; indices count up from 0
-    across tiles."""
-    maps = np.zeros((rows, columns), np.int64)
-    uniques = []
-    for c in range(columns):
-        count = 0
-        for s in range(rows):
-            start = s - s % tile
-            if s > start and rng.random() < share:
-                maps[s, c] = maps[rng.integers(start, s), c]
-            else:
-                maps[s, c] = count
-                count += 1
-        uniques.append(rng.integers(low, high + 1, (count, dim)))
-    return maps, uniques
 
 
 def run(uniques, maps, weights, p, stalls=0.0, seed=0):

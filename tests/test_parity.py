@@ -14,6 +14,7 @@ import re
 
 import numpy as np
 import pytest
+from helpers import sic_like
 
 import golden
 import sim
@@ -401,29 +402,17 @@ def test_focus(case):
 
 # ---- the consumer: the Focus GEMM ----------------------------------------------------------------
 
-def _gemm_job(rng, S, C, V, N, low=-128, high=127):
-    """SIC-shaped maps (each row repeats an earlier row's entry or opens a new unique vector)."""
-    maps = np.zeros((S, C), np.int64)
-    uniques = []
-    for c in range(C):
-        count = 0
-        for s in range(S):
-            if s and rng.random() < 0.5:
-                maps[s, c] = maps[int(rng.integers(0, s)), c]
-            else:
-                maps[s, c], count = count, count + 1
-        uniques.append(rng.integers(low, high + 1, (count, V)).astype(np.int8))
-    return uniques, maps, rng.integers(low, high + 1, (C * V, N)).astype(np.int8)
-
-
 def focus_gemm_cases(rng):
     cases = []
     for k in range(N_RANDOM):
         S, C, V, N = (int(rng.integers(1, 10)), int(rng.integers(1, 3)), int(rng.integers(1, 4)),
                       int(rng.integers(1, 4)))
-        cases.append(Case(f"random-{k}-S{S}", *_gemm_job(rng, S, C, V, N),
+        maps, uniques = sic_like(rng, S, C, V, S, share=0.5)
+        weights = rng.integers(-128, 128, (C * V, N))
+        cases.append(Case(f"random-{k}-S{S}", uniques, maps, weights,
                           sim_kwargs={"stalls": 0.2, "seed": k}))
-    u, m, w = _gemm_job(np.random.default_rng(1), 4, 2, 2, 3)
+    m, u = sic_like(np.random.default_rng(1), 4, 2, 2, 4, share=0.5)
+    w = np.random.default_rng(2).integers(-128, 128, (4, 3))
     extreme = [np.full((1, 2), -32768, np.int16)]
     return cases + [
         Case("S0", [np.zeros((0, 2), np.int8)], np.zeros((0, 1), np.int64),
@@ -434,7 +423,7 @@ def focus_gemm_cases(rng):
              np.array([[1, 2], [3, 4]], np.int8)),
         Case("all-zero", [np.zeros((2, 2), np.int8)], np.array([[0], [1], [0]]),
              np.zeros((2, 2), np.int8)),
-        Case("np-int-dtypes", [x.astype(np.int64) for x in u], m.astype(np.int32),
+        Case("np-int-dtypes", [x.astype(np.int8) for x in u], m.astype(np.int32),
              w.astype(np.int16)),
         Case("map-out-of-range", u, np.where(m == 0, 9, m), w),
         Case("map-negative", u, -m - 1, w),
