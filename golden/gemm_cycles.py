@@ -2,8 +2,8 @@
 
 A job is a sequence of chunks in stream order (output tile after output tile, each tile's chunks
 in K order). Chunk j has p_j unique vectors and belongs to a tile of m_j rows. With R = ``dim``
-(the array is R x R), L = 2R - 1 (:func:`rtl.tile.systolic_array.array_latency`) and
-B_j = ceil(m_j / scatter_rows), the RTL without stalls follows exactly::
+(the array is R x R), L = 2R (:func:`rtl.tile.systolic_array.array_latency` of the array with its
+product register) and B_j = ceil(m_j / scatter_rows), the RTL without stalls follows exactly::
 
     v_j = max(w_j + R, a_{j-2} + B_{j-2})   first unique vector in: after the chunk's R weight
                                             rows, and once its partial-sum bank (the one chunk j-2
@@ -16,9 +16,9 @@ from w_0 = 0 (the first weight row is the job's first input transfer), and the l
 ``SCATTER_LATENCY`` cycles after the last chunk's last map beat: ``cycles = a_n + B_n + 1``
 counted inclusively from cycle 0, i.e. the job's ``stats["cycles"]``.
 
-So a chunk costs the array ``p_j + 3R - 1`` cycles (``chunk_overhead = 3R - 1``: R weight rows
-and the drain) and the scatter stage B_j; the two overlap through the two banks, and a long run of
-equal chunks costs ``max(p + 3R - 1, ceil(m / scatter_rows))`` cycles each.
+So a chunk costs the array ``p_j + 3R`` cycles (``chunk_overhead = 3R``: R weight rows and the
+drain) and the scatter stage B_j; the two overlap through the two banks, and a long run of equal
+chunks costs ``max(p + 3R, ceil(m / scatter_rows))`` cycles each.
 
 :func:`gemm_cycles` takes ``(count, p, m)`` runs of equal chunks and is exact for any count: the
 recurrence's state, relative to its latest time, becomes periodic after a few chunks, and whole
@@ -46,12 +46,12 @@ def _cdiv(a, b):
 
 def chunk_overhead(dim):
     """Array cycles of a chunk besides its p unique vectors: ``dim`` weight rows and the
-    ``2*dim - 1`` cycles of the drain, ``3*dim - 1``."""
-    return 3 * _check_int(dim, "dim", 1) - 1
+    ``2*dim`` cycles of the drain, ``3*dim``."""
+    return 3 * _check_int(dim, "dim", 1)
 
 
 def steady_chunk_cycles(p, m, dim, scatter_rows):
-    """Cycles per chunk in a long run of equal chunks: ``max(p + 3*dim - 1, ceil(m/scatter_rows))``
+    """Cycles per chunk in a long run of equal chunks: ``max(p + 3*dim, ceil(m/scatter_rows))``
     (the array or the scatter stage, whichever is slower)."""
     return max(p + chunk_overhead(dim), _cdiv(m, _check_int(scatter_rows, "scatter_rows", 1)))
 
@@ -74,7 +74,7 @@ def gemm_cycles(runs, dim, scatter_rows):
     """
     R = _check_int(dim, "dim", 1)
     rows = _check_int(scatter_rows, "scatter_rows", 1)
-    L = 2 * R - 1
+    L = 2 * R
     # State: next weight row w, end of the scatter stage's last chunk, the bank-free times of the
     # last two chunks (older first).
     w, stage, free = 0, _NEVER, (_NEVER, _NEVER)

@@ -198,7 +198,7 @@ def test_focus_layer_is_focus_then_gemm():
 
 def brute(chunks, R, rows):
     """The recurrence of golden/gemm_cycles.py's docstring, one chunk at a time, written out."""
-    L = 2 * R - 1
+    L = 2 * R
     w, a, e, B = [0], [], [], []
     for j, (p, m) in enumerate(chunks):
         B.append(math.ceil(m / rows))
@@ -211,22 +211,23 @@ def brute(chunks, R, rows):
 
 
 def test_model_by_hand():
-    """dim 1, one chunk of p = m = 1: weight row at 0, vector at 1, its row written at 2 (latency
-    2*1 - 1), map beat taken at 3, result at 6 (read, registered, added): 7 cycles. dim 4, one
-    chunk of p = 3 in a tile of m = 5 with 2 rows a cycle: vectors from 4, last row written at
-    4 + 2 + 7 = 13, three map beats from 14 to 16, result at 19: 20 cycles."""
-    assert gemm_cycles([(1, 1, 1)], 1, 1) == 7
-    assert gemm_cycles([(1, 3, 5)], 4, 2) == 20
+    """dim 1, one chunk of p = m = 1: weight row at 0, vector at 1, its row written at 3 (latency
+    2*1: the product, then the sum), map beat taken at 4, result at 7 (read, registered, added):
+    8 cycles. dim 4, one chunk of p = 3 in a tile of m = 5 with 2 rows a cycle: vectors from 4,
+    last row written at 4 + 2 + 8 = 14, three map beats from 15 to 17, result at 20: 21
+    cycles."""
+    assert gemm_cycles([(1, 1, 1)], 1, 1) == 8
+    assert gemm_cycles([(1, 3, 5)], 4, 2) == 21
     assert gemm_cycles([], 4, 2) == 0 and gemm_cycles([(0, 3, 5)], 4, 2) == 0
-    assert chunk_overhead(32) == 95
+    assert chunk_overhead(32) == 96
 
 
 def test_model_steady_state():
-    """A long run of equal chunks costs max(p + 3R - 1, ceil(m / rows)) each: array-bound and
+    """A long run of equal chunks costs max(p + 3R, ceil(m / rows)) each: array-bound and
     scatter-bound."""
     for p, m, R, rows in [(100, 300, 32, 2), (100, 300, 32, 1), (1, 1024, 32, 5), (50, 50, 8, 1)]:
         per = steady_chunk_cycles(p, m, R, rows)
-        assert per == max(p + 3 * R - 1, math.ceil(m / rows))
+        assert per == max(p + 3 * R, math.ceil(m / rows))
         n1, n2 = gemm_cycles([(1000, p, m)], R, rows), gemm_cycles([(2000, p, m)], R, rows)
         assert n2 - n1 == 1000 * per
 

@@ -39,14 +39,15 @@ def unique_beat_layout(p):
 
 def chunk_overhead(p):
     """Cycles the array spends on a chunk besides its p unique vectors: ``dim`` weight rows, and
-    the drain of the last vector (:func:`rtl.tile.systolic_array.array_latency`) before the next
-    chunk's weights can enter: ``3 * dim - 1``."""
-    return p.dim + array_latency(p.dim, p.dim)
+    the drain of the last vector (:func:`rtl.tile.systolic_array.array_latency`, with the product
+    register) before the next chunk's weights can enter: ``3 * dim``."""
+    return p.dim + array_latency(p.dim, p.dim, product_register=True)
 
 
 class FocusGemm(FocusBlock):
-    """A ``dim`` x ``dim`` int8 weight-stationary array (:class:`SystolicArray`, reused as is), a
-    double-buffered partial-sum buffer and the scatter stage (:class:`ScatterStage`).
+    """A ``dim`` x ``dim`` int8 weight-stationary array (:class:`SystolicArray` with its product
+    register, for the clock: latency ``2 * dim``), a double-buffered partial-sum buffer and the
+    scatter stage (:class:`ScatterStage`).
 
     Per chunk the host sends ``dim`` weight rows on ``w_stream``, then the chunk's unique vectors
     on ``u_stream`` (``last`` on the final one), and the chunk's map on ``map_stream``
@@ -59,7 +60,7 @@ class FocusGemm(FocusBlock):
     stage reads chunk j-1 from the other. A chunk's weights enter only once the array has drained
     the previous chunk (the array's own rule), and its vectors only after its ``dim`` weight rows
     and once its bank has been read by the scatter of chunk j-2. So a chunk occupies the array for
-    ``p_j + chunk_overhead`` cycles (``p_j + 3*dim - 1``) and the scatter stage for
+    ``p_j + chunk_overhead`` cycles (``p_j + 3*dim``) and the scatter stage for
     ``ceil(m / scatter_rows)`` cycles, and the two overlap: without stalls a job takes exactly
     :func:`golden.gemm_cycles.gemm_cycles` cycles, from its first weight row to its last result.
 
@@ -98,7 +99,8 @@ class FocusGemm(FocusBlock):
         m = Module()
         p = self.params
         tile = p.tile
-        m.submodules.array = array = SystolicArray(p.dim, p.dim, p.elem_bits)
+        m.submodules.array = array = SystolicArray(p.dim, p.dim, p.elem_bits,
+                                                   product_register=True)
         m.submodules.scatter = scatter = ScatterStage(p)
         # Two banks of `tile` rows: bank b holds row i at address b*tile + i.
         m.submodules.psums = psums = memory.Memory(shape=psum_row_layout(p), depth=2 * tile,

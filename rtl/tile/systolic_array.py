@@ -5,6 +5,8 @@ SEC and 0.8 % SIC). :class:`SystolicArray` is that array, built with nothing Foc
 that ``focus-rtl synth --relative-to systolic_array`` can report the Focus blocks' area as a
 percentage of it in the same flow. It is not part of the Focus unit (registry
 :data:`rtl.flow.blocks.REFERENCE_BLOCKS`, not :data:`rtl.flow.blocks.BLOCKS`).
+:class:`rtl.tile.focus_gemm.FocusGemm` builds it with ``product_register=True``, for its clock;
+the reference is the plain array.
 """
 
 from amaranth.hdl import Cat, Module, Signal, signed
@@ -23,10 +25,10 @@ def min_acc_bits(rows, data_bits):
     return 2 * data_bits + ceil_log2(rows)
 
 
-def array_latency(rows, cols):
+def array_latency(rows, cols, product_register=False):
     """Cycles from an activation vector's transfer on ``i_stream`` to its result being valid on
-    ``o_stream``, without back-pressure."""
-    return rows + cols - 1
+    ``o_stream``, without back-pressure: ``rows + cols - 1``, one more with ``product_register``."""
+    return rows + cols - 1 + int(product_register)
 
 
 def _vector(shape, length, name):
@@ -46,10 +48,17 @@ class SystolicArray(wiring.Component):
     Each PE therefore has three registers: weight (``data_bits``), activation (``data_bits``; none
     in the last column) and partial sum (``acc_bits``); the skew and deskew triangles add
     ``rows * (rows - 1) / 2 * data_bits`` and ``cols * (cols - 1) / 2 * acc_bits`` flip-flops, and
-    ``rows + cols - 1`` valid bits track the vectors in flight. Every register has an enable (the
-    stall); there is no reset but on the valid bits.
+    one valid bit per cycle of latency tracks the vectors in flight. Every register has an enable
+    (the stall); there is no reset but on the valid bits.
 
-    Latency ``rows + cols - 1`` cycles (:func:`array_latency`); throughput one vector per cycle.
+    With ``product_register`` each PE also registers its product (``2 * data_bits`` bits) and adds
+    it to the partial sum from above one cycle later, so the multiplier and the adder are in
+    different cycles (on an FPGA: the DSP's output is registered before the carry chain). The
+    stage is in every PE, row 0 included, so the skew between rows is unchanged and only the
+    latency grows, by one cycle.
+
+    Latency ``rows + cols - 1`` cycles, ``rows + cols`` with ``product_register``
+    (:func:`array_latency`); throughput one vector per cycle.
     Back-pressure: the whole array moves as one pipeline; while a result waits on ``o_stream``
     nothing moves and ``i_stream.ready`` is low. Results leave in input order, none lost or
     duplicated.
@@ -75,6 +84,9 @@ class SystolicArray(wiring.Component):
         Width of the signed activations and weights (8: int8). At least 2.
     acc_bits : int or None
         Width of the signed partial sums and results; ``None`` for :func:`min_acc_bits`.
+    product_register : bool
+        Register each PE's product before the addition (one more cycle of latency). The area
+        reference is the array without it (the default).
 
     Members
     -------
@@ -88,7 +100,7 @@ class SystolicArray(wiring.Component):
         An activation is in flight.
     """
 
-    def __init__(self, rows=32, cols=32, data_bits=8, acc_bits=None):
+    def __init__(self, rows=32, cols=32, data_bits=8, acc_bits=None, *, product_register=False):
         for name, value, low in (("rows", rows, 1), ("cols", cols, 1),
                                  ("data_bits", data_bits, 2)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
@@ -98,7 +110,11 @@ class SystolicArray(wiring.Component):
             acc_bits = min_acc_bits(rows, data_bits)
         if isinstance(acc_bits, bool) or not isinstance(acc_bits, int) or acc_bits < 2:
             raise ValueError(f"SystolicArray acc_bits = {acc_bits!r}: it must be an integer >= 2")
+        if not isinstance(product_register, bool):
+            raise ValueError(f"SystolicArray product_register = {product_register!r}: it must be "
+                             f"True or False")
         self.rows, self.cols = rows, cols
+        self.product_register = product_register
         self.data_bits, self.acc_bits = data_bits, acc_bits
         data_shape, acc_shape = self._shapes()
         super().__init__({
@@ -112,16 +128,18 @@ class SystolicArray(wiring.Component):
         """The shapes of an activation or weight, and of a partial sum."""
         return signed(self.data_bits), signed(self.acc_bits)
 
-    def _mac(self, m, r, c, act, weight, above):
-        """The value PE (r, c) registers: ``above + act * weight`` (``above`` is None in row
-        0)."""
-        product = act * weight
-        return product if above is None else above + product
+    def _product(self, m, r, c, act, weight):
+        """PE (r, c)'s product ``act * weight``."""
+        return act * weight
+
+    def _add(self, m, r, c, above, product):
+        """PE (r, c)'s partial sum ``above + product`` (rows 1 and below)."""
+        return above + product
 
     @property
     def latency(self):
         """:func:`array_latency` of this array."""
-        return array_latency(self.rows, self.cols)
+        return array_latency(self.rows, self.cols, self.product_register)
 
     def elaborate(self, platform):
         m = Module()
@@ -164,9 +182,16 @@ class SystolicArray(wiring.Component):
         for r in range(rows):
             act = left[r]
             for c in range(cols):
+                product = self._product(m, r, c, act, weight[r][c])
+                if self.product_register:
+                    product_reg = Signal.like(product, name=f"m_{r}_{c}")
+                    with m.If(advance):
+                        m.d.sync += product_reg.eq(product)
+                    product = product_reg
                 psum = Signal(acc_shape, name=f"p_{r}_{c}")
                 with m.If(advance):
-                    m.d.sync += psum.eq(self._mac(m, r, c, act, weight[r][c], above[c]))
+                    m.d.sync += psum.eq(product if above[c] is None
+                                        else self._add(m, r, c, above[c], product))
                 above[c] = psum
                 if c < cols - 1:
                     act_reg = Signal(data_shape, name=f"a_{r}_{c}")

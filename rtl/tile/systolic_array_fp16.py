@@ -61,12 +61,13 @@ class SystolicArrayFp16(SystolicArray):
     def _shapes(self):
         return unsigned(16), unsigned(32)
 
-    def _mac(self, m, r, c, act, weight, above):
+    def _product(self, m, r, c, act, weight):
         mul = m.submodules[f"mul_{r}_{c}"] = FP16Multiplier(
             flush_subnormals=self.flush_subnormals)
         m.d.comb += [mul.a.eq(act), mul.b.eq(weight)]
-        if above is None:
-            return mul.p
+        return mul.p
+
+    def _add(self, m, r, c, above, product):
         add = m.submodules[f"add_{r}_{c}"] = FP32Adder()
-        m.d.comb += [add.a.eq(above), add.b.eq(mul.p)]
+        m.d.comb += [add.a.eq(above), add.b.eq(product)]
         return add.s

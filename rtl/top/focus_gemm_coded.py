@@ -60,7 +60,7 @@ class FocusGemmCoded(FocusBlock):
     :class:`FocusGemm` on the array side; the map side carries one row per cycle (the
     decoder's rate), not ``scatter_rows``, plus per chunk the decoder's configuration beat,
     header and end of job (m + 6 cycles for m rows, measured without stalls), so a chunk whose
-    array time ``p_c + 3 * dim - 1`` is below that is bound by the decoder. Back-pressure: a
+    array time ``p_c + 3 * dim`` is below that is bound by the decoder. Back-pressure: a
     result waiting on ``o_stream`` holds the scatter stage, then the packer and the decoder
     (``code_stream`` and ``pos_stream`` wait); the array runs on until both partial-sum banks
     are full.
