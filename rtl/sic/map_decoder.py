@@ -155,10 +155,7 @@ class MapDecoder(FocusBlock):
         m.d.comb += [
             take.eq(s.words_open & ~s.words_done & ((s.fill <= cap - wb) | s.tail)),
             i.ready.eq(take | (s.drain & ~s.words_done)),
-            s.valid_fill.eq(Mux(s.words_done, s.fill - s.pad, s.fill)),
         ]
-        rest = Signal.like(s.fill)
-        m.d.comb += rest.eq(s.fill - s.consume)
         # The count of bits used only serves the TRAILING check, at least two cycles after the
         # last consume: it adds each cycle's consume a cycle late, off the parse's path.
         m.d.sync += [s.consumed.eq(s.consume), s.used.eq(s.used + s.consumed)]
@@ -169,20 +166,25 @@ class MapDecoder(FocusBlock):
         wide = Signal(cap + wb)
         m.d.comb += wide.eq(Cat(Const(0, wb), s.buf)
                             | Mux(arrive, Cat(Const(0, cap), i.payload.word) >> s.fill, 0))
+        # The new fill too is selected, among sums formed from the registered fill alone.
         shifted = Signal(cap)
+        rest, rest_in = Signal.like(s.fill), Signal.like(s.fill)
         with m.Switch(s.consume):
             for n in sorted({0, 1, 3, 5, _HEADER_VARIABLE}):
                 with m.Case(n):
-                    m.d.comb += shifted.eq((wide << n)[wb:wb + cap])
+                    m.d.comb += [shifted.eq((wide << n)[wb:wb + cap]), rest.eq(s.fill - n),
+                                 rest_in.eq(s.fill + wb - n)]
         with m.If(arrive & ~s.tail):
-            m.d.sync += [s.buf.eq(shifted), s.fill.eq(rest + wb)]
+            m.d.sync += [s.buf.eq(shifted), s.fill.eq(rest_in)]
         with m.Elif(~s.tail):
             m.d.sync += [s.buf.eq(shifted), s.fill.eq(rest)]
         with m.If(arrive):
             m.d.sync += [s.loaded.eq(s.loaded_end), s.loaded_end.eq(s.loaded_end + wb)]
             with m.If(i.payload.last):
                 over = s.loaded_end - i.payload.nbits     # padding bits of the last word
-                m.d.sync += [s.pad.eq(over[:len(s.pad)]), s.nbits.eq(i.payload.nbits)]
+                pad = over[:(wb - 1).bit_length()]
+                m.d.sync += s.nbits.eq(i.payload.nbits)
+                m.d.sync += [need.eq(pad + n) for n, need in s.need.items()]
                 with m.If((i.payload.nbits <= s.loaded) | (i.payload.nbits > s.loaded_end)):
                     m.d.comb += s.fault.eq(MapDecodeError.LENGTH)
         with m.If(i.valid & i.ready & i.payload.last):
@@ -207,6 +209,11 @@ class MapDecoder(FocusBlock):
         # A symbol is parsed once 5 (fixed: 3) bits are in, or all of them: the last word is in.
         ready_bits = s.words_done | (s.fill >= Mux(s.variable, 5, 3))
         bad_pos = s.started & (pos.payload.position <= s.prev_pos)
+        enough = Signal()
+        with m.Switch(sym_len):
+            for n in (1, 3, 5):
+                with m.Case(n):
+                    m.d.comb += enough.eq(s.has(n))
         off = Signal(p.position_bits + 1)
         with m.Switch(code):
             for c in range(1, CANDIDATES + 1):
@@ -217,7 +224,7 @@ class MapDecoder(FocusBlock):
         m.d.comb += [
             q.eq(pos.payload.position - off),
             go.eq(s.parsing & pos.valid & ready_bits & s.advance),
-            ok.eq(go & ~bad_pos & (s.valid_fill >= sym_len)),
+            ok.eq(go & ~bad_pos & enough),
             s.rd.addr.eq(q[:p.window_bits]),
             s.rd.en.eq(s.advance),
         ]
@@ -350,8 +357,7 @@ class MapDecoder(FocusBlock):
             with m.State("HEADER"):
                 m.d.comb += s.words_open.eq(1)
                 with m.If(s.words_done | (s.fill >= _HEADER_VARIABLE)):
-                    with m.If((s.valid_fill < 1)
-                              | (variable & ((s.valid_fill < _HEADER_VARIABLE) | ~complete))):
+                    with m.If(~s.has(1) | (variable & (~s.has(_HEADER_VARIABLE) | ~complete))):
                         m.d.comb += s.fault.eq(MapDecodeError.HEADER)
                     with m.Else():
                         m.d.comb += s.consume.eq(Mux(variable, _HEADER_VARIABLE, 1))
@@ -377,16 +383,21 @@ class MapDecoder(FocusBlock):
 class _State:
     """The decoder's registers and shared wires."""
 
+    def has(self, n):
+        """Whether the buffer holds n valid bits: all but the last word's padding are valid."""
+        return ~self.words_done | (self.fill >= self.need[n])
+
     def __init__(self, p):
         pb = p.position_bits
         self.cap = cap = p.word_bits + _SLACK
         self.buf = Signal(cap)
         self.fill = Signal(range(cap + 1))
-        self.valid_fill = Signal(range(cap + 1))
         self.consume = Signal(range(_HEADER_VARIABLE + 1))
         self.loaded = Signal(pb + 1)                    # string bits in the words so far
         self.loaded_end = Signal(pb + 1, init=p.word_bits)  # ... and with the next word
-        self.pad = Signal(range(p.word_bits))
+        # After the last word: the fill that holds n valid bits, n + the last word's padding.
+        self.need = {n: Signal(range(p.word_bits + n), name=f"need{n}")
+                     for n in (1, 3, 5, _HEADER_VARIABLE)}
         self.words_open, self.words_done, self.drain = Signal(), Signal(), Signal()
         self.pos_done, self.parsing, self.started = Signal(), Signal(), Signal()
         self.tail, self.finished = Signal(), Signal()   # the last symbol parsed / its entry out
