@@ -10,6 +10,7 @@ from helpers import stall_cross
 
 import golden
 from golden import map_code as gmc
+from golden.block_match import candidate_offsets
 from golden.photo import photo_tokens
 from rtl.params import FocusParams
 from rtl.sic.block_matcher import BlockMatcher
@@ -248,6 +249,43 @@ def test_decoder_after_the_matcher_and_a_long_stall():
     for r, c in zip(results, coded, strict=True):
         assert not r.error
         assert [b["map"] for b in r.entries] == [b["map"] for b in c.beats if b["token"]]
+
+
+def chain_jobs(p, count, seed, frame_stride=5, row_stride=2):
+    """Jobs whose tokens copy the token just before (c = 1) or two before (c = 2: HS = 2),
+    mostly at consecutive positions: the candidate's slot is written while its read is in
+    flight (the decoder's forwarding). 70 tokens (three tiles of 24, the window of 16 slots
+    reused) with a few gaps, some of 16 (the token before then writes the slot of the one two
+    before: the later write must win); fixed and variable codes alternate."""
+    rng = np.random.default_rng(seed)
+    off = candidate_offsets(frame_stride, row_stride)
+    jobs = []
+    for n in range(count):
+        pos = np.cumsum(rng.choice([1] * 12 + [2, 3, 16], size=70))
+        index = {int(q): i for i, q in enumerate(pos)}
+        codes = []
+        for i, q in enumerate(pos):
+            near = [c for c in (1, 2)
+                    if index.get(int(q - off[c - 1]), -1) // p.tile == i // p.tile]
+            codes.append(int(rng.choice(near)) if near and rng.random() < 0.9 else 0)
+        words, nbits = gmc.encode_map(codes, variable=bool(n % 2),
+                                      ranking=gmc.adaptive_ranking(codes),
+                                      word_bits=p.word_bits)
+        jobs.append(DecodeJob([int(w) for w in words], nbits, pos, frame_stride, row_stride))
+    return jobs
+
+
+@pytest.mark.parametrize("stalls", DECODE_STALLS.values(), ids=DECODE_STALLS.keys())
+def test_decoder_chains_of_adjacent_tokens(stalls):
+    """c = 1 and c = 2 chains (each token's candidate one or two tokens back, so its slot read
+    misses that token's write) give golden's map under input stalls and output back-pressure."""
+    p = small(word_bits=16)
+    jobs = chain_jobs(p, 4, seed=41)
+    for n, job in enumerate(jobs):
+        want = golden_decode(p, job)
+        assert not isinstance(want, str), f"job {n}: golden rejects ({want})"
+        assert sum(c in (1, 2) for c in want[1]) > 40, f"job {n}: too few chained tokens"
+    check_decoded(p, jobs, run_decoder_jobs(p, jobs, stalls=stalls, seed=41))
 
 
 def test_decoder_rejections_name_golden_causes():

@@ -56,6 +56,20 @@ def _slot_layout(p):
                               "map": unsigned(p.position_bits)})
 
 
+def _token_layout(p):
+    """A parsed token on its way through the read and check stages."""
+    return data.StructLayout({"code": unsigned(3), "q": unsigned(p.position_bits + 1),
+                              "pos": unsigned(p.position_bits), "off_zero": 1, "last": 1,
+                              "serial": unsigned(32)})
+
+
+def _found(p, entry, tok):
+    """Whether the slot ``entry`` holds the token's candidate: its position, of the same tile."""
+    pb = p.position_bits
+    return ((entry.tag == tok.q[:pb]) & ~tok.q[pb] & (entry.serial == tok.serial)
+            & ~tok.off_zero)
+
+
 class MapDecoder(FocusBlock):
     """Rebuilds the block matcher's map from its map code (:class:`~rtl.sic.map_coder.MapCoder`)
     and the tokens' positions, exactly as :func:`golden.map_code.decode_map`: symbol 0 takes the
@@ -71,25 +85,33 @@ class MapDecoder(FocusBlock):
     (in parallel with the parsing); a parse step, combinational, that reads the header (one
     cycle) or the next symbol (one per token) from the top of the buffer and issues the read of
     its candidate's slot in a window memory of ``2**window_bits`` entries (each token's
-    position, tile serial number and map entry, stored at slot ``position mod 2**window_bits``,
-    read-through for the token just before); a register stage that checks the candidate, forms
-    the entry and writes the token's slot (also when the check fails: the job then ends, and no
-    later tile looks up that tile's serial number). Latency: a token's entry is offered the
-    cycle after its parse. Throughput: one token per cycle while the buffer holds its symbol (a
-    symbol waits for a word only while fewer than 5 bits, 3 with the fixed code, are buffered
-    and the last word has not come); the header takes a cycle and waits for 25 bits (or the
-    last word). Back-pressure: parsing
-    stops while the entry register is full and not taken; the word and position streams wait.
+    position, tile serial number and map entry, stored at slot ``position mod 2**window_bits``);
+    a read stage that registers the memory's read data as it is (no logic between the memory
+    and that register), beside the slot writes the read missed: those of the two tokens before
+    (the read is not transparent; the later write wins); a check stage that checks the
+    candidate, forms the entry and writes the token's slot (also when the check fails: the job
+    then ends, and no later tile looks up that tile's serial number). Latency: a token's entry
+    is offered (``o_stream.valid``) 3 cycles after the cycle its position is taken (parse, read
+    stage, check stage); without stalls a job of m tokens has its last entry taken m + 6 cycles
+    after its configuration beat, and the next configuration beat is taken the cycle after.
+    Throughput: one token per cycle while the buffer holds its symbol (a symbol waits for a word
+    only while fewer than 5 bits, 3 with the fixed code, are buffered and the last word has not
+    come); the header takes a cycle and waits for 25 bits (or the last word). Back-pressure:
+    parsing and both stages stop while the entry register is full and not taken; the word and
+    position streams wait.
 
     Errors (``error`` rises with ``cause``, :class:`MapDecodeError`; no further entry is written;
     the rest of the job's words and positions are taken and dropped up to their ``last``; then
     the block is idle, ``error`` and ``cause`` holding until the next configuration beat):
     ``CONFIG`` on the configuration beat; ``LENGTH`` as the last word arrives; ``HEADER``,
-    ``SHORT``, ``POSITION`` while parsing; ``CANDIDATE`` the cycle after the register stage (the
-    failed check is registered; the next token, already parsed, writes nothing); ``TRAILING`` after
-    the last token, once the last word is in. Each is raised when the decoder reaches it, so
-    with several faults the reported one can differ from golden's (which checks ``LENGTH`` and
-    the positions first); whether a job is rejected never differs.
+    ``SHORT``, ``POSITION`` while parsing; ``CANDIDATE`` the cycle after the check stage (the
+    failed check is registered; the tokens already parsed behind it, up to two, write nothing);
+    ``TRAILING`` after the last token, once the last word is in. A fault drops the tokens in the
+    read and check stages whose entry has not been formed, so the entries a failed job wrote are
+    those of its first tokens, not always of all the tokens parsed before the fault. Each is
+    raised when the decoder reaches it, so with several faults the reported one can differ from
+    golden's (which checks ``LENGTH`` and the positions first); whether a job is rejected never
+    differs.
 
     Members
     -------
@@ -117,6 +139,7 @@ class MapDecoder(FocusBlock):
         m.submodules.slots = s.mem
         self._buffer(m, s)
         self._parse(m, s)
+        self._forward(m, s)
         self._resolve(m, s)
         self._control(m, s)
         return m
@@ -132,11 +155,10 @@ class MapDecoder(FocusBlock):
         m.d.comb += [
             take.eq(s.words_open & ~s.words_done & ((s.fill <= cap - wb) | s.tail)),
             i.ready.eq(take | (s.drain & ~s.words_done)),
-            s.valid_fill.eq(Mux(s.words_done, s.fill - s.pad, s.fill)),
         ]
-        rest = Signal.like(s.fill)
-        m.d.comb += rest.eq(s.fill - s.consume)
-        m.d.sync += s.used.eq(s.used + s.consume)
+        # The count of bits used only serves the TRAILING check, at least two cycles after the
+        # last consume: it adds each cycle's consume a cycle late, off the parse's path.
+        m.d.sync += [s.consumed.eq(s.consume), s.used.eq(s.used + s.consumed)]
         arrive = take & i.valid
         # The word is placed behind the buffered bits at the registered fill (beside the parse),
         # then buffer and word are shifted together by the bits consumed: a select over the
@@ -144,21 +166,26 @@ class MapDecoder(FocusBlock):
         wide = Signal(cap + wb)
         m.d.comb += wide.eq(Cat(Const(0, wb), s.buf)
                             | Mux(arrive, Cat(Const(0, cap), i.payload.word) >> s.fill, 0))
+        # The new fill too is selected, among sums formed from the registered fill alone.
         shifted = Signal(cap)
+        rest, rest_in = Signal.like(s.fill), Signal.like(s.fill)
         with m.Switch(s.consume):
             for n in sorted({0, 1, 3, 5, _HEADER_VARIABLE}):
                 with m.Case(n):
-                    m.d.comb += shifted.eq((wide << n)[wb:wb + cap])
+                    m.d.comb += [shifted.eq((wide << n)[wb:wb + cap]), rest.eq(s.fill - n),
+                                 rest_in.eq(s.fill + wb - n)]
         with m.If(arrive & ~s.tail):
-            m.d.sync += [s.buf.eq(shifted), s.fill.eq(rest + wb)]
+            m.d.sync += [s.buf.eq(shifted), s.fill.eq(rest_in)]
         with m.Elif(~s.tail):
             m.d.sync += [s.buf.eq(shifted), s.fill.eq(rest)]
         with m.If(arrive):
-            m.d.sync += s.loaded.eq(s.loaded + wb)
+            m.d.sync += [s.loaded.eq(s.loaded_end), s.loaded_end.eq(s.loaded_end + wb)]
             with m.If(i.payload.last):
-                over = s.loaded + wb - i.payload.nbits     # padding bits of the last word
-                m.d.sync += [s.pad.eq(over[:len(s.pad)]), s.nbits.eq(i.payload.nbits)]
-                with m.If((i.payload.nbits <= s.loaded) | (i.payload.nbits > s.loaded + wb)):
+                over = s.loaded_end - i.payload.nbits     # padding bits of the last word
+                pad = over[:(wb - 1).bit_length()]
+                m.d.sync += s.nbits.eq(i.payload.nbits)
+                m.d.sync += [need.eq(pad + n) for n, need in s.need.items()]
+                with m.If((i.payload.nbits <= s.loaded) | (i.payload.nbits > s.loaded_end)):
                     m.d.comb += s.fault.eq(MapDecodeError.LENGTH)
         with m.If(i.valid & i.ready & i.payload.last):
             m.d.sync += s.words_done.eq(1)
@@ -182,6 +209,11 @@ class MapDecoder(FocusBlock):
         # A symbol is parsed once 5 (fixed: 3) bits are in, or all of them: the last word is in.
         ready_bits = s.words_done | (s.fill >= Mux(s.variable, 5, 3))
         bad_pos = s.started & (pos.payload.position <= s.prev_pos)
+        enough = Signal()
+        with m.Switch(sym_len):
+            for n in (1, 3, 5):
+                with m.Case(n):
+                    m.d.comb += enough.eq(s.has(n))
         off = Signal(p.position_bits + 1)
         with m.Switch(code):
             for c in range(1, CANDIDATES + 1):
@@ -192,7 +224,7 @@ class MapDecoder(FocusBlock):
         m.d.comb += [
             q.eq(pos.payload.position - off),
             go.eq(s.parsing & pos.valid & ready_bits & s.advance),
-            ok.eq(go & ~bad_pos & (s.valid_fill >= sym_len)),
+            ok.eq(go & ~bad_pos & enough),
             s.rd.addr.eq(q[:p.window_bits]),
             s.rd.en.eq(s.advance),
         ]
@@ -207,12 +239,12 @@ class MapDecoder(FocusBlock):
             m.d.comb += [pos.ready.eq(1), s.consume.eq(sym_len)]
             m.d.sync += [
                 s.r_valid.eq(1),
-                s.r_code.eq(code),
-                s.r_q.eq(q),
-                s.r_pos.eq(pos.payload.position),
-                s.r_off_zero.eq((code != 0) & (off == 0)),
-                s.r_last.eq(pos.payload.last),
-                s.r_serial.eq(Mux(first, s.serial + 1, s.serial)),
+                s.r_tok.code.eq(code),
+                s.r_tok.q.eq(q),
+                s.r_tok.pos.eq(pos.payload.position),
+                s.r_tok.off_zero.eq((code != 0) & (off == 0)),
+                s.r_tok.last.eq(pos.payload.last),
+                s.r_tok.serial.eq(Mux(first, s.serial + 1, s.serial)),
                 s.serial.eq(Mux(first, s.serial + 1, s.serial)),
                 s.tile_count.eq(Mux(s.tile_count == p.tile - 1, 0, s.tile_count + 1)),
                 s.started.eq(1),
@@ -225,37 +257,58 @@ class MapDecoder(FocusBlock):
         with m.If(pos.valid & pos.ready & pos.payload.last):
             m.d.sync += s.pos_done.eq(1)
 
-    # ---- the register stage -----------------------------------------------------------------
+    # ---- the read and check stages ---------------------------------------------------------
+
+    def _forward(self, m, s):
+        """The read stage: the slot's read data registered as it is, beside the writes the
+        read missed. The read is not transparent, so a token misses the slot writes of the
+        cycle it is parsed in and of the cycle it moves to the check stage (the two tokens
+        before it, with stalls also fewer); the later one wins."""
+        p = self._params
+        slot = s.r_tok.q[:p.window_bits]
+        late, early = Signal(), Signal()
+        src = Signal(_slot_layout(p))
+        m.d.comb += [
+            late.eq(s.wr.en & (s.wr.addr == slot)),
+            early.eq(s.r_wen & (s.r_wslot == slot)),
+            src.eq(Mux(late, s.wr.data, s.r_wdata)),
+        ]
+        with m.If(s.advance):
+            m.d.sync += [
+                s.r_wen.eq(s.wr.en), s.r_wslot.eq(s.wr.addr), s.r_wdata.eq(s.wr.data),
+                s.c_valid.eq(s.r_valid), s.c_tok.eq(s.r_tok), s.c_ram.eq(s.rd.data),
+                s.c_fwd.eq(late | early), s.c_fwd_map.eq(src.map),
+                s.c_fwd_found.eq(_found(p, src, s.r_tok)),
+            ]
 
     def _resolve(self, m, s):
-        """The candidate's entry checked (same position, same tile), the map entry formed."""
-        p, o = self._params, self.o_stream
-        entry = s.rd.data
-        found = ((entry.tag == s.r_q[:p.position_bits]) & ~s.r_q[p.position_bits]
-                 & (entry.serial == s.r_serial) & ~s.r_off_zero)
-        new = s.r_code == 0
+        """The check stage: the candidate's entry checked (same position, same tile), the map
+        entry formed, the token's slot written."""
+        p, o, t = self._params, self.o_stream, s.c_tok
+        found = Mux(s.c_fwd, s.c_fwd_found, _found(p, s.c_ram, t))
+        new = t.code == 0
         value = Signal.like(o.payload.map)
         m.d.comb += [
-            value.eq(Mux(new, s.unique, entry.map)),
+            value.eq(Mux(new, s.unique, Mux(s.c_fwd, s.c_fwd_map, s.c_ram.map))),
             s.advance.eq(~o.valid | o.ready),
-            s.wr.addr.eq(s.r_pos[:p.window_bits]),
-            s.wr.data.tag.eq(s.r_pos),
-            s.wr.data.serial.eq(s.r_serial),
+            s.wr.addr.eq(t.pos[:p.window_bits]),
+            s.wr.data.tag.eq(t.pos),
+            s.wr.data.serial.eq(t.serial),
             s.wr.data.map.eq(value),
         ]
         with m.If(o.valid & o.ready):
             m.d.sync += o.valid.eq(0)
         # A failed check is registered and raised the next cycle (as the last fault assigned, so
-        # it wins over the next token's): the memory's read data then drives only the entry and
+        # it wins over the next token's): the entry drives only the output, the slot write and
         # the counters, not the job's control. The slot is written whether or not the check
         # passes: after a failed one the job ends, and the entry's tile serial is never seen
         # again (a tile's tokens only look up their own tile).
-        with m.If(s.r_valid & s.advance & ~s.cand_bad):
+        with m.If(s.c_valid & s.advance & ~s.cand_bad):
             m.d.comb += s.wr.en.eq(1)
             with m.If(new | found):
-                m.d.sync += [o.valid.eq(1), o.payload.map.eq(value), o.payload.code.eq(s.r_code),
-                             o.payload.last.eq(s.r_last), s.unique.eq(s.unique + new)]
-                with m.If(s.r_last):
+                m.d.sync += [o.valid.eq(1), o.payload.map.eq(value), o.payload.code.eq(t.code),
+                             o.payload.last.eq(t.last), s.unique.eq(s.unique + new)]
+                with m.If(t.last):
                     m.d.sync += s.finished.eq(1)
             with m.Else():
                 m.d.sync += s.cand_bad.eq(1)
@@ -278,7 +331,7 @@ class MapDecoder(FocusBlock):
         def on_fault():
             with m.If(s.fault != MapDecodeError.NONE):
                 m.d.sync += [self.error.eq(1), self.cause.eq(s.fault), s.parsing.eq(0),
-                             s.r_valid.eq(0)]
+                             s.r_valid.eq(0), s.c_valid.eq(0)]
                 m.next = "DRAIN"
 
         with m.FSM(name="job"):
@@ -288,6 +341,7 @@ class MapDecoder(FocusBlock):
                 with m.If(cfg.valid & cfg.ready):
                     m.d.sync += [self.error.eq(0), self.cause.eq(MapDecodeError.NONE),
                                  s.buf.eq(0), s.fill.eq(0), s.loaded.eq(0), s.used.eq(0),
+                                 s.loaded_end.eq(p.word_bits),
                                  s.words_done.eq(0), s.pos_done.eq(0), s.unique.eq(0),
                                  s.tile_count.eq(0), s.started.eq(0), s.tail.eq(0),
                                  s.finished.eq(0), s.cand_bad.eq(0)]
@@ -303,8 +357,7 @@ class MapDecoder(FocusBlock):
             with m.State("HEADER"):
                 m.d.comb += s.words_open.eq(1)
                 with m.If(s.words_done | (s.fill >= _HEADER_VARIABLE)):
-                    with m.If((s.valid_fill < 1)
-                              | (variable & ((s.valid_fill < _HEADER_VARIABLE) | ~complete))):
+                    with m.If(~s.has(1) | (variable & (~s.has(_HEADER_VARIABLE) | ~complete))):
                         m.d.comb += s.fault.eq(MapDecodeError.HEADER)
                     with m.Else():
                         m.d.comb += s.consume.eq(Mux(variable, _HEADER_VARIABLE, 1))
@@ -330,20 +383,27 @@ class MapDecoder(FocusBlock):
 class _State:
     """The decoder's registers and shared wires."""
 
+    def has(self, n):
+        """Whether the buffer holds n valid bits: all but the last word's padding are valid."""
+        return ~self.words_done | (self.fill >= self.need[n])
+
     def __init__(self, p):
         pb = p.position_bits
         self.cap = cap = p.word_bits + _SLACK
         self.buf = Signal(cap)
         self.fill = Signal(range(cap + 1))
-        self.valid_fill = Signal(range(cap + 1))
         self.consume = Signal(range(_HEADER_VARIABLE + 1))
-        self.loaded = Signal(pb + 1)
-        self.pad = Signal(range(p.word_bits))
+        self.loaded = Signal(pb + 1)                    # string bits in the words so far
+        self.loaded_end = Signal(pb + 1, init=p.word_bits)  # ... and with the next word
+        # After the last word: the fill that holds n valid bits, n + the last word's padding.
+        self.need = {n: Signal(range(p.word_bits + n), name=f"need{n}")
+                     for n in (1, 3, 5, _HEADER_VARIABLE)}
         self.words_open, self.words_done, self.drain = Signal(), Signal(), Signal()
         self.pos_done, self.parsing, self.started = Signal(), Signal(), Signal()
         self.tail, self.finished = Signal(), Signal()   # the last symbol parsed / its entry out
         self.cand_bad = Signal()                        # the last candidate check failed
-        self.used = Signal(pb)                          # string bits consumed
+        self.used = Signal(pb)                          # string bits consumed ...
+        self.consumed = Signal.like(self.consume)       # ... but the last cycle's
         self.nbits = Signal(pb)                         # the last word's nbits
         self.idle, self.advance = Signal(), Signal()
         self.fault = Signal(MapDecodeError)
@@ -354,11 +414,16 @@ class _State:
         self.unique = Signal(pb)
         self.serial = Signal(32)
         self.tile_count = Signal(range(p.tile))
-        self.r_valid, self.r_off_zero, self.r_last = Signal(), Signal(), Signal()
-        self.r_code = Signal(3)
-        self.r_q = Signal(pb + 1)
-        self.r_pos = Signal(pb)
-        self.r_serial = Signal(32)
+        # The read stage (the token whose slot read is on the memory's output) and the check
+        # stage, and what the forwarding keeps (_forward).
+        self.r_valid, self.c_valid = Signal(), Signal()
+        self.r_tok, self.c_tok = Signal(_token_layout(p)), Signal(_token_layout(p))
+        self.r_wen = Signal()
+        self.r_wslot = Signal(p.window_bits)
+        self.r_wdata = Signal(_slot_layout(p))
+        self.c_ram = Signal(_slot_layout(p))
+        self.c_fwd, self.c_fwd_found = Signal(), Signal()
+        self.c_fwd_map = Signal(pb)
         self.mem = memory.Memory(shape=_slot_layout(p), depth=window_slots(p), init=[])
         self.wr = self.mem.write_port()
-        self.rd = self.mem.read_port(transparent_for=(self.wr,))
+        self.rd = self.mem.read_port()
