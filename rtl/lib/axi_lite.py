@@ -81,8 +81,10 @@ class AXI4LiteToRegisters(wiring.Component):
         m = Module()
         axi, bus = self.axi, self.bus
 
-        aw_full, aw_addr = Signal(), Signal(ADDR_BITS)
-        w_full, w_data, w_strb = Signal(), Signal(DATA_BITS), Signal(DATA_BITS // 8)
+        aw_full, aw_addr = Signal(name="aw_full"), Signal(ADDR_BITS, name="aw_addr")
+        w_full = Signal()
+        w_data = Signal(DATA_BITS)
+        w_strb = Signal(DATA_BITS // 8)
         m.d.comb += [axi.awready.eq(~aw_full), axi.wready.eq(~w_full)]
         with m.If(axi.awvalid & axi.awready):
             m.d.sync += [aw_full.eq(1), aw_addr.eq(axi.awaddr[2:2 + ADDR_BITS])]
@@ -101,7 +103,7 @@ class AXI4LiteToRegisters(wiring.Component):
             m.d.sync += axi.bvalid.eq(0)
 
         # Reads: accept, read the bus, register the response.
-        reading, read_ok = Signal(), Signal()
+        reading, read_ok = Signal(name="reading"), Signal(name="read_ok")
         ar_addr = axi.araddr[2:2 + ADDR_BITS]
         m.d.comb += axi.arready.eq(~write & ~reading & ~axi.rvalid)
         m.d.sync += reading.eq(axi.arvalid & axi.arready)

@@ -166,7 +166,7 @@ class CodeParser(FocusBlock):
         bb = fw + wb                    # bit buffer: a word fits in whenever fill <= fw
         tokens, hb, running, error = self.tokens, self.hb, self.running, self.error
 
-        e, s, f = Signal(3), Signal(), Signal()
+        e, s, f = Signal(3, name="e"), Signal(name="s"), Signal(name="f")
         n = Signal(range(p.tokens + 1))
         kept = Signal(range(p.tokens + 1))
         m.d.comb += [self.order.eq(e), self.kept.eq(kept), self.dropped.eq(s), self.rice.eq(f)]
@@ -221,7 +221,7 @@ class CodeParser(FocusBlock):
                      ~buf[bb - zmax:].any())
         zeros_at = Mux(f, avail >= rice_lim, avail >= zmax)
 
-        take_hdr, take_code = Signal(), Signal()
+        take_hdr, take_code = Signal(name="take_hdr"), Signal(name="take_code")
         fail, cause = self.fail, self.cause
         active = running & ~error
         o_go = o.valid & o.ready        # the code in the output register leaves

@@ -122,8 +122,8 @@ class _InputPosition:
         self.tleft = Signal(p.count_bits)
         self.ok = Signal(a)
         self.ok_full = Signal(a)
-        self.row_end, self.col_end = Signal(), Signal()
-        self.last_row, self.last_col = Signal(), Signal()
+        self.row_end, self.col_end = Signal(name="row_end"), Signal(name="col_end")
+        self.last_row, self.last_col = Signal(name="last_row"), Signal(name="last_col")
 
     def _therm(self, count):
         return Cat(count > n for n in range(self._lanes))
@@ -315,12 +315,17 @@ class ImportanceAnalyzer(FocusBlock):
         # Spatial, one-hot (none for a first row, whose word starts from 0): the old word is the
         # read data, or the word written in the cycle before stage 3, or two cycles before (reads
         # do not see those writes).
-        s2_use_rd, s2_use_w1, s2_use_w2, s2_use_beat = Signal(), Signal(), Signal(), Signal()
+        s2_use_rd = Signal()
+        s2_use_w1 = Signal()
+        s2_use_w2 = Signal()
+        s2_use_beat = Signal()
         s2_col_end = Signal()
         s2_lane = Signal(a)        # temporal: the column's lane, one-hot
         s2_flush = Signal()
         # The spatial writes of the last two cycles (for forwarding).
-        w1_valid, w1_addr, w1_data = Signal(), Signal(buffer_addr_bits(p)), Signal(word)
+        w1_valid = Signal()
+        w1_addr = Signal(buffer_addr_bits(p))
+        w1_data = Signal(word)
         w2_data = Signal(word)
         rd_valid = Signal()        # readout: r_data holds a word not yet sent
         fsm, more, advance = self._sequence(m, pos, M, R, temporal, readout, rd_valid)

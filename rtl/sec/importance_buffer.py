@@ -222,7 +222,9 @@ class BufferSweeper(FocusBlock):
         r_valid = Signal()
         r_base = Signal(p.count_bits)
         r_count = Signal(range(a + 1))
-        r_first, r_last, r_final = Signal(), Signal(), Signal()
+        r_first = Signal()
+        r_last = Signal()
+        r_final = Signal()
         # Stage 2 (the w_* registers) loads when it is empty or its word is taken.
         load = Signal()
         m.d.comb += [

@@ -296,9 +296,10 @@ class OffsetDecoder(FocusBlock):
         p = self._params
         cb = p.count_bits
         wpos = Signal(cb + 1)           # the next position to walk
-        d_valid, d_idx = Signal(), Signal(cb + 1)   # the next dropped index
-        pend_valid, pend = Signal(), Signal(cb + 1)  # the last kept index found
-        push, out_last = Signal(), Signal()
+        # The next dropped index, and the last kept index found.
+        d_valid, d_idx = Signal(name="d_valid"), Signal(cb + 1, name="d_idx")
+        pend_valid, pend = Signal(name="pend_valid"), Signal(cb + 1, name="pend")
+        push, out_last = Signal(name="push"), Signal(name="out_last")
         with m.If(start):
             m.d.sync += [wpos.eq(0), d_valid.eq(0), pend_valid.eq(0)]
         # Compares, not equalities, so that the walk moves on from any state (a dropped index at

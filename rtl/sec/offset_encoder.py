@@ -222,7 +222,7 @@ class OffsetEncoder(FocusBlock):
         adaptive = Signal()
         fixed = Signal(5)               # the fixed scheme's index
         e = Signal(3)
-        s, f = (Const(0, 1), Const(0, 1)) if narrow else (Signal(), Signal())
+        s, f = (Const(0, 1), Const(0, 1)) if narrow else (Signal(name="s"), Signal(name="f"))
         nbits = Signal(p.nbits_bits)
         n = Signal(range(p.tokens + 1))
         m.d.comb += [self.kept.eq(n), self.order.eq(e), self.dropped.eq(s), self.rice.eq(f)]
@@ -242,7 +242,8 @@ class OffsetEncoder(FocusBlock):
         cur_valid = Signal()
         cur_base = Signal(cb + 1)
         prev_end = Signal(cb + 1)       # previous kept index + 1 (0 before the first)
-        a_valid, a_tail = Signal(), Signal()    # stage A -> B: one gap (or the tail)
+        # Stage A -> B: one gap (or the tail).
+        a_valid, a_tail = Signal(name="a_valid"), Signal(name="a_tail")
         a_gap = Signal(p.index_bits + 1)
 
         # ---- emission: the field register feeds the bit packer ----------------------------------
@@ -263,7 +264,7 @@ class OffsetEncoder(FocusBlock):
         bad_beat = Signal()             # ... and it is malformed
         counting = Signal()             # stage B or C still holds a gap
         ingested = got_final & tail_sent & ~cur_valid & ~a_valid & ~counting
-        chosen, refused = Signal(), Signal()
+        chosen, refused = Signal(name="chosen"), Signal(name="refused")
         idle, ingest, choose, emit, drain = _control(
             m, start=cfg_fire, bad_cfg=bad_cfg, bad_beat=beat_fire & bad_beat,
             last=i.payload.last, ingested=ingested, chosen=chosen, refused=refused,
@@ -340,7 +341,8 @@ class OffsetEncoder(FocusBlock):
         best_c, best = self._choose(m, totals, bad, start=ingest & ingested, run=choose,
                                     chosen=chosen)
         pick = Mux(adaptive, best_c, fixed)
-        fixed_total, fixed_bad = Signal.like(best), Signal()    # registered 32-way selects
+        # Registered 32-way selects.
+        fixed_total, fixed_bad = Signal.like(best, name="fixed_total"), Signal(name="fixed_bad")
         index = fixed[:3] if narrow else fixed      # a narrow job's fixed scheme is 0..7
         m.d.sync += [fixed_total.eq(totals[index]), fixed_bad.eq(bad[index])]
         m.d.comb += refused.eq(~adaptive & fixed_bad)
@@ -521,7 +523,9 @@ class OffsetEncoder(FocusBlock):
         best_c = Signal(5)
         best = Signal(p.nbits_bits)
         ck = Signal(range(count + 1))
-        cand_v, cand_ok, cand_c = Signal(), Signal(), Signal(5)
+        cand_v = Signal()
+        cand_ok = Signal()
+        cand_c = Signal(5)
         cand = Signal(p.nbits_bits)
         with m.If(start):
             m.d.sync += [ck.eq(1), best_c.eq(0), best.eq(totals[0]), cand_v.eq(0)]

@@ -80,7 +80,7 @@ class CandidateFetch(FocusBlock):
         rnd = i.payload.round
 
         d_valid = Signal()
-        d_accept, go = Signal(), Signal()
+        d_accept, go = Signal(name="d_accept"), Signal(name="go")
         m.d.comb += [
             d_accept.eq(~d_valid | o.ready),
             i.ready.eq(d_accept),

@@ -150,7 +150,7 @@ SimilarityComparator`) that depends on the pair. The rest, ``dot**2 * 2**(2F) > 
         """The activity counters, a cycle after the transfer: the zero test comes from the
         window's read port, too late in the cycle for the counters' clock enables."""
         i = self.i_stream
-        taken, work = Signal(), Signal()
+        taken, work = Signal(name="taken"), Signal(name="work")
         m.d.sync += [taken.eq(i.valid & i.ready), work.eq(in_nonzero)]
         with m.If(self.clear):
             m.d.sync += [self.active.eq(0), self.gated.eq(0)]

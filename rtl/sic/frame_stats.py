@@ -55,7 +55,9 @@ class FrameStats(FocusBlock):
         fs = Signal(pb)
         frame = Signal(pb)
         boundary = Signal(pb + 1)               # the first position of frame + 1
-        tokens, matched, previous = Signal(pb), Signal(pb), Signal(pb)
+        tokens = Signal(pb)
+        matched = Signal(pb)
+        previous = Signal(pb)
         running = Signal()
         stopping = Signal()                     # a stop waits for the beat register
         free = Signal()

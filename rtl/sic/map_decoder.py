@@ -196,14 +196,14 @@ class MapDecoder(FocusBlock):
         """The next token's symbol from the top of the buffer, its candidate's slot read."""
         p, pos = self._params, self.pos_stream
         top = s.buf[s.cap - 5:]                             # the next 5 bits, MSB first
-        var_rank, var_len = Signal(3), Signal(3)
+        var_rank, var_len = Signal(3, name="var_rank"), Signal(3, name="var_len")
         with m.If(~top[4]):
             m.d.comb += [var_rank.eq(0), var_len.eq(1)]
         with m.Elif(top[2:4] != 0b11):
             m.d.comb += [var_rank.eq(1 + top[2:4]), var_len.eq(3)]
         with m.Else():
             m.d.comb += [var_rank.eq(4 + top[0:2]), var_len.eq(5)]
-        sym_len, code = Signal(3), Signal(3)
+        sym_len, code = Signal(3, name="sym_len"), Signal(3, name="code")
         m.d.comb += [sym_len.eq(Mux(s.variable, var_len, 3)),
                      code.eq(Mux(s.variable, s.ranking[var_rank], top[2:5]))]
         # A symbol is parsed once 5 (fixed: 3) bits are in, or all of them: the last word is in.
@@ -220,7 +220,7 @@ class MapDecoder(FocusBlock):
                 with m.Case(c):
                     m.d.comb += off.eq(s.offsets[c - 1])
         q = Signal(p.position_bits + 1)
-        go, ok = Signal(), Signal()
+        go, ok = Signal(name="go"), Signal(name="ok")
         m.d.comb += [
             q.eq(pos.payload.position - off),
             go.eq(s.parsing & pos.valid & ready_bits & s.advance),
@@ -266,7 +266,7 @@ class MapDecoder(FocusBlock):
         before it, with stalls also fewer); the later one wins."""
         p = self._params
         slot = s.r_tok.q[:p.window_bits]
-        late, early = Signal(), Signal()
+        late, early = Signal(name="late"), Signal(name="early")
         src = Signal(_slot_layout(p))
         m.d.comb += [
             late.eq(s.wr.en & (s.wr.addr == slot)),
@@ -398,14 +398,19 @@ class _State:
         # After the last word: the fill that holds n valid bits, n + the last word's padding.
         self.need = {n: Signal(range(p.word_bits + n), name=f"need{n}")
                      for n in (1, 3, 5, _HEADER_VARIABLE)}
-        self.words_open, self.words_done, self.drain = Signal(), Signal(), Signal()
-        self.pos_done, self.parsing, self.started = Signal(), Signal(), Signal()
-        self.tail, self.finished = Signal(), Signal()   # the last symbol parsed / its entry out
+        self.words_open = Signal()
+        self.words_done = Signal()
+        self.drain = Signal()
+        self.pos_done = Signal()
+        self.parsing = Signal()
+        self.started = Signal()
+        self.tail = Signal()                            # the last symbol parsed
+        self.finished = Signal()                        # ... and its entry out
         self.cand_bad = Signal()                        # the last candidate check failed
         self.used = Signal(pb)                          # string bits consumed ...
         self.consumed = Signal.like(self.consume)       # ... but the last cycle's
         self.nbits = Signal(pb)                         # the last word's nbits
-        self.idle, self.advance = Signal(), Signal()
+        self.idle, self.advance = Signal(name="idle"), Signal(name="advance")
         self.fault = Signal(MapDecodeError)
         self.variable = Signal()
         self.ranking = Signal(data.ArrayLayout(3, 8))
@@ -416,13 +421,14 @@ class _State:
         self.tile_count = Signal(range(p.tile))
         # The read stage (the token whose slot read is on the memory's output) and the check
         # stage, and what the forwarding keeps (_forward).
-        self.r_valid, self.c_valid = Signal(), Signal()
-        self.r_tok, self.c_tok = Signal(_token_layout(p)), Signal(_token_layout(p))
+        self.r_valid, self.c_valid = Signal(name="r_valid"), Signal(name="c_valid")
+        self.r_tok = Signal(_token_layout(p))
+        self.c_tok = Signal(_token_layout(p))
         self.r_wen = Signal()
         self.r_wslot = Signal(p.window_bits)
         self.r_wdata = Signal(_slot_layout(p))
         self.c_ram = Signal(_slot_layout(p))
-        self.c_fwd, self.c_fwd_found = Signal(), Signal()
+        self.c_fwd, self.c_fwd_found = Signal(name="c_fwd"), Signal(name="c_fwd_found")
         self.c_fwd_map = Signal(pb)
         self.mem = memory.Memory(shape=_slot_layout(p), depth=window_slots(p), init=[])
         self.wr = self.mem.write_port()

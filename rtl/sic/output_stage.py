@@ -90,11 +90,13 @@ class OutputStage(FocusBlock):
         o_tok = Signal(indexed_layout(p))           # the token in the register
         o_tile_last = Signal()                      # ... ends a tile (until its drain starts)
         drain = Signal()
-        o_take, can_take, accept = Signal(), Signal(), Signal()
+        o_take = Signal()
+        can_take = Signal()
+        accept = Signal()
         # A flush empties the vector FIFO, but not under a map beat that stays on offer or is
         # taken in (it is delivered, with its vector, the FIFO's head): then the FIFO is emptied
         # as that beat leaves.
-        v_flush_pending, v_keep = Signal(), Signal()
+        v_flush_pending, v_keep = Signal(name="v_flush_pending"), Signal(name="v_keep")
         m.d.comb += [
             v_keep.eq((o_valid & o_beat.token & ~o_take) | accept),
             self.v_flush.eq((flush | v_flush_pending) & ~v_keep),

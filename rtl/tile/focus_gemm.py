@@ -108,7 +108,7 @@ class FocusGemm(FocusBlock):
         p_w = psums.write_port()
         p_r = [psums.read_port() for _ in range(p.scatter_rows)]
         full = Signal(2, name="full")           # bank b holds a complete chunk not yet scattered
-        full_set, full_clear = Signal(2), Signal(2)
+        full_set, full_clear = Signal(2, name="full_set"), Signal(2, name="full_clear")
         m.d.sync += full.eq((full | full_set) & ~full_clear)
 
         # ---- into the array: dim weight rows, then the chunk's unique vectors --------------------

@@ -75,7 +75,7 @@ class FP16Multiplier(wiring.Component):
         else:
             top = leading_one(m, product, "top")
         # The leading one moves to bit 21; the 21 bits below it are the top of the fraction.
-        norm, lead = Signal(22), Signal(range(22))
+        norm, lead = Signal(22, name="norm"), Signal(range(22), name="lead")
         m.d.comb += [lead.eq(21 - top), norm.eq(product << lead)]
         # value = product * 2**(ea + eb - 30 - 20); fp32 exponent ea + eb - 50 + top + 127.
         exp = Signal(8)

@@ -145,7 +145,9 @@ class ScatterStage(FocusBlock):
         # is taken from C's sums instead (a read in the same cycle as the write gets it from
         # the transparent port).
         b_valid = Signal(name="b_valid")
-        b_first, b_final, b_last = Signal(name="b_first"), Signal(name="b_final"), Signal()
+        b_first = Signal()
+        b_final = Signal()
+        b_last = Signal()
         b_word = Signal.like(word, name="b_word")
         with m.If(advance):
             m.d.sync += [b_valid.eq(issue), b_first.eq(fresh), b_final.eq(beat.payload.final),

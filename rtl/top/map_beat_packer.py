@@ -56,7 +56,7 @@ class MapBeatPacker(FocusBlock):
         lane = Signal(range(sr), name="lane")
         count = Signal(range(p.tile + 1), name="count")     # entries of the chunk so far
         made = Signal(name="made")                           # this cycle's entry is a filler
-        valid, last = Signal(), Signal()
+        valid, last = Signal(name="valid"), Signal(name="last")
         index = Signal.like(o.payload.index[0])
         take = Signal()
         m.d.comb += [

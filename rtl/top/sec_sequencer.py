@@ -116,7 +116,9 @@ class SecSequencer(FocusBlock):
         ]
 
         # ---- counters and errors (not reset by ABORT) ------------------------------------------
-        started, mask_done, code_done = Signal(), Signal(), Signal()
+        started = Signal()
+        mask_done = Signal()
+        code_done = Signal()
         score_fire = self.scores.valid & self.scores.ready
         mask_last = self.mask.valid & self.mask.ready & self.mask.payload.last
         code_last = code_fire & self.code.payload.last

@@ -223,7 +223,7 @@ class SicSequencer(FocusBlock):
             ctl.d.sync += rptr.eq(0)
 
         # ---- counters and errors (not reset by ABORT) ------------------------------------------
-        started, finished = Signal(), Signal()
+        started, finished = Signal(name="started"), Signal(name="finished")
         tok_fire = tok.valid & tok.ready
         sic_last = self.o_stream.valid & self.o_stream.ready & self.o_stream.payload.last
         with m.If(ctrl.start):
