@@ -14,6 +14,8 @@ __all__ = ["MapDecoder", "MapDecodeError", "map_decoder_config_layout", "map_pos
 #: Bits the decoder buffers beyond one word: the variable code's header (25) fits with a word.
 _SLACK = 32
 _HEADER_VARIABLE = 25
+#: A symbol's lengths: 1, 3 or 5 bits with the variable code, 3 with the fixed one.
+_SYMBOL_LENGTHS = (1, 3, 5)
 
 
 class MapDecodeError(enum.Enum, shape=3):
@@ -170,7 +172,7 @@ class MapDecoder(FocusBlock):
         shifted = Signal(cap)
         rest, rest_in = Signal.like(s.fill), Signal.like(s.fill)
         with m.Switch(s.consume):
-            for n in sorted({0, 1, 3, 5, _HEADER_VARIABLE}):
+            for n in (0, *_SYMBOL_LENGTHS, _HEADER_VARIABLE):
                 with m.Case(n):
                     m.d.comb += [shifted.eq((wide << n)[wb:wb + cap]), rest.eq(s.fill - n),
                                  rest_in.eq(s.fill + wb - n)]
@@ -211,7 +213,7 @@ class MapDecoder(FocusBlock):
         bad_pos = s.started & (pos.payload.position <= s.prev_pos)
         enough = Signal()
         with m.Switch(sym_len):
-            for n in (1, 3, 5):
+            for n in _SYMBOL_LENGTHS:
                 with m.Case(n):
                     m.d.comb += enough.eq(s.has(n))
         off = Signal(p.position_bits + 1)
@@ -397,7 +399,7 @@ class _State:
         self.loaded_end = Signal(pb + 1, init=p.word_bits)  # ... and with the next word
         # After the last word: the fill that holds n valid bits, n + the last word's padding.
         self.need = {n: Signal(range(p.word_bits + n), name=f"need{n}")
-                     for n in (1, 3, 5, _HEADER_VARIABLE)}
+                     for n in (*_SYMBOL_LENGTHS, _HEADER_VARIABLE)}
         self.words_open = Signal()
         self.words_done = Signal()
         self.drain = Signal()
