@@ -164,7 +164,7 @@ class CodeParser(FocusBlock):
         win = rice_limit_bits(p) + 1    # the one-hot search window (Rice: 2Z, Exp-Golomb: Z)
         fw = decode_field_bits(p)
         bb = fw + wb                    # bit buffer: a word fits in whenever fill <= fw
-        tokens, hb, running, error = self.tokens, self.hb, self.running, self.error
+        hb, running, error = self.hb, self.running, self.error
 
         e, s, f = Signal(3, name="e"), Signal(name="s"), Signal(name="f")
         n = Signal(range(p.tokens + 1))
@@ -206,65 +206,15 @@ class CodeParser(FocusBlock):
 
         first, fits_eg, fits_rice = _code_starts(m, p, buf, slack, win)
         hl, hdr, hdr_n = _header_fields(m, p, buf, hb)
-        # The leading zeros, from the one-hot first[] by ORs (a binary encoder, not a priority
-        # chain: at most one first[k] is high). Used only when a code fits, so some first[k] is.
-        lz = Signal(range(win + 1))
-        m.d.comb += lz.eq(Cat(*(_or_all(first[k] for k in range(win) if k >> b & 1)
-                                for b in range(len(lz)) if any(k >> b & 1 for k in range(win)))))
-        code_len = Signal(range(fw + 1))
-        m.d.comb += code_len.eq(Mux(f, lz, 2 * lz) + 1 + e)
-        fits = Signal()                 # a whole code is in the buffer
-        m.d.comb += fits.eq(Mux(
-            f, Cat(*(first[k] & rice_ok[k] & fits_rice[k] for k in range(win))).any(),
-            Cat(*(first[k] & fits_eg[k] for k in range(zmax))).any()))
-        no_one = Mux(f, ~Cat(*(first[k] & rice_ok[k] for k in range(win))).any(),
-                     ~buf[bb - zmax:].any())
-        zeros_at = Mux(f, avail >= rice_lim, avail >= zmax)
+        lz, code_len, fits, no_one, zeros_at = _code_at_top(
+            m, p, buf, first, fits_eg, fits_rice, e=e, f=f, avail=avail, rice_ok=rice_ok,
+            rice_lim=rice_lim)
 
-        take_hdr, take_code = Signal(name="take_hdr"), Signal(name="take_code")
-        fail, cause = self.fail, self.cause
-        active = running & ~error
-        o_go = o.valid & o.ready        # the code in the output register leaves
-        hdr_e, hdr_s, hdr_f = (hdr >> (hb + 2))[:3], (hdr >> (hb + 1))[0], (hdr >> hb)[0]
-        with m.Switch(phase):
-            with m.Case(_Phase.HDR):
-                with m.If(active & (avail >= hl)):
-                    m.d.comb += take_hdr.eq(1)
-                    m.d.sync += [e.eq(hdr_e), s.eq(hdr_s), f.eq(hdr_f), n.eq(hdr_n),
-                                 codes_left.eq(hdr_n),
-                                 kept.eq(Mux(hdr_s, tokens - hdr_n, hdr_n))]
-                    with m.If(hdr_n > tokens):
-                        m.d.comb += [fail.eq(1), cause.eq(DecodeError.COUNT)]
-                    with m.Else():
-                        m.d.sync += phase.eq(_Phase.CODES)
-            with m.Case(_Phase.CODES):
-                with m.If(active & (codes_left == 0)):
-                    # Only for n = 0: the header must be the whole string.
-                    with m.If(rem == 0):
-                        m.d.sync += phase.eq(_Phase.FIN)
-                    with m.Else():
-                        m.d.comb += [fail.eq(1), cause.eq(DecodeError.TRAILING)]
-                with m.Elif(active & (~o.valid | o_go)):
-                    with m.If(fits):
-                        m.d.comb += take_code.eq(1)
-                        m.d.sync += codes_left.eq(codes_left - 1)
-                        with m.If(codes_left == 1):
-                            m.d.sync += phase.eq(_Phase.FIN)
-                    with m.Elif(zeros_at & no_one):
-                        m.d.comb += [fail.eq(1),
-                                     cause.eq(Mux(f, DecodeError.UNARY, DecodeError.ZEROS))]
-                    with m.Elif(all_in):
-                        # Every string bit is in the buffer and the code still does not fit.
-                        m.d.comb += [fail.eq(1), cause.eq(DecodeError.TRUNCATED)]
-        with m.If(take_code):
-            m.d.sync += [o.valid.eq(1), o.payload.top.eq(buf[bb - fw:]),
-                         o.payload.shift.eq(fw - code_len),
-                         o.payload.off.eq(Mux(f, lz << e, 0) - (1 << e)),
-                         o.payload.last.eq(codes_left == 1),
-                         o.payload.trail.eq((codes_left == 1) & (rem != code_len))]
-        with m.Elif(o_go):
-            m.d.sync += o.valid.eq(0)
-        m.d.comb += self.fin.eq((phase == _Phase.FIN) & ~o.valid)
+        hdr_e = (hdr >> (hb + 2))[:3]
+        take_hdr, take_code = self._parse_step(
+            m, phase=phase, codes_left=codes_left, rem=rem, all_in=all_in, avail=avail, buf=buf,
+            hl=hl, hdr=hdr, hdr_n=hdr_n, hdr_e=hdr_e, e=e, s=s, f=f, n=n, kept=kept,
+            lz=lz, code_len=code_len, fits=fits, no_one=no_one, zeros_at=zeros_at)
 
         # ---- the buffer: load a word below the string bits, then consume ------------------------
         m.d.comb += i.ready.eq(running & ~in_done & (error | all_in | room))
@@ -309,6 +259,64 @@ class CodeParser(FocusBlock):
             m.d.sync += o.valid.eq(0)
         return m
 
+    def _parse_step(self, m, *, phase, codes_left, rem, all_in, avail, buf, hl, hdr, hdr_n, hdr_e,
+                    e, s, f, n, kept, lz, code_len, fits, no_one, zeros_at):
+        """One step of the parse, by ``phase``: the header (``hl`` bits, :func:`_header_fields`)
+        into the header registers ``e``, ``s``, ``f``, ``n`` and ``kept`` once ``avail`` string
+        bits cover it; then one code per cycle (:func:`_code_at_top`) into the output register
+        while it is free, ``codes_left`` counting down to the FIN phase; ``fail`` and ``cause``
+        on a malformed header or code. Returns ``(take_hdr, take_code)``: the header, or a code
+        of ``code_len`` bits, is consumed from ``buf`` this cycle."""
+        p = self._params
+        fw = decode_field_bits(p)
+        bb = len(buf)
+        o, tokens = self.o_stream, self.tokens
+        take_hdr, take_code = Signal(name="take_hdr"), Signal(name="take_code")
+        fail, cause = self.fail, self.cause
+        active = self.running & ~self.error
+        o_go = o.valid & o.ready        # the code in the output register leaves
+        hdr_s, hdr_f = (hdr >> (self.hb + 1))[0], (hdr >> self.hb)[0]
+        with m.Switch(phase):
+            with m.Case(_Phase.HDR):
+                with m.If(active & (avail >= hl)):
+                    m.d.comb += take_hdr.eq(1)
+                    m.d.sync += [e.eq(hdr_e), s.eq(hdr_s), f.eq(hdr_f), n.eq(hdr_n),
+                                 codes_left.eq(hdr_n),
+                                 kept.eq(Mux(hdr_s, tokens - hdr_n, hdr_n))]
+                    with m.If(hdr_n > tokens):
+                        m.d.comb += [fail.eq(1), cause.eq(DecodeError.COUNT)]
+                    with m.Else():
+                        m.d.sync += phase.eq(_Phase.CODES)
+            with m.Case(_Phase.CODES):
+                with m.If(active & (codes_left == 0)):
+                    # Only for n = 0: the header must be the whole string.
+                    with m.If(rem == 0):
+                        m.d.sync += phase.eq(_Phase.FIN)
+                    with m.Else():
+                        m.d.comb += [fail.eq(1), cause.eq(DecodeError.TRAILING)]
+                with m.Elif(active & (~o.valid | o_go)):
+                    with m.If(fits):
+                        m.d.comb += take_code.eq(1)
+                        m.d.sync += codes_left.eq(codes_left - 1)
+                        with m.If(codes_left == 1):
+                            m.d.sync += phase.eq(_Phase.FIN)
+                    with m.Elif(zeros_at & no_one):
+                        m.d.comb += [fail.eq(1),
+                                     cause.eq(Mux(f, DecodeError.UNARY, DecodeError.ZEROS))]
+                    with m.Elif(all_in):
+                        # Every string bit is in the buffer and the code still does not fit.
+                        m.d.comb += [fail.eq(1), cause.eq(DecodeError.TRUNCATED)]
+        with m.If(take_code):
+            m.d.sync += [o.valid.eq(1), o.payload.top.eq(buf[bb - fw:]),
+                         o.payload.shift.eq(fw - code_len),
+                         o.payload.off.eq(Mux(f, lz << e, 0) - (1 << e)),
+                         o.payload.last.eq(codes_left == 1),
+                         o.payload.trail.eq((codes_left == 1) & (rem != code_len))]
+        with m.Elif(o_go):
+            m.d.sync += o.valid.eq(0)
+        m.d.comb += self.fin.eq((phase == _Phase.FIN) & ~o.valid)
+
+        return take_hdr, take_code
 
 def _or_all(values):
     """The OR of an iterable of values."""
@@ -343,6 +351,31 @@ def _code_starts(m, p, buf, slack, win):
             fits_eg.append(fe)
     return first, fits_eg, fits_rice
 
+
+def _code_at_top(m, p, buf, first, fits_eg, fits_rice, *, e, f, avail, rice_ok, rice_lim):
+    """The code at the top of the bit buffer ``buf``, from :func:`_code_starts`' flags, at order
+    ``e`` in the family ``f`` (1: Rice): ``lz``, its leading zeros (valid when it fits);
+    ``code_len``, its length; ``fits``, the whole code is in the buffer (for Rice within the
+    allowed unary parts ``rice_ok``); ``no_one``, the search window holds no allowed leading one;
+    ``zeros_at``, the ``avail`` string bits reach past the zeros' limit (``rice_lim``, or Z =
+    :func:`leading_zero_limit` for Exp-Golomb). Returns ``(lz, code_len, fits, no_one,
+    zeros_at)``."""
+    zmax, win, bb = leading_zero_limit(p), len(first), len(buf)
+    # The leading zeros, from the one-hot first[] by ORs (a binary encoder, not a priority
+    # chain: at most one first[k] is high). Used only when a code fits, so some first[k] is.
+    lz = Signal(range(win + 1))
+    m.d.comb += lz.eq(Cat(*(_or_all(first[k] for k in range(win) if k >> b & 1)
+                            for b in range(len(lz)) if any(k >> b & 1 for k in range(win)))))
+    code_len = Signal(range(decode_field_bits(p) + 1))
+    m.d.comb += code_len.eq(Mux(f, lz, 2 * lz) + 1 + e)
+    fits = Signal()                     # a whole code is in the buffer
+    m.d.comb += fits.eq(Mux(
+        f, Cat(*(first[k] & rice_ok[k] & fits_rice[k] for k in range(win))).any(),
+        Cat(*(first[k] & fits_eg[k] for k in range(zmax))).any()))
+    no_one = Mux(f, ~Cat(*(first[k] & rice_ok[k] for k in range(win))).any(),
+                 ~buf[bb - zmax:].any())
+    zeros_at = Mux(f, avail >= rice_lim, avail >= zmax)
+    return lz, code_len, fits, no_one, zeros_at
 
 def _consume(m, loaded, e, f, first, zmax):
     """The buffer after the code at its top: shifted by its whole length, 1 + e bits past its

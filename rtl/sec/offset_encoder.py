@@ -211,7 +211,7 @@ class OffsetEncoder(FocusBlock):
         p = self._params
         m = Module()
         cfg, i = self.cfg_stream, self.i_stream
-        lanes, cb = p.lanes, p.count_bits
+        cb = p.count_bits
         fw = code_field_bits(p)         # widest packed field
         # offset_schemes = "kept-exp-golomb": the set and the family are always 0.
         narrow = scheme_count(p) != SCHEME_COUNT
@@ -234,17 +234,7 @@ class OffsetEncoder(FocusBlock):
         rd = gaps.read_port(domain="sync")
 
         # ---- ingest registers -------------------------------------------------------------------
-        in_base = Signal(cb + 1)        # token index of the next beat's lane 0
-        in_left = Signal(cb + 1)        # M - in_base: the beat checks compare it with constants
-        got_final = Signal()            # the job's final beat (by M) has been accepted
-        tail_sent = Signal()            # the tail gap has gone to stage B
-        cur_bits = Signal(lanes)
-        cur_valid = Signal()
-        cur_base = Signal(cb + 1)
-        prev_end = Signal(cb + 1)       # previous kept index + 1 (0 before the first)
-        # Stage A -> B: one gap (or the tail).
-        a_valid, a_tail = Signal(name="a_valid"), Signal(name="a_tail")
-        a_gap = Signal(p.index_bits + 1)
+        ing = _IngestRegisters(p)
 
         # ---- emission: the field register feeds the bit packer ----------------------------------
         m.submodules.packer = packer = BitPacker(p, fw)
@@ -263,7 +253,7 @@ class OffsetEncoder(FocusBlock):
         beat_fire = Signal()            # an ingest beat is accepted ...
         bad_beat = Signal()             # ... and it is malformed
         counting = Signal()             # stage B or C still holds a gap
-        ingested = got_final & tail_sent & ~cur_valid & ~a_valid & ~counting
+        ingested = ing.got_final & ing.tail_sent & ~ing.cur_valid & ~ing.a_valid & ~counting
         chosen, refused = Signal(name="chosen"), Signal(name="refused")
         idle, ingest, choose, emit, drain = _control(
             m, start=cfg_fire, bad_cfg=bad_cfg, bad_beat=beat_fire & bad_beat,
@@ -281,8 +271,8 @@ class OffsetEncoder(FocusBlock):
             m.d.sync += [
                 tokens.eq(c.tokens), hb.eq(bit_length(c.tokens)), adaptive.eq(c.adaptive),
                 fixed.eq(Cat(c.order, c.rice, c.dropped)), e.eq(c.order),
-                n.eq(0), in_base.eq(0), in_left.eq(c.tokens), got_final.eq(0), tail_sent.eq(0),
-                cur_valid.eq(0), prev_end.eq(0), a_valid.eq(0),
+                n.eq(0), ing.in_base.eq(0), ing.in_left.eq(c.tokens), ing.got_final.eq(0),
+                ing.tail_sent.eq(0), ing.cur_valid.eq(0), ing.prev_end.eq(0), ing.a_valid.eq(0),
                 error.eq(bad_cfg),
                 cause.eq(Mux(bad_m, EncodeError.CONFIG,
                              Mux(bad_scheme, EncodeError.SCHEME, EncodeError.NONE))),
@@ -291,51 +281,12 @@ class OffsetEncoder(FocusBlock):
                 m.d.sync += [s.eq(c.dropped), f.eq(c.rice)]
 
         # ---- ingest: stage A picks one kept token per cycle, then the tail ----------------------
-        lowest = _lowest_set(m, cur_bits)
-        rest = cur_bits & (cur_bits - 1)
-        cur_done = rest == 0            # at most one kept token left: the beat ends this cycle
-        pos = cur_base + lowest
-
-        with m.If(ingest & cur_valid):
-            m.d.sync += [a_valid.eq(cur_bits != 0), a_tail.eq(0)]
-            with m.If(cur_bits != 0):
-                m.d.sync += [a_gap.eq(pos - prev_end), prev_end.eq(pos + 1), cur_bits.eq(rest)]
-            with m.If(cur_done):
-                m.d.sync += cur_valid.eq(0)
-        with m.Elif(ingest & got_final & ~tail_sent):
-            # The tokens after the last kept one: the dropped set's last codes.
-            m.d.sync += [a_valid.eq(1), a_tail.eq(1), a_gap.eq(tokens - prev_end),
-                         tail_sent.eq(1)]
-        with m.Else():
-            m.d.sync += a_valid.eq(0)
-
-        m.d.comb += i.ready.eq((ingest & ~got_final & (~cur_valid | cur_done)) | drain)
-        beat_final, bad_last, bad_padding = self._check_beat(m, in_left)
-        m.d.comb += [beat_fire.eq(ingest & i.valid & i.ready), bad_beat.eq(bad_last | bad_padding)]
-        with m.If(beat_fire):
-            with m.If(bad_last):
-                m.d.sync += [error.eq(1), cause.eq(EncodeError.LAST)]
-            with m.Elif(bad_padding):
-                m.d.sync += [error.eq(1), cause.eq(EncodeError.PADDING)]
-            with m.Else():
-                m.d.sync += [cur_bits.eq(i.payload.keep), cur_valid.eq(1), cur_base.eq(in_base),
-                             in_base.eq(in_base + lanes), in_left.eq(in_left - lanes),
-                             got_final.eq(beat_final)]
+        self._pick_gaps(m, ing, run=ingest, drain=drain, tokens=tokens, beat_fire=beat_fire,
+                        bad_beat=bad_beat, error=error, cause=cause)
 
         # ---- ingest: stage B stores the gap; B and C count its bits in all 32 schemes ----------
-        store = ingest & a_valid & (~a_tail | (a_gap != 0))
-        m.d.comb += [wr.addr.eq(n), wr.data.eq(a_gap), wr.en.eq(store)]
-        with m.If(ingest & a_valid & ~a_tail):
-            m.d.sync += n.eq(n + 1)
-        # The dropped set's codes end with the last non-zero gap: the kept tokens after it need
-        # no code, and the packer must see the job's last field just before it flushes.
-        last_end = Signal(range(p.tokens + 1))
-        with m.If(cfg_fire):
-            m.d.sync += last_end.eq(0)
-        with m.Elif(store & (a_gap != 0)):
-            m.d.sync += last_end.eq(n + 1)
-        totals, bad = self._count(m, start=cfg_fire, go=ingest & a_valid, tail=a_tail, gap=a_gap,
-                                  hb=hb, counting=counting)
+        last_end, totals, bad = self._store_gaps(m, wr, ing, start=cfg_fire, run=ingest, n=n,
+                                                 hb=hb, counting=counting)
 
         # ---- choose: the scheme and nbits, once the last gap is counted -------------------------
         best_c, best = self._choose(m, totals, bad, start=ingest & ingested, run=choose,
@@ -359,6 +310,70 @@ class OffsetEncoder(FocusBlock):
                                         hb=hb, n=n, tokens=tokens, last_end=last_end)
         m.d.comb += [packer.nbits.eq(nbits), packer.flush.eq(emit & fields_done)]
         return m
+
+    def _pick_gaps(self, m, ing, *, run, drain, tokens, beat_fire, bad_beat, error, cause):
+        """The ingest's stage A, in the registers ``ing`` (:class:`_IngestRegisters`): while
+        ``run``, one kept token of the current mask beat per cycle, its gap (kept index minus
+        the previous kept index minus 1) to stage B, then, after the final beat, the tail (the
+        tokens after the last kept one, up to M = ``tokens``); the next beat is accepted in the
+        cycle the current one runs out (and every beat while ``drain``, to discard it). Drives
+        ``beat_fire`` (a beat is accepted) and ``bad_beat`` (it is malformed), and on a bad beat
+        ``error`` and ``cause`` (:attr:`EncodeError.LAST`, :attr:`EncodeError.PADDING`)."""
+        i, lanes = self.i_stream, self._params.lanes
+        lowest = _lowest_set(m, ing.cur_bits)
+        rest = ing.cur_bits & (ing.cur_bits - 1)
+        cur_done = rest == 0            # at most one kept token left: the beat ends this cycle
+        pos = ing.cur_base + lowest
+
+        with m.If(run & ing.cur_valid):
+            m.d.sync += [ing.a_valid.eq(ing.cur_bits != 0), ing.a_tail.eq(0)]
+            with m.If(ing.cur_bits != 0):
+                m.d.sync += [ing.a_gap.eq(pos - ing.prev_end), ing.prev_end.eq(pos + 1),
+                             ing.cur_bits.eq(rest)]
+            with m.If(cur_done):
+                m.d.sync += ing.cur_valid.eq(0)
+        with m.Elif(run & ing.got_final & ~ing.tail_sent):
+            # The tokens after the last kept one: the dropped set's last codes.
+            m.d.sync += [ing.a_valid.eq(1), ing.a_tail.eq(1), ing.a_gap.eq(tokens - ing.prev_end),
+                         ing.tail_sent.eq(1)]
+        with m.Else():
+            m.d.sync += ing.a_valid.eq(0)
+
+        m.d.comb += i.ready.eq((run & ~ing.got_final & (~ing.cur_valid | cur_done)) | drain)
+        beat_final, bad_last, bad_padding = self._check_beat(m, ing.in_left)
+        m.d.comb += [beat_fire.eq(run & i.valid & i.ready), bad_beat.eq(bad_last | bad_padding)]
+        with m.If(beat_fire):
+            with m.If(bad_last):
+                m.d.sync += [error.eq(1), cause.eq(EncodeError.LAST)]
+            with m.Elif(bad_padding):
+                m.d.sync += [error.eq(1), cause.eq(EncodeError.PADDING)]
+            with m.Else():
+                m.d.sync += [ing.cur_bits.eq(i.payload.keep), ing.cur_valid.eq(1),
+                             ing.cur_base.eq(ing.in_base), ing.in_base.eq(ing.in_base + lanes),
+                             ing.in_left.eq(ing.in_left - lanes), ing.got_final.eq(beat_final)]
+
+    def _store_gaps(self, m, wr, ing, *, start, run, n, hb, counting):
+        """The ingest's stage B: while ``run``, each kept gap from stage A (``ing``) is written
+        to the gap memory (write port ``wr``) at address ``n``, the kept count it increments,
+        and the tail after them unless it is 0; stages B and C count the gap's bits in every
+        scheme (:meth:`_count`). ``start`` begins a job. Returns ``(last_end, totals, bad)``:
+        the entries up to the last non-zero gap (the dropped set's walk), and :meth:`_count`'s
+        totals and "cannot code" flags."""
+        p = self._params
+        store = run & ing.a_valid & (~ing.a_tail | (ing.a_gap != 0))
+        m.d.comb += [wr.addr.eq(n), wr.data.eq(ing.a_gap), wr.en.eq(store)]
+        with m.If(run & ing.a_valid & ~ing.a_tail):
+            m.d.sync += n.eq(n + 1)
+        # The dropped set's codes end with the last non-zero gap: the kept tokens after it need
+        # no code, and the packer must see the job's last field just before it flushes.
+        last_end = Signal(range(p.tokens + 1))
+        with m.If(start):
+            m.d.sync += last_end.eq(0)
+        with m.Elif(store & (ing.a_gap != 0)):
+            m.d.sync += last_end.eq(n + 1)
+        totals, bad = self._count(m, start=start, go=run & ing.a_valid, tail=ing.a_tail,
+                                  gap=ing.a_gap, hb=hb, counting=counting)
+        return last_end, totals, bad
 
     def _check_beat(self, m, left):
         """The checks of the mask beat on ``i_stream``, with ``left`` tokens of the job (M minus
@@ -538,6 +553,32 @@ class OffsetEncoder(FocusBlock):
                 m.d.sync += [best_c.eq(cand_c), best.eq(cand)]
         m.d.comb += chosen.eq(run & (ck == count) & ~cand_v)
         return best_c, best
+
+
+class _IngestRegisters:
+    """The encoder's ingest registers: where the job's mask beats are, the beat stage A works
+    on, and the gap it hands to stage B."""
+
+    def __init__(self, p):
+        cb = p.count_bits
+        #: Token index of the next beat's lane 0.
+        self.in_base = Signal(cb + 1, name="in_base")
+        #: M - in_base: the beat checks compare it with constants.
+        self.in_left = Signal(cb + 1, name="in_left")
+        #: The job's final beat (by M) has been accepted.
+        self.got_final = Signal(name="got_final")
+        #: The tail gap has gone to stage B.
+        self.tail_sent = Signal(name="tail_sent")
+        #: The current beat's kept tokens not yet picked, its valid and its lane 0's index.
+        self.cur_bits = Signal(p.lanes, name="cur_bits")
+        self.cur_valid = Signal(name="cur_valid")
+        self.cur_base = Signal(cb + 1, name="cur_base")
+        #: Previous kept index + 1 (0 before the first).
+        self.prev_end = Signal(cb + 1, name="prev_end")
+        #: Stage A -> B: one gap (or, with ``a_tail``, the tail).
+        self.a_valid = Signal(name="a_valid")
+        self.a_tail = Signal(name="a_tail")
+        self.a_gap = Signal(p.index_bits + 1, name="a_gap")
 
 
 def _control(m, *, start, bad_cfg, bad_beat, last, ingested, chosen, refused, emitted,

@@ -147,6 +147,39 @@ class SicSequencer(FocusBlock):
         wiring.connect(m, mat.o_stream, wiring.flipped(self.o_stream))
         tok, idx, pair, mi = self.tokens, idx_cut.o_stream, zipper.o_stream, mat.i_stream
         dec_gone = ~dec_cfg.o_stream.valid & ~dec.busy & ~idx.valid   # no more indices will come
+        idle, join, term, drain_tokens, drain_indices, mismatch, end = self._job_fsm(
+            ctl, go=go, pair=pair, dec_gone=dec_gone, tok=tok, idx=idx, mi=mi,
+            all_idle=(~dec_cfg.o_stream.valid & ~mat_cfg.o_stream.valid & ~dec.busy & ~mat.busy
+                      & ~replay.o_stream.valid & ~code_word.o_stream.valid))
+        running = ~idle
+        m.d.comb += [
+            ctrl.busy.eq(running),
+            tok_gate.open.eq(join), idx_gate.open.eq(join),
+            tok_gate.drain.eq(drain_tokens), idx_gate.drain.eq(drain_indices),
+            # The matcher takes the pairs, or the terminator.
+            mi.valid.eq(pair.valid | term),
+            pair.ready.eq(mi.ready),
+            mi.payload.vector.eq(Mux(term, 0, pair.payload.a.vector.as_value())),
+            mi.payload.position.eq(Mux(term, (1 << p.position_bits) - 1, pair.payload.b.index)),
+            mi.payload.last.eq(term | pair.payload.a.last | pair.payload.b.last),
+        ]
+
+        # ---- code replay: one word per cycle into the decoder ----------------------------------
+        self._code_replay(m, ctl, replay, code_word, dec, running=running, go=go)
+
+        # ---- counters and errors (not reset by ABORT) ------------------------------------------
+        self._counters(m, dec, mat, running=running, tok=tok, end=end, mismatch=mismatch)
+        return m
+
+    def _job_fsm(self, ctl, *, go, pair, dec_gone, tok, idx, mi, all_idle):
+        """The job's states, in the job control module ``ctl``: IDLE; from ``go``, JOIN (the
+        zip's ``pair`` goes to the matcher ``mi``); on a ``last`` of one side only, DRAIN_TOKENS
+        or DRAIN_INDICES (``tok``, ``idx``) up to the other's; TERMINATE (the terminator) when
+        the decoder is gone (``dec_gone``) without a last index; DONE until ``all_idle`` (the
+        decoder, the matcher, the configuration beats and the replay) has been registered.
+        Returns ``(idle, join, term, drain_tokens, drain_indices, mismatch, end)``: the state
+        flags, the mismatch register (``last`` of one side only), and ``end``, the job's last
+        cycle."""
         mismatch = Signal()
         end = Signal()
         quiet = Signal()                # in DONE: the decoder, the matcher and the replay were idle
@@ -182,27 +215,18 @@ class SicSequencer(FocusBlock):
                 # Nothing starts again once the job is here, so a register may say that all is
                 # quiet: the job's end then loads the counters and raises the flags from
                 # registers, not from the matcher's state (one cycle later).
-                ctl.d.sync += quiet.eq(~dec_cfg.o_stream.valid & ~mat_cfg.o_stream.valid
-                                       & ~dec.busy & ~mat.busy & ~replay.o_stream.valid
-                                       & ~code_word.o_stream.valid)
+                ctl.d.sync += quiet.eq(all_idle)
                 ctl.d.comb += end.eq(quiet)
                 with ctl.If(end):
                     ctl.d.sync += quiet.eq(0)
                     ctl.next = "IDLE"
-        running = ~idle
-        m.d.comb += [
-            ctrl.busy.eq(running),
-            tok_gate.open.eq(join), idx_gate.open.eq(join),
-            tok_gate.drain.eq(drain_tokens), idx_gate.drain.eq(drain_indices),
-            # The matcher takes the pairs, or the terminator.
-            mi.valid.eq(pair.valid | term),
-            pair.ready.eq(mi.ready),
-            mi.payload.vector.eq(Mux(term, 0, pair.payload.a.vector.as_value())),
-            mi.payload.position.eq(Mux(term, (1 << p.position_bits) - 1, pair.payload.b.index)),
-            mi.payload.last.eq(term | pair.payload.a.last | pair.payload.b.last),
-        ]
+        return idle, join, term, drain_tokens, drain_indices, mismatch, end
 
-        # ---- code replay: one word per cycle into the decoder ----------------------------------
+    def _code_replay(self, m, ctl, replay, code_word, dec, *, running, go):
+        """The stored code into the decoder ``dec``, one word per cycle while ``running``: the
+        read pointer (in ``ctl``, restarted by ``go``) addresses the code memory, the ``replay``
+        stage holds the read's valid and last, and the ``code_word`` register the word."""
+        p, code = self._params, self.code
         rptr = Signal(range(p.code_words + 1))
         ri, ro, wi = replay.i_stream, replay.o_stream, code_word.i_stream
         m.d.comb += [
@@ -222,7 +246,13 @@ class SicSequencer(FocusBlock):
         with ctl.If(go):
             ctl.d.sync += rptr.eq(0)
 
-        # ---- counters and errors (not reset by ABORT) ------------------------------------------
+    def _counters(self, m, dec, mat, *, running, tok, end, mismatch):
+        """The job's counters and error flags (not reset by ABORT): ``taken`` counts the
+        ``tokens`` transfers (``tok``), ``cycles`` the cycles from the first token up to the last
+        matcher beat; at ``end`` the matcher's counts and the decoder's cause are loaded and the
+        DECODER, MATCHER and TOKENS (``mismatch``) flags raised. ``ctrl.start`` zeroes them,
+        ``ctrl.clear`` too."""
+        ctrl = self.ctrl
         started, finished = Signal(name="started"), Signal(name="finished")
         tok_fire = tok.valid & tok.ready
         sic_last = self.o_stream.valid & self.o_stream.ready & self.o_stream.payload.last
@@ -246,4 +276,3 @@ class SicSequencer(FocusBlock):
         with m.If(ctrl.clear):
             m.d.sync += [self.cycles.eq(0), self.uniques.eq(0), self.active.eq(0),
                          self.gated.eq(0), self.taken.eq(0), self.cause.eq(0)]
-        return m
