@@ -32,10 +32,10 @@ __all__ = ["SCATTER_LATENCY", "chunk_overhead", "gemm_cycles", "job_chunks", "fo
            "dense_gemm_cycles", "tile_rows", "steady_chunk_cycles"]
 
 #: Cycles from the last chunk's last map beat to the last result beat on o_stream, the beat's own
-#: cycle not counted (the buffer read, its data registered, then the adders into the output
-#: register):
+#: cycle not counted (the buffer read, its data registered, the forwarding of the writes the read
+#: missed, then the adders into the output register):
 #: rtl.tile.scatter_stage.scatter_latency().
-SCATTER_LATENCY = 3
+SCATTER_LATENCY = 4
 
 _NEVER = float("-inf")
 

@@ -8,7 +8,9 @@ import re
 
 import numpy as np
 import pytest
-from amaranth.hdl import Fragment
+from amaranth.hdl import Fragment, Module, Signal
+from amaranth.lib import memory, stream, wiring
+from amaranth.lib.wiring import In, Out
 from helpers import sic_like
 
 import golden
@@ -18,6 +20,13 @@ from golden.gemm_cycles import focus_gemm_cycles
 from rtl.flow.blocks import BLOCKS, REFERENCE_BLOCKS, build_block
 from rtl.params import FocusParams
 from rtl.tile.focus_gemm import FocusGemm
+from rtl.tile.scatter_stage import (
+    ScatterStage,
+    map_beat_layout,
+    psum_row_layout,
+    result_beat_layout,
+    scatter_latency,
+)
 from sim.gemm import assemble, job_beats
 from sim.streams import Stalls, run_streams, stall_patterns
 
@@ -145,6 +154,72 @@ def test_one_beat_chunks_back_to_back(pattern):
     p = FocusParams(dim=1, tile=2, scatter_rows=2)
     maps, uniques = sic_like(rng, 9, 6, 1, 2)
     run(uniques, maps, rng.integers(-128, 128, (6, 3)), p, STALLS[pattern], seed=5)
+
+
+class _ScatterAlone(wiring.Component):
+    """The scatter stage with every chunk's partial sums in one read-only memory (chunk c's rows
+    from c * tile, read as FocusGemm reads a bank: one cycle after ``p_en``) and ``bank_ready``
+    always high, so that the map beats alone decide when the chunks meet."""
+
+    def __init__(self, p, psums):
+        self.p, self.psums = p, psums
+        super().__init__({"map_stream": In(stream.Signature(map_beat_layout(p))),
+                          "o_stream": Out(stream.Signature(result_beat_layout(p)))})
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self.p
+        m.submodules.stage = stage = ScatterStage(p)
+        init = [[int(v) for v in row] for chunk in self.psums for row in chunk]
+        chunk = Signal(range(len(self.psums) + 1))
+        for lane in range(p.scatter_rows):
+            rom = memory.Memory(shape=psum_row_layout(p), depth=len(init), init=init)
+            m.submodules[f"psum_{lane}"] = rom
+            port = rom.read_port()
+            m.d.comb += [port.addr.eq(chunk * p.tile + stage.p_addr[lane]),
+                         port.en.eq(stage.p_en), stage.p_data[lane].eq(port.data)]
+        m.d.comb += stage.bank_ready.eq(1)
+        with m.If(stage.chunk_done):
+            m.d.sync += chunk.eq(chunk + 1)
+        wiring.connect(m, stage=stage.map_stream, port=wiring.flipped(self.map_stream))
+        wiring.connect(m, stage=stage.o_stream, port=wiring.flipped(self.o_stream))
+        return m
+
+
+@pytest.mark.parametrize("pattern", list(stall_patterns(("map_stream",), ("o_stream",))))
+def test_scatter_chunks_of_one_two_three_beats_back_to_back(pattern):
+    """The scatter stage alone: tiles whose chunks have 1, 2 or 3 beats (m from 1 to 6 rows,
+    scatter_rows 2), 1 to 5 chunks each, the beats back to back. A chunk then reads a buffer word
+    1, 2 or 3 cycles after the chunk before read it, i.e. while that chunk's write is 2 or 1
+    cycles away (both forwarded) or in the same cycle (the transparent port). Equal to the NumPy
+    sums under each stall pattern; without stalls the last result leaves scatter_latency() cycles
+    after the last beat."""
+    rng = np.random.default_rng(77)
+    p = FocusParams(dim=2, tile=6, scatter_rows=2)
+    rows = p.scatter_rows
+    tiles = [(2, 5), (1, 4), (4, 5), (3, 3), (6, 5), (5, 4), (2, 1), (6, 2), (4, 1), (1, 2),
+             (2, 3), (3, 5), (5, 2), (6, 4), (1, 5)]      # (m, chunks)
+    psums, beats, expect = [], [], []
+    for m, chunks in tiles:
+        n_beats = -(-m // rows)
+        total = np.zeros((n_beats * rows, p.dim), np.int64)
+        for j in range(chunks):
+            rows_p = rng.integers(-1000, 1000, (p.tile, p.dim))
+            index = rng.integers(0, p.tile, n_beats * rows)
+            psums.append(rows_p)
+            total += rows_p[index]
+            beats += [{"index": [int(i) for i in index[b * rows:(b + 1) * rows]],
+                       "last": int(b == n_beats - 1), "final": int(j == chunks - 1)}
+                      for b in range(n_beats)]
+        expect += [total[b * rows:(b + 1) * rows].tolist() for b in range(n_beats)]
+    stalls = stall_patterns(("map_stream",), ("o_stream",))[pattern]
+    out, stats = run_streams(_ScatterAlone(p, psums), {"map_stream": beats},
+                             {"o_stream": len(expect)}, stalls=stalls, seed=3)
+    assert [beat["y"] for beat in out["o_stream"]] == expect
+    assert [beat["last"] for beat in out["o_stream"]] == [
+        int(b == -(-m // rows) - 1) for m, _ in tiles for b in range(-(-m // rows))]
+    if pattern == "no-stalls":
+        assert stats["cycles"] == len(beats) + scatter_latency()
 
 
 def test_rows_referencing_other_tiles():

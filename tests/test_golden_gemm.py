@@ -207,17 +207,17 @@ def brute(chunks, R, rows):
         e.append(v + p - 1 + L)
         w.append(e[j] + 1)
         a.append(max(e[j] + 1, a[j - 1] + B[j - 1] if j else -10**9))
-    return a[-1] + B[-1] - 1 + 3 + 1 if chunks else 0     # the scatter latency, 3
+    return a[-1] + B[-1] - 1 + 4 + 1 if chunks else 0     # the scatter latency, 4
 
 
 def test_model_by_hand():
     """dim 1, one chunk of p = m = 1: weight row at 0, vector at 1, its row written at 3 (latency
-    2*1: the product, then the sum), map beat taken at 4, result at 7 (read, registered, added):
-    8 cycles. dim 4, one chunk of p = 3 in a tile of m = 5 with 2 rows a cycle: vectors from 4,
-    last row written at 4 + 2 + 8 = 14, three map beats from 15 to 17, result at 20: 21
-    cycles."""
-    assert gemm_cycles([(1, 1, 1)], 1, 1) == 8
-    assert gemm_cycles([(1, 3, 5)], 4, 2) == 21
+    2*1: the product, then the sum), map beat taken at 4, result at 8 (read, registered,
+    forwarded, added): 9 cycles. dim 4, one chunk of p = 3 in a tile of m = 5 with 2 rows a
+    cycle: vectors from 4, last row written at 4 + 2 + 8 = 14, three map beats from 15 to 17,
+    result at 21: 22 cycles."""
+    assert gemm_cycles([(1, 1, 1)], 1, 1) == 9
+    assert gemm_cycles([(1, 3, 5)], 4, 2) == 22
     assert gemm_cycles([], 4, 2) == 0 and gemm_cycles([(0, 3, 5)], 4, 2) == 0
     assert chunk_overhead(32) == 96
 

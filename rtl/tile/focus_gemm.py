@@ -64,7 +64,7 @@ class FocusGemm(FocusBlock):
     ``ceil(m / scatter_rows)`` cycles, and the two overlap: without stalls a job takes exactly
     :func:`golden.gemm_cycles.gemm_cycles` cycles, from its first weight row to its last result.
 
-    Latency: a tile's last result leaves :func:`scatter_latency` (3) cycles after its final map
+    Latency: a tile's last result leaves :func:`scatter_latency` (4) cycles after its final map
     beat is taken. Throughput: one unique vector per cycle into the array, ``scatter_rows`` output
     rows per cycle through the scatter stage. Back-pressure: a result waiting on ``o_stream`` holds
     the scatter stage; the array keeps going until both banks are full, then ``u_stream`` waits.

@@ -46,9 +46,9 @@ def result_beat_layout(p):
 
 def scatter_latency():
     """Cycles from a final-chunk map beat's transfer to its result beat on ``o_stream`` (no
-    back-pressure): the buffer read, its data registered, then the adders into the output
-    register."""
-    return 3
+    back-pressure): the buffer read, its data registered, the forwarding of the writes the read
+    missed, then the adders into the output register."""
+    return 4
 
 
 class ScatterStage(FocusBlock):
@@ -57,10 +57,11 @@ class ScatterStage(FocusBlock):
     Each ``map_stream`` beat is one word of the buffer (``scatter_rows`` consecutive output rows).
     The beat's entries are issued as ``scatter_rows`` reads of the partial-sum buffer
     (``p_addr``, ``p_en``; the data returns on ``p_data`` the next cycle) together with the read of
-    the buffer word; the next cycle both are registered, and the cycle after that the
-    ``scatter_rows * dim`` adders form ``acc + P[index]`` (just ``P[index]`` on the first chunk of
-    a tile) and write it back, or, on the tile's ``final`` chunk, load it into the output
-    register. The first chunk after reset and
+    the buffer word; the next cycle both are registered as they leave the memories, the cycle
+    after that the buffer word takes the writes its read missed (forwarding) and is registered
+    again, and the cycle after that the ``scatter_rows * dim`` adders form ``acc + P[index]``
+    (just ``P[index]`` on the first chunk of a tile) and write it back, or, on the tile's
+    ``final`` chunk, load it into the output register. The first chunk after reset and
     after every final chunk starts a tile. Rows of a tile are m <= ``tile``; every chunk of a tile
     must have the same ``ceil(m / scatter_rows)`` beats (at most ``gemm_words``), and every entry
     must index a row of the chunk's partial sums (otherwise that row's value is unspecified).
@@ -72,12 +73,13 @@ class ScatterStage(FocusBlock):
     ``chunk_done`` pulses in the cycle the chunk's ``last`` beat is taken (its reads are then
     issued, so the partial-sum bank may be refilled from the next cycle).
 
-    Latency :func:`scatter_latency` (3) cycles from a final-chunk beat to its result beat;
+    Latency :func:`scatter_latency` (4) cycles from a final-chunk beat to its result beat;
     throughput one beat (``scatter_rows`` rows) per cycle. Back-pressure: while a result waits on
     ``o_stream`` the whole stage holds (``map_stream.ready`` low, no write). A read of the word
-    written in the same cycle returns the new value (a transparent port), and a word read the
-    cycle before its write takes the written value as it is registered, so back-to-back chunks
-    of one or two beats accumulate correctly.
+    written in the same cycle returns the new value (a transparent port), and a word read one or
+    two cycles before a write of it takes the written value after its read data are registered
+    (the later write winning), so back-to-back chunks of one, two or three beats accumulate
+    correctly. No logic sits between a memory's read data and a register (issue 14).
 
     Members
     -------
@@ -139,45 +141,66 @@ class ScatterStage(FocusBlock):
             with m.Else():
                 m.d.sync += word.eq(word + 1)
 
-        # Stage B: the reads are back in the memories' data registers; they are registered
-        # again, so that no adder follows a block RAM's clock-to-output delay. A buffer word
-        # being written back by stage C in that cycle was read before the write: its new value
-        # is taken from C's sums instead (a read in the same cycle as the write gets it from
-        # the transparent port).
+        # Stage B: the reads are back in the memories' data registers. They go straight into
+        # registers (stage C's), so that no logic follows a block RAM's clock-to-output delay
+        # (issue 14).
         b_valid = Signal(name="b_valid")
-        b_first = Signal()
-        b_final = Signal()
-        b_last = Signal()
+        b_first = Signal(name="b_first")
+        b_final = Signal(name="b_final")
+        b_last = Signal(name="b_last")
         b_word = Signal.like(word, name="b_word")
         with m.If(advance):
             m.d.sync += [b_valid.eq(issue), b_first.eq(fresh), b_final.eq(beat.payload.final),
                          b_last.eq(beat.payload.last), b_word.eq(word)]
-        # Stage C: add and write back, or send out.
+        # Stage C: the buffer word as read (c_read) and the partial-sum rows. The read took the
+        # writes up to its own cycle (a transparent port) but missed the two after it: the one
+        # stage D made in the cycle the read data were registered (kept in w_*) and the one it
+        # makes now. They are forwarded here, the later one winning, into D's registers.
         c_valid = Signal(name="c_valid")
-        c_final, c_last = Signal(name="c_final"), Signal(name="c_last")
+        c_first = Signal(name="c_first")
+        c_final = Signal(name="c_final")
+        c_last = Signal(name="c_last")
         c_word = Signal.like(word, name="c_word")
-        c_old = [Signal(row_layout, name=f"c_old_{r}") for r in range(rows)]
+        c_read = [Signal(row_layout, name=f"c_read_{r}") for r in range(rows)]
         c_new = [Signal(psum_row_layout(p), name=f"c_new_{r}") for r in range(rows)]
-        sums = [Signal(row_layout, name=f"sum_{r}") for r in range(rows)]
-        c_write = c_valid & ~c_final & advance
-        forward = c_write & (c_word == b_word)
         with m.If(advance):
-            m.d.sync += [c_valid.eq(b_valid), c_final.eq(b_final), c_last.eq(b_last),
-                         c_word.eq(b_word)]
+            m.d.sync += [c_valid.eq(b_valid), c_first.eq(b_first), c_final.eq(b_final),
+                         c_last.eq(b_last), c_word.eq(b_word)]
+            for r in range(rows):
+                m.d.sync += [c_read[r].eq(acc_r[r].data), c_new[r].eq(self.p_data[r])]
+        # Stage D: add and write back, or send out. w_* keep D's write of the cycle before.
+        d_valid = Signal(name="d_valid")
+        d_final, d_last = Signal(name="d_final"), Signal(name="d_last")
+        d_word = Signal.like(word, name="d_word")
+        d_old = [Signal(row_layout, name=f"d_old_{r}") for r in range(rows)]
+        d_new = [Signal(psum_row_layout(p), name=f"d_new_{r}") for r in range(rows)]
+        sums = [Signal(row_layout, name=f"sum_{r}") for r in range(rows)]
+        w_valid = Signal(name="w_valid")
+        w_word = Signal.like(word, name="w_word")
+        w_data = [Signal(row_layout, name=f"w_data_{r}") for r in range(rows)]
+        d_writes = d_valid & ~d_final
+        d_write = d_writes & advance
+        forward_d = d_writes & (d_word == c_word)
+        forward_w = w_valid & (w_word == c_word)
+        with m.If(advance):
+            m.d.sync += [d_valid.eq(c_valid), d_final.eq(c_final), d_last.eq(c_last),
+                         d_word.eq(c_word), w_valid.eq(d_writes), w_word.eq(d_word)]
             for r in range(rows):
                 m.d.sync += [
-                    c_old[r].eq(Mux(b_first, 0, Mux(forward, sums[r], acc_r[r].data))),
-                    c_new[r].eq(self.p_data[r]),
+                    d_old[r].eq(Mux(c_first, 0,
+                                    Mux(forward_d, sums[r], Mux(forward_w, w_data[r], c_read[r])))),
+                    d_new[r].eq(c_new[r]),
+                    w_data[r].eq(sums[r]),
                 ]
         for r in range(rows):
             for c in range(p.dim):
-                m.d.comb += sums[r][c].eq(c_old[r][c] + c_new[r][c])
+                m.d.comb += sums[r][c].eq(d_old[r][c] + d_new[r][c])
             m.d.comb += [
-                acc_w[r].addr.eq(c_word),
+                acc_w[r].addr.eq(d_word),
                 acc_w[r].data.eq(sums[r]),
-                acc_w[r].en.eq(c_write),
+                acc_w[r].en.eq(d_write),
             ]
         with m.If(advance):
-            m.d.sync += [out.valid.eq(c_valid & c_final), out.payload.last.eq(c_last)]
+            m.d.sync += [out.valid.eq(d_valid & d_final), out.payload.last.eq(d_last)]
             m.d.sync += [out.payload.y[r].eq(sums[r]) for r in range(rows)]
         return m

@@ -56,7 +56,7 @@ class FocusGemmCoded(FocusBlock):
 
     Latency: a map entry reaches the scatter stage 3 cycles after its symbol is parsed (the
     decoder's read and check stages, the packer's beat); a block's last result leaves
-    :func:`scatter_latency` (3) cycles after its final beat is taken. Throughput: as
+    :func:`scatter_latency` (4) cycles after its final beat is taken. Throughput: as
     :class:`FocusGemm` on the array side; the map side carries one row per cycle (the
     decoder's rate), not ``scatter_rows``, plus per chunk the decoder's configuration beat,
     header and end of job (m + 7 cycles for m rows, measured without stalls), so a chunk whose
