@@ -79,7 +79,10 @@ class ScatterStage(FocusBlock):
     written in the same cycle returns the new value (a transparent port), and a word read one or
     two cycles before a write of it takes the written value after its read data are registered
     (the later write winning), so back-to-back chunks of one, two or three beats accumulate
-    correctly. No logic sits between a memory's read data and a register (issue 14).
+    correctly. The read data go into a register before any of this logic (issue 14); on the
+    ECP5, Yosys still emulates the transparent read with one LUT per read-data bit in front of
+    that register (a non-transparent port with the same-cycle write forwarded removes it, but
+    cost more routing than it saved in one trial).
 
     Members
     -------
@@ -141,9 +144,9 @@ class ScatterStage(FocusBlock):
             with m.Else():
                 m.d.sync += word.eq(word + 1)
 
-        # Stage B: the reads are back in the memories' data registers. They go straight into
-        # registers (stage C's), so that no logic follows a block RAM's clock-to-output delay
-        # (issue 14).
+        # Stage B: the reads are back in the memories' data registers. They go into registers
+        # (stage C's) before the forwarding and the adders, so that none of that follows a
+        # block RAM's clock-to-output delay (issue 14).
         b_valid = Signal(name="b_valid")
         b_first = Signal(name="b_first")
         b_final = Signal(name="b_final")
