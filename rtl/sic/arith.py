@@ -164,12 +164,12 @@ def _tree(terms):
     return terms[0]
 
 
-def split_groups(terms):
+def split_groups(terms, stages=2):
     """How many groups :func:`partial_sums` should make of ``terms`` summands so that the
-    adder levels fall evenly on its stage and the stage summing the groups: a power of two
-    near the square root of ``terms``."""
+    adder levels fall evenly on its stage and the ``stages - 1`` stages summing the groups: a
+    power of two near ``terms ** ((stages - 1) / stages)`` (the square root for two stages)."""
     levels = max(1, (terms - 1).bit_length())
-    return 1 << (levels // 2)
+    return 1 << (levels - -(-levels // stages))
 
 
 def partial_sums(m, rows, constant, width, groups, *, minus=(), name="part"):

@@ -16,15 +16,19 @@ from .match_layouts import (
     scored_layout,
 )
 
-__all__ = ["BestCandidate", "SELECT_STAGES", "keep_first", "better"]
+__all__ = ["BestCandidate", "SELECT_STAGES", "TEST_STAGES", "keep_first", "better"]
 
-#: Register stages of the selection for every comparator count: two per level of the tree of
-#: "better" tests (ceil(log2(comparators)) levels), four for the running best across rounds
-#: (when there are several: its test and the merge of its two accumulators), two for the
-#: threshold test, and delay stages up to this (the most: 5 or 6 comparators, which have none;
-#: the first delay stage is an input register).
-SELECT_STAGES = 12
+#: Register stages of each "better" or threshold test: its products' Booth rows added into
+#: registered groups, the groups added into two registered sums, those two added for the sign.
+TEST_STAGES = 3
 
+#: Register stages of the selection for every comparator count: three per level of the tree of
+#: "better" tests (ceil(log2(comparators)) levels), eight for the running best across rounds
+#: (when there are several: the operands, the two tests' three stages, the merge request, then
+#: the merge's operands and its three stages), three for the threshold test, and delay stages
+#: up to this (the most: 5 or 6 comparators, which have none; the first delay stage is an input
+#: register).
+SELECT_STAGES = 20
 
 def _product(m, a, b):
     """``a * b`` of unsigned values (``b`` Booth-recoded: :func:`~rtl.sic.arith.product`)."""
@@ -60,26 +64,33 @@ class BestCandidate(FocusBlock):
     ``nx`` counts on the last), one beat out per token: ``match``, the winner's ``slot`` and the
     last round's ``tag``.
 
-    Every test takes two register stages: the Booth rows of its two products, one of them
-    negated, are added into a few registered partial sums (:func:`~rtl.sic.arith.partial_sums`),
-    and the next stage adds those and takes the sign. So no cycle holds more than a few
-    carry-propagate adders (for the ECP5's 100 MHz target). Pipeline (:data:`SELECT_STAGES`
-    register stages, 12, for every comparator count):
+    Every test takes three register stages (:data:`TEST_STAGES`): the Booth rows of its two
+    products, one of them negated, are added into a few registered groups
+    (:func:`~rtl.sic.arith.partial_sums`), the next stage adds those into two registered sums,
+    and the third adds the two and takes the sign. So no cycle holds more than two levels of
+    carry-propagate adders, and the sign, the one carry chain of the third stage, is followed
+    only by the choice it makes (for the ECP5's 100 MHz target). Pipeline
+    (:data:`SELECT_STAGES` register stages, 20, for every comparator count):
 
-    - a tree of ``ceil(log2(comparators))`` levels of pairwise "better" tests, two stages each;
-    - with more than one round, the running best: two accumulators, one for the token's even
-      rounds and one for its odd rounds, so each is tested and updated every other cycle while
-      its test takes two; one shared "better" test (two products) does it. A token's first two
-      rounds only load them, so the test is free in the cycle after its last round's update,
-      and merges the two accumulators there (on equal cosines the lower c wins: the odd rounds'
-      best may have the lower c). The test's two operands are registers, loaded beside the
-      round's candidate in the stage before, with the update being made in that cycle
-      forwarded: no multiplexer stands between them and the products. Four stages: the test,
-      the update; the merge's test, its choice;
-    - the threshold test of the winner (two stages, its own ``token_threshold_bits`` x
+    - a tree of ``ceil(log2(comparators))`` levels of pairwise "better" tests, three stages
+      each, the third choosing the winners;
+    - with more than one round, the running best, eight stages (:meth:`_running_best`): two
+      accumulators, one for the token's even rounds and one for its odd rounds. Round r >= 2
+      is tested against its accumulator, whose last update (by round r - 2) is still in its
+      tests when round r starts, so round r takes two tests: against the accumulator as it was
+      before round r - 2, and against round r - 2's candidate. Three stages later, round
+      r - 2's registered outcome chooses between them, and the accumulator is updated: no test
+      waits for another's result, and no multiplexer stands between a sign and the next test.
+      A token's first two rounds only load the accumulators, its rounds 2 and 3 need only the
+      second test, so the first is free for the merge of the two accumulators in the second
+      cycle after the token's last update (on equal cosines the lower c wins: the odd rounds'
+      best may have the lower c). Stages: the operands, the tests (three, the last updating),
+      the merge request, the merge's operands and its test (three, the last choosing). Four
+      products, where one shared test (two products) did it when tests took two stages;
+    - the threshold test of the winner (three stages, its own ``token_threshold_bits`` x
       ``norm_bits`` product); ``theta_q**2 * nx`` is formed once per token, on its last round,
-      in two stages as well;
-    - delay registers up to 12: the first of them (where the comparator count leaves one,
+      in three stages as well;
+    - delay registers up to 20: the first of them (where the comparator count leaves one,
       every count but 5 and 6) is an input register of the whole round, so that the first
       test starts from registers, the others delay the 1-bit decision and its slot. A round's
       place in its token (its accumulator, and whether it only loads it) is formed at the input
@@ -123,7 +134,6 @@ class BestCandidate(FocusBlock):
         reg = Signal(shape, name=name)
         with self._m.If(self._advance):
             self._m.d.sync += reg.eq(value)
-        self._inputs[name] = value
         return reg
 
     def _valid_register(self, name, value):
@@ -133,39 +143,62 @@ class BestCandidate(FocusBlock):
         return reg
 
     def _difference(self, name, plus, constant, minus, width):
-        """The first of a test's two stages: registered partial sums of ``plus + constant -
-        minus`` (row lists), ``width`` bits. The tests fold a -1 into ``constant``, so that
-        "difference > 0" is the sign bit of their sum (no wide zero test after its adders)."""
+        """The first of a test's three stages: registered groups of ``plus + constant - minus``
+        (row lists), ``width`` bits. The tests fold a -1 into ``constant``, so that "difference
+        > 0" is the sign bit of their sum (no wide zero test after its adders)."""
+        terms = len(plus) + len(minus) + 1
         parts = partial_sums(self._m, plus, constant, width,
-                             split_groups(len(plus) + len(minus) + 1), minus=minus,
-                             name=f"{name}_part")
-        return [self._register(f"{name}_sum{g}", width, v) for g, v in enumerate(parts)]
+                             split_groups(terms, TEST_STAGES), minus=minus, name=f"{name}_part")
+        return [self._register(f"{name}_group{g}", width, v) for g, v in enumerate(parts)]
 
-    def _total(self, parts, width, signed):
-        """The second stage: the partial sums added."""
-        return row_sum(self._m, [(r, 0) for r in parts], 0, width, signed=signed)
+    def _pair(self, name, parts, width):
+        """The second stage: the groups added into two registered sums."""
+        half = -(-len(parts) // 2)
+        sums = [row_sum(self._m, [(r, 0) for r in share], 0, width, signed=False)
+                for share in (parts[:half], parts[half:]) if share]
+        return [self._register(f"{name}_sum{n}", width, v) for n, v in enumerate(sums)]
+
+    def _total(self, pair, width, signed):
+        """The third stage: the two sums added."""
+        return row_sum(self._m, [(r, 0) for r in pair], 0, width, signed=signed)
 
     def _better_parts(self, name, a, b, *, ties=False):
         """The first stage of "``b`` has the larger cosine than ``a``" (with ``ties``: or an
-        equal one and a lower c): partial sums of ``b.dsq * a.ny - a.dsq * b.ny - 1`` (plus 1
-        with ``ties`` when ``b.code < a.code``), non-negative when it does."""
+        equal one and a lower c): groups of ``b.dsq * a.ny - a.dsq * b.ny - 1`` (plus 1 with
+        ``ties`` when ``b.code < a.code``), non-negative when it does."""
         plus, c_plus = product_terms(self._m, a.ny, b.dsq)
         minus, c_minus = product_terms(self._m, b.ny, a.dsq)
         if ties:
             plus = [*plus, (b.code < a.code, 0)]
         return self._difference(name, plus, c_plus - c_minus - 1, minus, self._better_bits)
 
-    def _better(self, a, b, parts):
-        """The second stage: whether ``b`` beats ``a`` (eligible, and ``a`` is not or
-        :meth:`_better_parts` is non-negative)."""
-        d = self._total(parts, self._better_bits, signed=True)
-        return b.eligible & (~a.eligible | ~d[-1])
+    def _better(self, a_eligible, b_eligible, pair):
+        """The third stage: whether ``b`` beats ``a`` (eligible, and ``a`` is not or the
+        difference of :meth:`_better_parts` is non-negative)."""
+        d = self._total(pair, self._better_bits, signed=True)
+        return b_eligible & (~a_eligible | ~d[-1])
 
-    def _threshold_parts(self, name, nx):
-        """First stage of theta_q**2 * nx."""
+    def _carry_threshold(self, name, thr):
+        """One stage of the token's threshold theta_q**2 * nx, carried beside its rounds:
+        ``("nx", nx)`` to its product's groups, those to two sums, those to their sum
+        (``("thr", value)``), which then rides on."""
         p = self._params
-        rows, constant = product_terms(self._m, self.theta_sq, nx)
-        return self._difference(name, rows, constant, [], p.token_threshold_bits)
+        kind, value = thr
+        width = p.token_threshold_bits
+        if kind == "nx":
+            rows, constant = product_terms(self._m, self.theta_sq, value)
+            return ("groups", self._difference(f"{name}_thr", rows, constant, [], width))
+        if kind == "groups":
+            return ("pair", self._pair(f"{name}_thr", value, width))
+        if kind == "pair":
+            value = self._total(value, width, signed=False)
+        return ("thr", self._register(f"{name}_thr", width, value))
+
+    def _carry(self, name, valid, tag, thr):
+        """The round's valid, tag and threshold through one stage."""
+        valid = self._valid_register(f"{name}_valid", valid)
+        tag = self._register(f"{name}_tag", round_tag_layout(self._params), tag)
+        return valid, tag, self._carry_threshold(name, thr)
 
     # ---- the pipeline ---------------------------------------------------------------------------
 
@@ -176,22 +209,17 @@ class BestCandidate(FocusBlock):
         rounds = matcher_rounds(p)
         levels = ceil_log2(p.comparators)
         self._better_bits = p.dot_sq_bits + p.norm_bits + 1
-        pads = SELECT_STAGES - 2 * levels - (4 if rounds > 1 else 0) - 2
+        pads = SELECT_STAGES - TEST_STAGES * (levels + 1) - (8 if rounds > 1 else 0)
         assert pads >= 0, "SELECT_STAGES is too small for this comparator count"
         assert rounds > 1 or levels > 0
         self._advance = advance = Signal()
-        self._inputs = {}               # register name -> what it loads
 
-        # The token's threshold theta_q**2 * nx rides beside its rounds: its partial sums in
-        # the first stage, their sum in the second (``thr`` is either).
         valid, tag = i.valid, i.payload.tag
         cands = [i.payload.cands[j] for j in range(p.comparators)]
         thr = ("nx", i.payload.nx)
         # A round's place in its token, for the running best: formed at the input and carried,
-        # so that no count sits in front of the running best's test.
+        # so that no count sits in front of the running best.
         order = self._round_order(valid, tag.first) if rounds > 1 else None
-        # The registers in front of the running best (its operands are loaded beside them).
-        front = "in"
         if pads:
             # One delay stage goes first when there is one: the tests then start from registers.
             pads -= 1
@@ -202,15 +230,9 @@ class BestCandidate(FocusBlock):
                      for j, c in enumerate(cands)]
             order = None if order is None else self._register("in_order", 2, order)
         for level in range(levels):
-            valid, tag, thr, cands = self._tree_level(level, valid, tag, thr, cands)
-            front = f"t{level}_pick"
-            if order is not None:
-                for step in ("test", "pick"):
-                    order = self._register(f"t{level}_{step}_order", 2, order)
+            valid, tag, thr, cands, order = self._tree_level(level, valid, tag, thr, cands, order)
         if rounds > 1:
-            valid, tag, thr, best = self._running_best(
-                valid, tag, thr, cands[0], order,
-                new_next=self._inputs[f"{front}_c0"], order_next=self._inputs[f"{front}_order"])
+            valid, tag, thr, best = self._running_best(valid, tag, thr, cands[0], order)
         else:
             best = cands[0]
         assert thr[0] == "thr"
@@ -233,37 +255,30 @@ class BestCandidate(FocusBlock):
         ]
         return m
 
-    def _carry_threshold(self, name, thr):
-        """One stage of the token's threshold: ``nx`` to partial sums, those to their sum."""
-        p = self._params
-        kind, value = thr
-        if kind == "nx":
-            return ("parts", self._threshold_parts(f"{name}_thr", value))
-        if kind == "parts":
-            value = self._total(value, p.token_threshold_bits, signed=False)
-        return ("thr", self._register(f"{name}_thr", p.token_threshold_bits, value))
+    def _carry_round(self, name, valid, tag, thr, cands, order):
+        """The round through one stage: valid, tag, threshold, candidates and place."""
+        layout = candidate_layout(self._params)
+        valid, tag, thr = self._carry(name, valid, tag, thr)
+        cands = [self._register(f"{name}_c{n}", layout, c) for n, c in enumerate(cands)]
+        order = None if order is None else self._register(f"{name}_order", 2, order)
+        return valid, tag, thr, cands, order
 
-    def _tree_level(self, level, valid, tag, thr, cands):
-        """One level of pairwise "better" tests, two stages: (valid, tag, thr, merged)."""
-        p = self._params
-        layout = candidate_layout(p)
-        for step in ("test", "pick"):
-            name = f"t{level}_{step}"
-            valid = self._valid_register(f"{name}_valid", valid)
-            tag = self._register(f"{name}_tag", round_tag_layout(p), tag)
-            thr = self._carry_threshold(name, thr)
-            if step == "test":
-                pairs = [(cands[n], cands[n + 1]) for n in range(0, len(cands) - 1, 2)]
-                parts = [self._better_parts(f"{name}{n}", a, b) for n, (a, b) in enumerate(pairs)]
-                odd = cands[-1:] if len(cands) % 2 else []
-                cands = [self._register(f"{name}_c{n}", layout, c)
-                         for n, c in enumerate([c for pair in pairs for c in pair] + odd)]
-            else:
-                picked = [Mux(self._better(cands[2 * n], cands[2 * n + 1], parts[n]),
-                              cands[2 * n + 1], cands[2 * n]) for n in range(len(parts))]
-                picked += cands[2 * len(parts):]
-                cands = [self._register(f"{name}_c{n}", layout, c) for n, c in enumerate(picked)]
-        return valid, tag, thr, cands
+    def _tree_level(self, level, valid, tag, thr, cands, order):
+        """One level of pairwise "better" tests, three stages, the last picking the winners:
+        (valid, tag, thr, merged, order)."""
+        n_pairs = len(cands) // 2
+        name = f"t{level}"
+        tests = [self._better_parts(f"{name}_test{n}", cands[2 * n], cands[2 * n + 1])
+                 for n in range(n_pairs)]
+        valid, tag, thr, cands, order = self._carry_round(f"{name}_test", valid, tag, thr,
+                                                          cands, order)
+        tests = [self._pair(f"{name}_sum{n}", t, self._better_bits) for n, t in enumerate(tests)]
+        valid, tag, thr, cands, order = self._carry_round(f"{name}_sum", valid, tag, thr,
+                                                          cands, order)
+        picked = [Mux(self._better(cands[2 * n].eligible, cands[2 * n + 1].eligible, t),
+                      cands[2 * n + 1], cands[2 * n]) for n, t in enumerate(tests)]
+        return self._carry_round(f"{name}_pick", valid, tag, thr,
+                                 picked + cands[2 * n_pairs:], order)
 
     def _round_order(self, valid, first):
         """The place of the round on the input in its token, ``Cat(odd, load)``: its index's
@@ -277,82 +292,114 @@ class BestCandidate(FocusBlock):
             m.d.sync += count.eq(index + 1)
         return Cat(index[0], index < 2)
 
-    def _running_best(self, valid, tag, thr, new, order, *, new_next, order_next):
-        """The best over a token's rounds (four stages): (valid, tag, thr, best), valid once per
-        token. ``order`` is the round's :meth:`_round_order`; ``new`` and ``order`` are
-        registers and ``new_next`` and ``order_next`` what they load, so that the test's
-        operands are registers loaded beside them, with the accumulator being updated in
-        that cycle forwarded: no multiplexer stands in front of the test's products."""
+    def _running_best(self, valid, tag, thr, new, order):
+        """The best over a token's rounds (eight stages): (valid, tag, thr, best), valid once
+        per token. ``valid``, ``tag``, ``new`` (the round's candidate) and ``order`` (its
+        :meth:`_round_order`) are registers.
+
+        Two accumulators, one for the token's even rounds and one for its odd rounds; a round
+        r >= 2 is tested against its accumulator, whose last update, by round r - 2, is still
+        in its tests when round r's operands are loaded. So round r takes two tests and
+        chooses between them once round r - 2 is decided: against the accumulator as it was
+        before round r - 2 (test 1), and against round r - 2's candidate (test 2), which is
+        the accumulator when round r - 2 won. Round r's choice (three stages after its
+        operands) then needs only round r - 2's registered outcome; no test waits for
+        another's result. After the token's last round both accumulators are final and test
+        1, which no round before r = 4 uses, merges them (on equal cosines the lower c wins:
+        the odd rounds' best may have the lower c)."""
         p, m = self._params, self._m
         layout = candidate_layout(p)
+        rounds = matcher_rounds(p)
         acc = [Signal(layout, name=f"acc_{parity}") for parity in ("even", "odd")]
-        # Stage 1's registers of the round (stage 2 reads them).
-        s_valid = self._valid_register("acc_valid", valid)
-        s_tag = self._register("acc_tag", round_tag_layout(p), tag)
-        s_new = self._register("acc_new", layout, new)
-        s_odd = self._register("acc_odd", 1, order[0])
-        s_load = self._register("acc_load", 1, order[1])
-        s_thr = self._carry_threshold("acc", thr)
-        # Whether stage 2 updates accumulator 0 or 1 as this cycle ends (``wins``: its test).
-        wins = Signal()
-        updates = [Signal(name=f"acc_{parity}_update") for parity in ("even", "odd")]
-        m.d.comb += [u.eq(s_valid & (s_odd == parity) & (s_load | wins))
-                     for parity, u in enumerate(updates)]
-        # The merge is issued two cycles after the last round's test, when both accumulators
-        # are final (and the beat beside it can only be a token's first or second round): its
-        # operands are loaded as that round's update is made.
-        merge_next = s_valid & s_tag.last
-        merge_req = self._valid_register("merge_req", merge_next)
-        # The operands of the next test, loaded beside ``new``: the accumulator of the round
-        # coming in (both for the merge) as it is once this cycle's update is made, and the
-        # round's candidate.
-        a_odd = ~merge_next & order_next[0]
-        a = self._register("test_a", layout,
-                           Mux(Mux(a_odd, updates[1], updates[0]), s_new,
-                               Mux(a_odd, acc[1], acc[0])))
-        b = self._register("test_b", layout,
-                           Mux(merge_next, Mux(updates[1], s_new, acc[1]), new_next))
-        # Stage 1: the test.
-        parts = self._better_parts("acc", a, b, ties=True)
-        s_merge = self._valid_register("merge_valid", merge_req)
-        s_a = self._register("merge_a", layout, a)
-        s_b = self._register("merge_b", layout, b)
-        # Stage 2: the update, or the merge's choice.
-        m.d.comb += wins.eq(self._better(s_a, s_b, parts))
-        with m.If(self._advance):
+        # Whether the accumulator's last update took its round's candidate (round r - 2 won),
+        # and the candidate of the parity's last round (round r - 2's).
+        won = [Signal(name=f"won_{parity}") for parity in ("even", "odd")]
+        last = [Signal(layout, name=f"last_{parity}") for parity in ("even", "odd")]
+        merge_req = Signal()            # the merge's operands load in this cycle
+        odd, load = order[0], order[1]
+
+        # Stage 1: the operands. The round's candidate is test 2's b, and test 1's unless the
+        # merge takes test 1 (a token's rounds 0 to 3 need no test 1, and the merge's cycle
+        # can only hold one of them).
+        with m.If(self._advance & valid):
             for parity in (0, 1):
-                with m.If(updates[parity]):
-                    m.d.sync += acc[parity].eq(s_new)
-        # The last round's tag and threshold wait a cycle for the merge (``merge_req`` rises
-        # with them).
-        token_tag = self._register("token_tag", round_tag_layout(p), s_tag)
-        kind, value = s_thr
-        if kind == "parts":
-            value = self._total(value, p.token_threshold_bits, signed=False)
-        token_thr = self._register("token_thr", p.token_threshold_bits, value)
-        # The merge's two stages carry the token's tag and threshold.
-        m_tag = self._register("merge_tag", round_tag_layout(p), token_tag)
-        m_thr = self._register("merge_thr", p.token_threshold_bits, token_thr)
-        best = self._register("best", layout, Mux(wins, s_b, s_a))
-        best_valid = self._valid_register("best_valid", s_merge)
-        best_tag = self._register("best_tag", round_tag_layout(p), m_tag)
-        best_thr = self._register("best_thr", p.token_threshold_bits, m_thr)
-        return best_valid, best_tag, ("thr", best_thr), best
+                with m.If(odd == parity):
+                    m.d.sync += last[parity].eq(new)
+        t1_a = self._register("t1_a", layout, Mux(merge_req, acc[0], Mux(odd, acc[1], acc[0])))
+        t1_b = self._register("t1_b", layout, Mux(merge_req, acc[1], new))
+        t2_a = self._register("t2_a", layout, Mux(odd, last[1], last[0])) if rounds > 2 else None
+        valid, tag, thr = self._carry("rb_in", valid, tag, thr)
+        new = self._register("rb_in_new", layout, new)
+        odd = self._register("rb_in_odd", 1, odd)
+        load = self._register("rb_in_load", 1, load)
+        merging = self._valid_register("merge_in_valid", merge_req)
+
+        # Stages 2 to 4: the tests; the round's candidate and place and test 1's operands ride
+        # beside them (the merge chooses between those).
+        tests = {"t1": (t1_a, t1_b, True)}
+        if t2_a is not None:
+            tests["t2"] = (t2_a, new, False)
+        parts = {n: self._better_parts(f"rb_{n}", a, b, ties=ties)
+                 for n, (a, b, ties) in tests.items()}
+        t2_a_eligible = None if t2_a is None else t2_a.eligible
+        for step in ("test", "sum"):
+            name = f"rb_{step}"
+            if step == "sum":
+                parts = {n: self._pair(f"rb_{n}", v, self._better_bits) for n, v in parts.items()}
+            valid, tag, thr = self._carry(name, valid, tag, thr)
+            new = self._register(f"{name}_new", layout, new)
+            odd = self._register(f"{name}_odd", 1, odd)
+            load = self._register(f"{name}_load", 1, load)
+            t1_a = self._register(f"{name}_t1_a", layout, t1_a)
+            t1_b = self._register(f"{name}_t1_b", layout, t1_b)
+            if t2_a_eligible is not None:
+                t2_a_eligible = self._register(f"{name}_t2_a_eligible", 1, t2_a_eligible)
+            merging = self._valid_register(f"merge_{step}_valid", merging)
+
+        # Stage 4's end: the round's choice and its accumulator's update; the merge's choice.
+        t1_wins = self._better(t1_a.eligible, t1_b.eligible, parts["t1"])
+        t2_wins = (0 if t2_a_eligible is None
+                   else self._better(t2_a_eligible, new.eligible, parts["t2"]))
+        wins = Signal(name="rb_wins")
+        m.d.comb += wins.eq(Mux(Mux(odd, won[1], won[0]), t2_wins, t1_wins))
+        with m.If(self._advance & valid):
+            for parity in (0, 1):
+                with m.If(odd == parity):
+                    m.d.sync += won[parity].eq(load | wins)
+                    with m.If(load | wins):
+                        m.d.sync += acc[parity].eq(new)
+        best = self._register("best", layout, Mux(t1_wins, t1_b, t1_a))
+        best_valid = self._valid_register("best_valid", merging)
+
+        # The token's tag and threshold wait for its merge: a cycle for the merge request
+        # (both accumulators are final once the last round's update is made), then the
+        # merge's four stages.
+        m.d.comb += merge_req.eq(self._valid_register("merge_req", valid & tag.last))
+        kind, value = thr
+        assert kind == "thr"
+        for step in ("token", "merge_in", "merge_test", "merge_sum", "merge_pick"):
+            tag = self._register(f"{step}_tag", round_tag_layout(p), tag)
+            value = self._register(f"{step}_thr", p.token_threshold_bits, value)
+        return best_valid, tag, ("thr", value), best
 
     def _threshold_test(self, valid, tag, thr, best):
-        """The threshold test of the best candidate, two stages: (valid, tag, decision)."""
+        """The threshold test of the best candidate, three stages: (valid, tag, decision)."""
         p, m = self._params, self._m
         shift = 2 * p.theta_bits
         width = p.dot_sq_bits + shift + 1
         minus, c_minus = product_terms(m, best.ny, thr)
         parts = self._difference("match", [(best.dsq, shift)], -c_minus - 1, minus, width)
-        t_valid = self._valid_register("match_valid", valid)
-        t_tag = self._register("match_tag", round_tag_layout(p), tag)
-        t_best = self._register("match_best", candidate_layout(p), best)
-        match = t_best.eligible & ~self._total(parts, width, signed=True)[-1]
-        valid = self._valid_register("decided_valid", t_valid)
-        tag = self._register("decided_tag", round_tag_layout(p), t_tag)
+        layout = candidate_layout(p)
+        for step in ("test", "sum"):
+            valid = self._valid_register(f"match_{step}_valid", valid)
+            tag = self._register(f"match_{step}_tag", round_tag_layout(p), tag)
+            best = self._register(f"match_{step}_best", layout, best)
+            if step == "test":
+                parts = self._pair("match", parts, width)
+        match = best.eligible & ~self._total(parts, width, signed=True)[-1]
+        valid = self._valid_register("decided_valid", valid)
+        tag = self._register("decided_tag", round_tag_layout(p), tag)
         decision = self._register("decided", data.StructLayout({"match": 1, "slot": p.window_bits,
                                                                "code": 3}),
-                                  Cat(match, t_best.slot, t_best.code))
+                                  Cat(match, best.slot, best.code))
         return valid, tag, decision

@@ -50,9 +50,9 @@ _READY_CUTS = (ComparatorBank, BestCandidate)
 def matcher_latency(p):
     """Cycles from a token's input transfer to its map beat's transfer, inclusive, with no stalls
     and ``first``, when it does not wait for earlier tokens (and, with several rounds, from its
-    last round): 21 for every comparator count (input register, window read, 5 scorer stages,
-    12 selection stages, map lookup, output register; the sum of the stages' ``latency``). A job
-    of S tokens takes ``S * rounds + 21`` cycles (:func:`golden.cycles.block_match_cycles`)."""
+    last round): 29 for every comparator count (input register, window read, 5 scorer stages,
+    20 selection stages, map lookup, output register; the sum of the stages' ``latency``). A job
+    of S tokens takes ``S * rounds + 29`` cycles (:func:`golden.cycles.block_match_cycles`)."""
     return sum(stage.latency for stage in _PIPELINE)
 
 
@@ -61,8 +61,8 @@ class BlockMatcher(FocusBlock):
     similarity map and the unique vectors, exactly as :func:`golden.block_match`.
 
     Throughput: one token per ``rounds = ceil(7 / comparators)`` cycles in steady state (1 cycle
-    with 7 comparators, 7 with one), with ``first``: a job of S tokens takes ``rounds * S + 21``
-    cycles. Latency: :func:`matcher_latency`, 21 cycles from a token's (last round's) input
+    with 7 comparators, 7 with one), with ``first``: a job of S tokens takes ``rounds * S + 29``
+    cycles. Latency: :func:`matcher_latency`, 29 cycles from a token's (last round's) input
     transfer to its map beat for every comparator count. With ``mean``, each tile's unique vectors
     leave after its last map beat, ``elem_bits + 2`` cycles each (the divider is bit-serial; 2
     cycles for a group of one token, which needs no division), and the next tile waits for them.
@@ -84,8 +84,8 @@ class BlockMatcher(FocusBlock):
     of V products and dot**2 (:class:`~rtl.sic.dot_scorer.DotScorer`). Per token: its squared
     norm, with ceil(V / rounds) squarers over its rounds; one exact threshold test, on its best
     candidate only (theta_q**2 * nx formed once); the "better" tests between its candidates (a
-    tree over a round's lanes, a running best over rounds in two accumulators, whose one test
-    also merges them in a cycle it has free per token). Per job: theta_q**2.
+    tree over a round's lanes, a running best over rounds in two accumulators, two tests a
+    round, one of which merges them in a cycle it has free per token). Per job: theta_q**2.
 
     Pipeline, one Component per stage, joined by streams (``wiring.connect``), each stage holding
     only under back-pressure from the next:
@@ -105,10 +105,11 @@ class BlockMatcher(FocusBlock):
       :class:`~rtl.sic.dot_scorer.DotScorer` instances in lockstep (zero skip and clock gating
       inside; candidate c = r * comparators + j + 1 on scorer j in round r); each candidate's
       norm and slot, and the round's tag and the token's norm, ride in the scorers' tags.
-    - :class:`~rtl.sic.best_candidate.BestCandidate` (12 for any comparator count, two per
+    - :class:`~rtl.sic.best_candidate.BestCandidate` (20 for any comparator count, three per
       test): a tree of exact "better" tests on dot**2 (``dot1**2 * ny2 > dot2**2 * ny1``; on
       equality the lower c wins), a running best across rounds (two interleaved accumulators,
-      merged after the token's last round), the threshold test of the winner (``dot**2 * 2**(2F) >
+      each round tested against both of its possible values, merged after the token's last
+      round), the threshold test of the winner (``dot**2 * 2**(2F) >
       theta_q**2 * nx * ny``), delay stages.
     - :class:`~rtl.sic.unique_indexer.UniqueIndexer` (1): the map lookup (each window slot's
       tile-local unique index, read with write-through so the previous token's decision is seen;
