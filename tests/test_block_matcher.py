@@ -569,4 +569,4 @@ def test_paper_preset_real_photo_tokens():
     want = golden.block_match(x, pos, **args)
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])
-    assert stats["cycles"] == golden.cycles.block_match_cycles(len(pos), 1) == 7 * len(pos) + 29
+    assert stats["cycles"] == golden.cycles.block_match_cycles(len(pos), 1) == 7 * len(pos) + 30

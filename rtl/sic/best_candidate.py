@@ -23,12 +23,12 @@ __all__ = ["BestCandidate", "SELECT_STAGES", "TEST_STAGES", "keep_first", "bette
 TEST_STAGES = 3
 
 #: Register stages of the selection for every comparator count: three per level of the tree of
-#: "better" tests (ceil(log2(comparators)) levels), eight for the running best across rounds
-#: (when there are several: the operands, the two tests' three stages, the merge request, then
-#: the merge's operands and its three stages), three for the threshold test, and delay stages
-#: up to this (the most: 5 or 6 comparators, which have none; the first delay stage is an input
+#: "better" tests (ceil(log2(comparators)) levels), nine for the running best across rounds
+#: (when there are several: the operands, the two tests' three stages, the choice, then the
+#: merge's three stages and its choice), three for the threshold test, and delay stages up to
+#: this (the most: 5 or 6 comparators, which have none; the first delay stage is an input
 #: register).
-SELECT_STAGES = 20
+SELECT_STAGES = 21
 
 def _product(m, a, b):
     """``a * b`` of unsigned values (``b`` Booth-recoded: :func:`~rtl.sic.arith.product`)."""
@@ -70,27 +70,28 @@ class BestCandidate(FocusBlock):
     and the third adds the two and takes the sign. So no cycle holds more than two levels of
     carry-propagate adders, and the sign, the one carry chain of the third stage, is followed
     only by the choice it makes (for the ECP5's 100 MHz target). Pipeline
-    (:data:`SELECT_STAGES` register stages, 20, for every comparator count):
+    (:data:`SELECT_STAGES` register stages, 21, for every comparator count):
 
     - a tree of ``ceil(log2(comparators))`` levels of pairwise "better" tests, three stages
       each, the third choosing the winners;
-    - with more than one round, the running best, eight stages (:meth:`_running_best`): two
+    - with more than one round, the running best, nine stages (:meth:`_running_best`): two
       accumulators, one for the token's even rounds and one for its odd rounds. Round r >= 2
       is tested against its accumulator, whose last update (by round r - 2) is still in its
       tests when round r starts, so round r takes two tests: against the accumulator as it was
-      before round r - 2, and against round r - 2's candidate. Three stages later, round
-      r - 2's registered outcome chooses between them, and the accumulator is updated: no test
-      waits for another's result, and no multiplexer stands between a sign and the next test.
-      A token's first two rounds only load the accumulators, its rounds 2 and 3 need only the
-      second test, so the first is free for the merge of the two accumulators in the second
-      cycle after the token's last update (on equal cosines the lower c wins: the odd rounds'
-      best may have the lower c). Stages: the operands, the tests (three, the last updating),
-      the merge request, the merge's operands and its test (three, the last choosing). Four
-      products, where one shared test (two products) did it when tests took two stages;
+      before round r - 2, and against round r - 2's candidate. Their outcomes are registered;
+      in the next stage round r - 2's registered outcome chooses between them and the
+      accumulator is updated, the update forwarded to the operands being loaded: no test
+      waits for another's result, and no sign drives more than a register. A token's first
+      two rounds only load the accumulators, its rounds 2 and 3 need only the second test, so
+      the first is free for the merge of the two accumulators as the token's last update is
+      made (on equal cosines the lower c wins: the odd rounds' best may have the lower c).
+      Stages: the operands, the tests (three), the choice, which loads the merge's operands,
+      the merge's test (three), its choice. Four products, where one shared test (two
+      products) did it when tests took two stages;
     - the threshold test of the winner (three stages, its own ``token_threshold_bits`` x
       ``norm_bits`` product); ``theta_q**2 * nx`` is formed once per token, on its last round,
       in three stages as well;
-    - delay registers up to 20: the first of them (where the comparator count leaves one,
+    - delay registers up to 21: the first of them (where the comparator count leaves one,
       every count but 5 and 6) is an input register of the whole round, so that the first
       test starts from registers, the others delay the 1-bit decision and its slot. A round's
       place in its token (its accumulator, and whether it only loads it) is formed at the input
@@ -209,7 +210,7 @@ class BestCandidate(FocusBlock):
         rounds = matcher_rounds(p)
         levels = ceil_log2(p.comparators)
         self._better_bits = p.dot_sq_bits + p.norm_bits + 1
-        pads = SELECT_STAGES - TEST_STAGES * (levels + 1) - (8 if rounds > 1 else 0)
+        pads = SELECT_STAGES - TEST_STAGES * (levels + 1) - (9 if rounds > 1 else 0)
         assert pads >= 0, "SELECT_STAGES is too small for this comparator count"
         assert rounds > 1 or levels > 0
         self._advance = advance = Signal()
@@ -293,7 +294,7 @@ class BestCandidate(FocusBlock):
         return Cat(index[0], index < 2)
 
     def _running_best(self, valid, tag, thr, new, order):
-        """The best over a token's rounds (eight stages): (valid, tag, thr, best), valid once
+        """The best over a token's rounds (nine stages): (valid, tag, thr, best), valid once
         per token. ``valid``, ``tag``, ``new`` (the round's candidate) and ``order`` (its
         :meth:`_round_order`) are registers.
 
@@ -302,11 +303,11 @@ class BestCandidate(FocusBlock):
         in its tests when round r's operands are loaded. So round r takes two tests and
         chooses between them once round r - 2 is decided: against the accumulator as it was
         before round r - 2 (test 1), and against round r - 2's candidate (test 2), which is
-        the accumulator when round r - 2 won. Round r's choice (three stages after its
-        operands) then needs only round r - 2's registered outcome; no test waits for
-        another's result. After the token's last round both accumulators are final and test
-        1, which no round before r = 4 uses, merges them (on equal cosines the lower c wins:
-        the odd rounds' best may have the lower c)."""
+        the accumulator when round r - 2 won. The tests' outcomes are registered; the choice,
+        a stage later, needs only round r - 2's registered outcome, and the update being made
+        there is forwarded to the operands. After the token's last round both accumulators
+        are final and test 1, which no round before r = 4 uses, merges them (on equal cosines
+        the lower c wins: the odd rounds' best may have the lower c)."""
         p, m = self._params, self._m
         layout = candidate_layout(p)
         rounds = matcher_rounds(p)
@@ -315,7 +316,15 @@ class BestCandidate(FocusBlock):
         # and the candidate of the parity's last round (round r - 2's).
         won = [Signal(name=f"won_{parity}") for parity in ("even", "odd")]
         last = [Signal(layout, name=f"last_{parity}") for parity in ("even", "odd")]
-        merge_req = Signal()            # the merge's operands load in this cycle
+        # The choice stage's update, forwarded to the operands, and the merge's request: the
+        # choice stage holds a token's last round, so both accumulators are final once its
+        # update is made.
+        updates = [Signal(name=f"acc_{parity}_update") for parity in ("even", "odd")]
+        d_new = Signal(layout, name="rb_choice_new")
+        d_tag = Signal(round_tag_layout(p), name="rb_choice_tag")
+        d_thr = Signal(p.token_threshold_bits, name="rb_choice_thr")
+        merge_req = Signal(name="merge_req")
+        final = [Mux(u, d_new, a) for u, a in zip(updates, acc, strict=True)]
         odd, load = order[0], order[1]
 
         # Stage 1: the operands. The round's candidate is test 2's b, and test 1's unless the
@@ -325,43 +334,59 @@ class BestCandidate(FocusBlock):
             for parity in (0, 1):
                 with m.If(odd == parity):
                     m.d.sync += last[parity].eq(new)
-        t1_a = self._register("t1_a", layout, Mux(merge_req, acc[0], Mux(odd, acc[1], acc[0])))
-        t1_b = self._register("t1_b", layout, Mux(merge_req, acc[1], new))
+        t1_a = self._register("t1_a", layout,
+                              Mux(merge_req, final[0], Mux(odd, final[1], final[0])))
+        t1_b = self._register("t1_b", layout, Mux(merge_req, final[1], new))
         t2_a = self._register("t2_a", layout, Mux(odd, last[1], last[0])) if rounds > 2 else None
         valid, tag, thr = self._carry("rb_in", valid, tag, thr)
         new = self._register("rb_in_new", layout, new)
         odd = self._register("rb_in_odd", 1, odd)
         load = self._register("rb_in_load", 1, load)
         merging = self._valid_register("merge_in_valid", merge_req)
+        m_tag = self._register("merge_in_tag", round_tag_layout(p), d_tag)
+        m_thr = self._register("merge_in_thr", p.token_threshold_bits, d_thr)
 
-        # Stages 2 to 4: the tests; the round's candidate and place and test 1's operands ride
-        # beside them (the merge chooses between those).
+        # Stages 2 to 4: the tests, their outcomes registered; the round's candidate and place
+        # and test 1's operands ride beside them (the merge chooses between those).
         tests = {"t1": (t1_a, t1_b, True)}
         if t2_a is not None:
             tests["t2"] = (t2_a, new, False)
         parts = {n: self._better_parts(f"rb_{n}", a, b, ties=ties)
                  for n, (a, b, ties) in tests.items()}
         t2_a_eligible = None if t2_a is None else t2_a.eligible
-        for step in ("test", "sum"):
+        for step in ("test", "sum", "sign"):
             name = f"rb_{step}"
             if step == "sum":
                 parts = {n: self._pair(f"rb_{n}", v, self._better_bits) for n, v in parts.items()}
+            if step == "sign":
+                t1_wins = self._register("rb_t1_wins", 1, self._better(
+                    t1_a.eligible, t1_b.eligible, parts["t1"]))
+                t2_wins = (0 if t2_a_eligible is None else self._register(
+                    "rb_t2_wins", 1, self._better(t2_a_eligible, new.eligible, parts["t2"])))
             valid, tag, thr = self._carry(name, valid, tag, thr)
             new = self._register(f"{name}_new", layout, new)
             odd = self._register(f"{name}_odd", 1, odd)
             load = self._register(f"{name}_load", 1, load)
             t1_a = self._register(f"{name}_t1_a", layout, t1_a)
             t1_b = self._register(f"{name}_t1_b", layout, t1_b)
-            if t2_a_eligible is not None:
+            if t2_a_eligible is not None and step != "sign":
                 t2_a_eligible = self._register(f"{name}_t2_a_eligible", 1, t2_a_eligible)
             merging = self._valid_register(f"merge_{step}_valid", merging)
+            m_tag = self._register(f"merge_{step}_tag", round_tag_layout(p), m_tag)
+            m_thr = self._register(f"merge_{step}_thr", p.token_threshold_bits, m_thr)
 
-        # Stage 4's end: the round's choice and its accumulator's update; the merge's choice.
-        t1_wins = self._better(t1_a.eligible, t1_b.eligible, parts["t1"])
-        t2_wins = (0 if t2_a_eligible is None
-                   else self._better(t2_a_eligible, new.eligible, parts["t2"]))
+        # Stage 5: the round's choice and its accumulator's update; the merge's choice.
+        assert thr[0] == "thr"
         wins = Signal(name="rb_wins")
-        m.d.comb += wins.eq(Mux(Mux(odd, won[1], won[0]), t2_wins, t1_wins))
+        m.d.comb += [
+            wins.eq(Mux(Mux(odd, won[1], won[0]), t2_wins, t1_wins)),
+            d_new.eq(new),
+            d_tag.eq(tag),
+            d_thr.eq(thr[1]),
+            merge_req.eq(valid & tag.last),
+        ]
+        m.d.comb += [u.eq(valid & (odd == parity) & (load | wins))
+                     for parity, u in enumerate(updates)]
         with m.If(self._advance & valid):
             for parity in (0, 1):
                 with m.If(odd == parity):
@@ -370,17 +395,9 @@ class BestCandidate(FocusBlock):
                         m.d.sync += acc[parity].eq(new)
         best = self._register("best", layout, Mux(t1_wins, t1_b, t1_a))
         best_valid = self._valid_register("best_valid", merging)
-
-        # The token's tag and threshold wait for its merge: a cycle for the merge request
-        # (both accumulators are final once the last round's update is made), then the
-        # merge's four stages.
-        m.d.comb += merge_req.eq(self._valid_register("merge_req", valid & tag.last))
-        kind, value = thr
-        assert kind == "thr"
-        for step in ("token", "merge_in", "merge_test", "merge_sum", "merge_pick"):
-            tag = self._register(f"{step}_tag", round_tag_layout(p), tag)
-            value = self._register(f"{step}_thr", p.token_threshold_bits, value)
-        return best_valid, tag, ("thr", value), best
+        best_tag = self._register("best_tag", round_tag_layout(p), m_tag)
+        best_thr = self._register("best_thr", p.token_threshold_bits, m_thr)
+        return best_valid, best_tag, ("thr", best_thr), best
 
     def _threshold_test(self, valid, tag, thr, best):
         """The threshold test of the best candidate, three stages: (valid, tag, decision)."""

@@ -50,9 +50,9 @@ _READY_CUTS = (ComparatorBank, BestCandidate)
 def matcher_latency(p):
     """Cycles from a token's input transfer to its map beat's transfer, inclusive, with no stalls
     and ``first``, when it does not wait for earlier tokens (and, with several rounds, from its
-    last round): 29 for every comparator count (input register, window read, 5 scorer stages,
-    20 selection stages, map lookup, output register; the sum of the stages' ``latency``). A job
-    of S tokens takes ``S * rounds + 29`` cycles (:func:`golden.cycles.block_match_cycles`)."""
+    last round): 30 for every comparator count (input register, window read, 5 scorer stages,
+    21 selection stages, map lookup, output register; the sum of the stages' ``latency``). A job
+    of S tokens takes ``S * rounds + 30`` cycles (:func:`golden.cycles.block_match_cycles`)."""
     return sum(stage.latency for stage in _PIPELINE)
 
 
@@ -61,8 +61,8 @@ class BlockMatcher(FocusBlock):
     similarity map and the unique vectors, exactly as :func:`golden.block_match`.
 
     Throughput: one token per ``rounds = ceil(7 / comparators)`` cycles in steady state (1 cycle
-    with 7 comparators, 7 with one), with ``first``: a job of S tokens takes ``rounds * S + 29``
-    cycles. Latency: :func:`matcher_latency`, 29 cycles from a token's (last round's) input
+    with 7 comparators, 7 with one), with ``first``: a job of S tokens takes ``rounds * S + 30``
+    cycles. Latency: :func:`matcher_latency`, 30 cycles from a token's (last round's) input
     transfer to its map beat for every comparator count. With ``mean``, each tile's unique vectors
     leave after its last map beat, ``elem_bits + 2`` cycles each (the divider is bit-serial; 2
     cycles for a group of one token, which needs no division), and the next tile waits for them.
@@ -105,7 +105,7 @@ class BlockMatcher(FocusBlock):
       :class:`~rtl.sic.dot_scorer.DotScorer` instances in lockstep (zero skip and clock gating
       inside; candidate c = r * comparators + j + 1 on scorer j in round r); each candidate's
       norm and slot, and the round's tag and the token's norm, ride in the scorers' tags.
-    - :class:`~rtl.sic.best_candidate.BestCandidate` (20 for any comparator count, three per
+    - :class:`~rtl.sic.best_candidate.BestCandidate` (21 for any comparator count, three per
       test): a tree of exact "better" tests on dot**2 (``dot1**2 * ny2 > dot2**2 * ny1``; on
       equality the lower c wins), a running best across rounds (two interleaved accumulators,
       each round tested against both of its possible values, merged after the token's last
