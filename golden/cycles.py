@@ -52,9 +52,10 @@ ENCODE_LATENCY = 35
 DECODE_LATENCY = 6
 # A dropped-set code: the walker's dropped-index and pending-index registers, and its last step.
 DECODE_WALK_LATENCY = 3
-# Block matcher (rtl.sic.block_matcher.matcher_latency): input register, window read, pair scorers
-# (5), selection and threshold test (21 for any comparator count), map lookup, output register.
-BLOCK_MATCH_LATENCY = 30
+# Block matcher (rtl.sic.block_matcher.matcher_latency): input register (1), window read and its
+# data register (2), pair scorers (5), selection and threshold test (21 for any comparator count),
+# map lookup (1), output register (1).
+BLOCK_MATCH_LATENCY = 1 + 2 + 5 + 21 + 1 + 1
 # The constant term of the spec's targets ("... + 64 cycles").
 TARGET_SLACK = 64
 

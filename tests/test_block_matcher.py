@@ -185,7 +185,31 @@ def test_mean_rounding_and_full_groups():
     check(wide, job, [200], run_jobs(wide, job, thetas=[200]))
 
 
+@pytest.mark.parametrize("comparators, stalls", stall_cross([1, 7], STALL_PATTERNS))
+def test_adjacent_tokens_see_their_neighbours(comparators, stalls):
+    """Chains of adjacent positions (FS = 2, HS = 1: every candidate is one of the last 4 tokens,
+    and with 7 comparators the nearest was written into the window in the cycle before the
+    token's lookup) in runs of near copies, so that most tokens match a token just written: the
+    window's registered read and the candidate fetch's vector copy must see it, under the four
+    stall patterns, against golden (both representatives)."""
+    p = small(comparators=comparators)
+    rng = np.random.default_rng(comparators + 40)
+    protos = rng.integers(-100, 100, (3, p.dim))
+    count = 2 * p.tile + 7
+    runs = np.repeat(rng.integers(0, 3, count // 3 + 1), 3)[:count]
+    vec = protos[runs] + rng.integers(-1, 2, (count, p.dim))
+    jobs = [Job(vec, np.arange(count), 2, 1), Job(vec[::-1].copy(), np.arange(count), 3, 1,
+                                                      mean=True)]
+    thetas = [golden.theta_q(0.95)]
+    results = run_jobs(p, jobs, thetas=thetas, stalls=stalls, seed=comparators)
+    check(p, jobs, thetas, results)
+    # Most tokens matched a neighbour (the test is about them).
+    want_map, _ = golden_job(p, jobs[0], thetas)
+    assert np.count_nonzero(np.diff(want_map) == 0) > count // 3
+
+
 # ---- errors -----------------------------------------------------------------------------------
+
 
 def test_bad_configuration_and_positions_are_rejected_and_never_hang():
     """FS + HS + 1 = window (and FS = 2**32 - 1), a layer past the table, a repeated position,
@@ -569,4 +593,4 @@ def test_paper_preset_real_photo_tokens():
     want = golden.block_match(x, pos, **args)
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])
-    assert stats["cycles"] == golden.cycles.block_match_cycles(len(pos), 1) == 7 * len(pos) + 30
+    assert stats["cycles"] == golden.cycles.block_match_cycles(len(pos), 1) == 7 * len(pos) + 31

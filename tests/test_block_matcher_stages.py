@@ -590,3 +590,47 @@ def test_output_stage_flush_as_a_tile_ends_starts_no_drain():
     sim.add_testbench(sink)
     sim.run()
     assert received == expected[:4]
+
+
+def test_output_stage_drain_rate():
+    """Without stalls a ``mean`` tile's unique vectors leave one per ``elem_bits + 2`` cycles
+    (2 for a group of one), the first ``elem_bits + 5`` (5 for a group of one) cycles after the
+    tile's last map beat: the sums' read register costs one cycle per drain, not per group (the
+    next group is read while the divider works)."""
+    p = small(tile=12)
+    indexed, vectors, expected = output_job(p, 12, seed=4, mean=True)
+    sizes = {}
+    for tok in indexed:
+        sizes[tok["map"]] = sizes.get(tok["map"], 0) + 1
+    assert 1 in sizes.values() and max(sizes.values()) > 1
+    dut = OutputStage(p)
+    stamps = []
+
+    async def source(ctx):
+        await stream_put(ctx, dut.i_stream, indexed)
+
+    async def vector_source(ctx):
+        await stream_put(ctx, dut.v_stream, vectors)
+
+    async def sink(ctx):
+        ctx.set(dut.mean, 1)
+        ctx.set(dut.o_stream.ready, 1)
+        for cycle in range(400):
+            _, _, valid, payload = await ctx.tick().sample(dut.o_stream.valid,
+                                                           dut.o_stream.payload)
+            if valid:
+                stamps.append((cycle, unpack(payload)))
+
+    sim = Simulator(dut)
+    sim.add_clock(CLOCK_PERIOD)
+    sim.add_testbench(source)
+    sim.add_testbench(vector_source)
+    sim.add_testbench(sink)
+    sim.run()
+    assert [b for _, b in stamps] == expected
+    e = p.elem_bits
+    for (c0, b0), (c1, b1) in zip(stamps, stamps[1:], strict=False):
+        if b1["token"]:
+            continue
+        divide = e + 2 if sizes[b1["map"]] > 1 else 2
+        assert c1 - c0 == (divide + 3 if b0["token"] else divide), (b0, b1, c1 - c0)

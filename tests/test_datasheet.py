@@ -154,8 +154,8 @@ def test_markdown_datasheet(emitted, emitted_axi):
                 "| `vector[i]`, i = 0..7 | 0 + 8*i | 8 | yes |",
                 "| `scores[i]`, i = 0..1 | 0 + 16*i | 16 | no |", "| `lanes` | 2 |"):
         assert row in text, row
-    # Two comparators: 4 rounds; a map beat 30 + 4 - 1 cycles after its token (latency 30).
-    assert "1 token per 4 cycles" in text and "leaves 33 cycles after the token" in text
+    # Two comparators: 4 rounds; a map beat 31 + 4 - 1 cycles after its token (latency 31).
+    assert "1 token per 4 cycles" in text and "leaves 34 cycles after the token" in text
     assert "focus_unit_axi" not in text and "No `focus-rtl synth` report" in text
     axi = (emitted_axi / "datasheet.md").read_text()
     assert "## Ports of `focus_unit_axi`" in axi

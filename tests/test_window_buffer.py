@@ -22,7 +22,8 @@ def _run(dut, testbench):
 def test_window_buffer_matches_model(window, lanes):
     """Random writes (strictly increasing positions with gaps, some far apart), lookups of any
     offset, idle cycles (outputs must hold), clears in the middle (old slots must not match), and
-    reads of a slot in the cycle it is overwritten (the old contents must come back)."""
+    reads of a slot in the cycle it is overwritten (the old contents must come back). Latency 2:
+    the outputs give the lookups issued at the ``r_en`` cycle before the last one."""
     p = FocusParams(dim=3, window=window, elem_bits=6)
     slots = window_slots(p)
     dut = WindowBuffer(p, lanes)
@@ -34,7 +35,7 @@ def test_window_buffer_matches_model(window, lanes):
         mem = {s: (0, [0] * p.dim, 0) for s in range(slots)}     # slot -> (position, vec, norm)
         live = set()
         pos = 0
-        expected = None
+        expected = issued = None        # the lookups in stage 2 (the outputs) and in stage 1
         for cycle in range(700):
             write = rng.random() < 0.6
             lookup = rng.random() < 0.7
@@ -77,7 +78,8 @@ def test_window_buffer_matches_model(window, lanes):
                     new.append((hit, svec if hit else None, snorm if hit else 0, slot))
                     if write and slot == pos % slots and wants[j]:
                         checked["same_cycle"] += 1
-                expected = new
+                # Two stages moving with r_en: the results are those of the lookup before.
+                expected, issued = issued, new
             else:
                 ctx.set(dut.r_en, 0)
             await ctx.tick()

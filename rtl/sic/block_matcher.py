@@ -50,9 +50,10 @@ _READY_CUTS = (ComparatorBank, BestCandidate)
 def matcher_latency(p):
     """Cycles from a token's input transfer to its map beat's transfer, inclusive, with no stalls
     and ``first``, when it does not wait for earlier tokens (and, with several rounds, from its
-    last round): 30 for every comparator count (input register, window read, 5 scorer stages,
-    21 selection stages, map lookup, output register; the sum of the stages' ``latency``). A job
-    of S tokens takes ``S * rounds + 30`` cycles (:func:`golden.cycles.block_match_cycles`)."""
+    last round): the same for every comparator count, the sum of the stages' ``latency``: input
+    register (1), window read and its data register (2), 5 scorer stages, the selection stages
+    (``SELECT_STAGES``, 21), map lookup (1), output register (1): 31. A job of S tokens takes
+    ``S * rounds + matcher_latency`` cycles (:func:`golden.cycles.block_match_cycles`)."""
     return sum(stage.latency for stage in _PIPELINE)
 
 
@@ -61,9 +62,10 @@ class BlockMatcher(FocusBlock):
     similarity map and the unique vectors, exactly as :func:`golden.block_match`.
 
     Throughput: one token per ``rounds = ceil(7 / comparators)`` cycles in steady state (1 cycle
-    with 7 comparators, 7 with one), with ``first``: a job of S tokens takes ``rounds * S + 30``
-    cycles. Latency: :func:`matcher_latency`, 30 cycles from a token's (last round's) input
-    transfer to its map beat for every comparator count. With ``mean``, each tile's unique vectors
+    with 7 comparators, 7 with one), with ``first``: a job of S tokens takes ``rounds * S +
+    matcher_latency`` cycles. Latency: :func:`matcher_latency`, 31 cycles (1 + 2 + 5 + 21 + 1 + 1,
+    the stages below) from a token's (last round's) input transfer to its map beat for every
+    comparator count. With ``mean``, each tile's unique vectors
     leave after its last map beat, ``elem_bits + 2`` cycles each (the divider is bit-serial; 2
     cycles for a group of one token, which needs no division), and the next tile waits for them.
     Back-pressure: under ``o_stream`` back-pressure the stages fill up and hold
@@ -96,11 +98,12 @@ class BlockMatcher(FocusBlock):
     - :class:`~rtl.sic.token_register.TokenRegister` (1 cycle): the input register (two vector
       registers used in turn), the norm over the rounds, the tile bookkeeping, one beat per
       round.
-    - :class:`~rtl.sic.candidate_fetch.CandidateFetch` (1): the window lookups
+    - :class:`~rtl.sic.candidate_fetch.CandidateFetch` (2): the window lookups
       (:class:`~rtl.sic.window_buffer.WindowBuffer`: slots addressed by position, one read port
       per comparator, all of a round's candidates in one cycle, conflict-free for any FS, HS and
-      pruning; see its docstring for the comparison with banked layouts); the scorers register
-      the read data.
+      pruning; see its docstring for the comparison with banked layouts), the read data
+      registered straight out of the memory, then the tag compare; the scorers register the
+      lookups.
     - :class:`~rtl.sic.comparator_bank.ComparatorBank` (5): ``comparators``
       :class:`~rtl.sic.dot_scorer.DotScorer` instances in lockstep (zero skip and clock gating
       inside; candidate c = r * comparators + j + 1 on scorer j in round r); each candidate's

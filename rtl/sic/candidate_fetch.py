@@ -31,14 +31,19 @@ class CandidateFetch(FocusBlock):
     it (a missing candidate has norm 0, which the comparators skip). The token itself enters the
     window as its last round is taken, so every later token sees it.
 
-    One stage, D: the window's read (its synchronous read ports, whose data registers hold the
-    candidates) with the token's side data beside it. The comparators register the read data
-    (and ``x``) as their first stage: the memory's read path and a dot product in one cycle
-    limited the matcher to about 38 MHz on the ECP5. The token's vector is not copied here: D
-    carries ``xsel``, and the beat's ``x`` is the token register's ``x_store[xsel]`` (the token
-    register keeps it until the lookup has left D). Latency 1, throughput one round per cycle.
-    Back-pressure: D holds under ``o_stream`` back-pressure (the window's read data holds while
-    no lookup is issued); ``i_stream.ready`` falls while it is full and not taken.
+    Two stages, D and E, moving together. D: the window's read (its synchronous read ports)
+    with the token's side data beside it. E: the read data registered straight out of the
+    memory (a block RAM's data leave 5.8 ns after the clock on the ECP5, so nothing may follow
+    them in that cycle), the window's tag compare after them, and the token's vector copied from
+    the token register's ``x_store[xsel]`` as the round leaves D (the token register may
+    overwrite that register with the token after next once the round has left D). The
+    comparators register the lookups (and ``x``) as their first stage: the memory's read path
+    and a dot product in one cycle limited the matcher to about 38 MHz on the ECP5. A lookup
+    reads the memory in the cycle its round is taken, when every earlier token is written (a
+    token enters the window as its last round is taken): the registered read needs no
+    forwarding. Latency 2, throughput one round per cycle. Back-pressure: D and E hold under
+    ``o_stream`` back-pressure (no lookup is issued and the window's two stages hold);
+    ``i_stream.ready`` falls while E is full and not taken.
 
     Parameters
     ----------
@@ -61,9 +66,9 @@ class CandidateFetch(FocusBlock):
     """
 
     #: Cycles from a round's input transfer to its comparison beat being offered.
-    latency = 1
+    latency = 2
     #: Rounds held at most.
-    capacity = 1
+    capacity = 2
 
     def __init__(self, params=None):
         super().__init__(params, lambda p: matcher_stage_members(
@@ -79,12 +84,12 @@ class CandidateFetch(FocusBlock):
         k, rounds, wb = p.comparators, matcher_rounds(p), p.window_bits
         rnd = i.payload.round
 
-        d_valid = Signal()
-        d_accept, go = Signal(name="d_accept"), Signal(name="go")
+        d_valid, e_valid = Signal(name="d_valid"), Signal(name="e_valid")
+        advance, go = Signal(name="advance"), Signal(name="go")
         m.d.comb += [
-            d_accept.eq(~d_valid | o.ready),
-            i.ready.eq(d_accept),
-            go.eq(i.valid & d_accept),          # a round's lookups are issued
+            advance.eq(~e_valid | o.ready),     # D and E move together
+            i.ready.eq(advance),
+            go.eq(i.valid & advance),           # a round's lookups are issued
         ]
 
         m.submodules.window = window = WindowBuffer(p, k)
@@ -95,7 +100,7 @@ class CandidateFetch(FocusBlock):
             window.w_vec.eq(i.payload.x),
             window.w_norm.eq(i.payload.nx),
             window.w_nonzero.eq(i.payload.x_nonzero),
-            window.r_en.eq(go),
+            window.r_en.eq(advance),
             window.r_pos.eq(i.payload.position),
         ]
         for j in range(k):
@@ -113,7 +118,14 @@ class CandidateFetch(FocusBlock):
         d_nx = Signal(p.norm_bits)
         d_tag = Signal(round_tag_layout(p))
         d_round = Signal.like(rnd)
-        with m.If(d_accept):
+        # E: the window's read data registered; the token's vector copied from the token
+        # register (which may overwrite it with the token after next once the round leaves D).
+        e_x = Signal(vector_layout(p))
+        e_x_nonzero = Signal()
+        e_nx = Signal(p.norm_bits)
+        e_tag = Signal(round_tag_layout(p))
+        e_round = Signal.like(rnd)
+        with m.If(advance):
             m.d.sync += [
                 d_valid.eq(go),
                 d_xsel.eq(i.payload.xsel),
@@ -127,13 +139,19 @@ class CandidateFetch(FocusBlock):
                 d_tag.own_slot.eq(i.payload.position[:wb]),
                 d_tag.position.eq(i.payload.position),
                 d_round.eq(rnd),
+                e_valid.eq(d_valid),
+                e_x.eq(self.x_store[d_xsel]),
+                e_x_nonzero.eq(d_x_nonzero),
+                e_nx.eq(d_nx),
+                e_tag.eq(d_tag),
+                e_round.eq(d_round),
             ]
         m.d.comb += [
-            o.valid.eq(d_valid),
-            o.payload.x.eq(self.x_store[d_xsel]),
-            o.payload.x_nonzero.eq(d_x_nonzero),
-            o.payload.nx.eq(d_nx),
-            o.payload.tag.eq(d_tag),
+            o.valid.eq(e_valid),
+            o.payload.x.eq(e_x),
+            o.payload.x_nonzero.eq(e_x_nonzero),
+            o.payload.nx.eq(e_nx),
+            o.payload.tag.eq(e_tag),
         ]
         for j in range(k):
             m.d.comb += [
@@ -144,9 +162,9 @@ class CandidateFetch(FocusBlock):
             ]
             codes = [Const(c if c <= CANDIDATES else 0, 3) for c in
                      (r * k + j + 1 for r in range(rounds))]
-            m.d.comb += o.payload.lanes[j].code.eq(Array(codes)[d_round] if rounds > 1
+            m.d.comb += o.payload.lanes[j].code.eq(Array(codes)[e_round] if rounds > 1
                                                    else codes[0])
 
         with m.If(self.flush):
-            m.d.sync += d_valid.eq(0)
+            m.d.sync += [d_valid.eq(0), e_valid.eq(0)]
         return m

@@ -34,7 +34,10 @@ class OutputStage(FocusBlock):
     Drain: once a tile's last map beat has left (``mean`` only), the stage takes no token until
     its unique vectors have left: for each group in turn it reads the sums and divides them
     (:class:`~rtl.sic.mean_divider.MeanDivider`), one unique beat per ``elem_bits + 2`` cycles
-    (2 for a group of one), the first one cycle later.
+    (2 for a group of one). The sums' read data are registered before the divider takes them (a
+    block RAM's data leave 5.8 ns after the clock on the ECP5), so the first group reaches the
+    divider two cycles after the drain starts (one more than without the register); the next
+    group is read while the divider works, so the rate is unchanged.
 
     Latency 1 (a token taken at a clock edge is offered after it), throughput one beat per cycle
     outside the drain. Back-pressure: the output register holds until ``o_stream.ready``; a token
@@ -145,11 +148,11 @@ class OutputStage(FocusBlock):
         m.submodules.sums = sums = memory.Memory(shape=group_sum_layout(p), depth=p.tile, init=[])
         sum_wp = sums.write_port()
         sum_rp = sums.read_port(transparent_for=(sum_wp,))
-        drain_u = Signal(tile_index_bits(p))
-        drain_addr = Signal(tile_index_bits(p))
+        drain_u = Signal(tile_index_bits(p))                # the group being divided or emitted
+        read_u = Signal(range(p.tile + 1))                  # the group whose sums are read next
         drain_read = Signal()
         m.d.comb += [
-            sum_rp.addr.eq(Mux(drain, drain_addr, i.payload.index)),
+            sum_rp.addr.eq(Mux(drain, read_u, i.payload.index)),
             sum_rp.en.eq(Mux(drain, drain_read, accept)),
             sum_wp.en.eq(o_sum_pending & v.valid),
             sum_wp.addr.eq(o_tok.index),
@@ -163,23 +166,33 @@ class OutputStage(FocusBlock):
         with m.If(accept):
             m.d.sync += o_sum_pending.eq(mean)
 
-        # The drain: for u = 0 .. count-1, read the group's sums, divide, emit. The tile's base
-        # and unique count are those of its last token, still in o_tok.
+        # The drain: for u = 0 .. count-1, read the group's sums, register them, divide, emit.
+        # The tile's base and unique count are those of its last token, still in o_tok. The
+        # memory's read data go straight into a register (``d_sums``; on the ECP5 a block RAM's
+        # data leave 5.8 ns after the clock), which the divider takes; the next group is read as
+        # the divider takes one, so its sums wait in the register while it divides.
         divider = MeanDivider(p)
         m.submodules.divider = ResetInserter({"sync": flush})(divider)
-        loaded = Signal()           # the divider's input (the read data) is valid
-        m.d.comb += [divider.i_stream.valid.eq(loaded), divider.i_stream.payload.eq(sum_rp.data)]
+        read_valid = Signal()       # the read data are a drain read's (issued the cycle before)
+        d_sums = Signal.like(sum_rp.data, name="d_sums")
+        loaded = Signal()           # d_sums holds a group for the divider
+        m.d.comb += [divider.i_stream.valid.eq(loaded), divider.i_stream.payload.eq(d_sums)]
+        m.d.sync += read_valid.eq(drain_read)
         with m.If(divider.i_stream.valid & divider.i_stream.ready):
             m.d.sync += loaded.eq(0)
-        with m.If(drain_read):
-            m.d.sync += loaded.eq(1)
+            with m.If(read_u != o_tok.count):
+                m.d.comb += drain_read.eq(1)
+                m.d.sync += read_u.eq(read_u + 1)
+        with m.If(read_valid):
+            m.d.sync += [d_sums.eq(sum_rp.data), loaded.eq(1)]
         with m.FSM(name="drain"):
             with m.State("OFF"):
                 with m.If(o_take & o_tile_last & mean & ~flush):
-                    m.d.sync += [drain.eq(1), drain_u.eq(0)]
+                    m.d.sync += [drain.eq(1), drain_u.eq(0), read_u.eq(0)]
                     m.next = "READ"
             with m.State("READ"):
-                m.d.comb += [drain_read.eq(1), drain_addr.eq(drain_u)]
+                m.d.comb += drain_read.eq(1)
+                m.d.sync += read_u.eq(1)
                 m.next = "MEAN"
                 with m.If(flush):
                     m.next = "OFF"
@@ -199,10 +212,8 @@ class OutputStage(FocusBlock):
                         m.d.sync += drain.eq(0)
                         m.next = "OFF"
                     with m.Else():
-                        # The next group's sums are read now, while this one leaves.
-                        m.d.comb += [drain_read.eq(1), drain_addr.eq(drain_u + 1)]
                         m.d.sync += drain_u.eq(drain_u + 1)
                 with m.If(flush):
                     m.next = "OFF"
         with m.If(flush):
-            m.d.sync += [o_sum_pending.eq(0), drain.eq(0), loaded.eq(0)]
+            m.d.sync += [o_sum_pending.eq(0), drain.eq(0), loaded.eq(0), read_valid.eq(0)]

@@ -28,8 +28,9 @@ class TokenRegister(FocusBlock):
 
     Vectors: two registers, ``x_store``, written in turn (``xsel`` on the round beats says
     which holds the token), so that the next token can be taken while the candidate fetch still
-    reads the previous one's vector for its last lookup (the fetch carries ``xsel``, not the
-    vector: at most two tokens are between this register and the comparators).
+    reads the previous one's vector for its last lookup (the fetch carries ``xsel`` through its
+    first stage and copies the vector as a round leaves it: at most two tokens are between this
+    register and that copy).
 
     Tiles are runs of ``tile`` tokens in input order (a job's last token also ends a tile). Each
     round carries the token's distance from its tile's first position, clipped to

@@ -71,9 +71,14 @@ class WindowBuffer(FocusBlock):
     needs no wide test of ``ny`` after the memory's read path, which limited the board block
     matcher's clock on the ECP5.
 
-    Latency 1: ``hit``, ``y``, ``ny``, ``nonzero`` and ``slot`` give the lookups issued with
-    ``r_en`` in the previous cycle, and hold while ``r_en`` is low (the caller stalls by holding
-    ``r_en`` low).
+    Latency 2, two stages moving together with ``r_en``: the memory's read (stage 1), then its
+    read data registered straight out of the memory, before the tag compare (stage 2: a block
+    RAM's read data must go straight into a register on the ECP5). ``hit``, ``y``, ``ny``,
+    ``nonzero`` and ``slot`` give the lookups issued at the ``r_en`` cycle before the last one
+    (two cycles earlier when ``r_en`` stays high), and hold while ``r_en`` is low (the caller
+    stalls by holding ``r_en`` low; it issues a lookup, wanted or not, at every cycle in which
+    its pipeline moves). A lookup reads the memory in its issue cycle, as with one stage, so it
+    sees every write of an earlier cycle and nothing needs forwarding.
 
     Parameters
     ----------
@@ -90,7 +95,8 @@ class WindowBuffer(FocusBlock):
         Write the token at position ``w_pos`` (with its vector, its squared norm, and whether the
         vector is not zero: the caller's, tested once per token).
     r_en : In(1)
-        Issue the lookups below (their results appear next cycle).
+        Issue the lookups below and move the earlier ones on (their results appear after the
+        next ``r_en`` cycle).
     r_pos : In(position_bits)
         The position p of the token whose candidates are looked up.
     r_offset : In(ArrayLayout(unsigned(window_bits), lanes))
@@ -181,6 +187,7 @@ class WindowBuffer(FocusBlock):
                 rp.addr.eq(q[:wb]),
                 rp.en.eq(self.r_en),
             ]
+            # Stage 1: the memory reads; the lookup's side data beside it.
             with m.If(self.r_en):
                 m.d.sync += [
                     want.eq(self.r_want[j]),
@@ -189,12 +196,31 @@ class WindowBuffer(FocusBlock):
                     alive.eq(live.bit_select(q[:wb], 1)),
                     filled.eq(nonzero.bit_select(q[:wb], 1)),
                 ]
-            hit = want & alive & (rp.data.tag == tag)
+            # Stage 2: the read data registered straight out of the memory (on the ECP5 a block
+            # RAM's data leaves 5.8 ns after the clock: no logic after it in the same cycle),
+            # then the tag compare. The read is issued when it was, so it sees every write up to
+            # the cycle before its issue, as before: no write needs forwarding.
+            r_data = Signal(window_entry_layout(p), name=f"r_data{j}")
+            r_want = Signal(name=f"r_want{j}")
+            r_tag = Signal.like(tag, name=f"r_tag{j}")
+            r_slot = Signal.like(slot, name=f"r_slot{j}")
+            r_alive = Signal(name=f"r_alive{j}")
+            r_filled = Signal(name=f"r_filled{j}")
+            with m.If(self.r_en):
+                m.d.sync += [
+                    r_data.eq(rp.data),
+                    r_want.eq(want),
+                    r_tag.eq(tag),
+                    r_slot.eq(slot),
+                    r_alive.eq(alive),
+                    r_filled.eq(filled),
+                ]
+            hit = r_want & r_alive & (r_data.tag == r_tag)
             m.d.comb += [
                 self.hit[j].eq(hit),
-                self.y[j].eq(rp.data.vec),
-                self.ny[j].eq(hit.replicate(p.norm_bits) & rp.data.norm),
-                self.nonzero[j].eq(hit & filled),
-                self.slot[j].eq(slot),
+                self.y[j].eq(r_data.vec),
+                self.ny[j].eq(hit.replicate(p.norm_bits) & r_data.norm),
+                self.nonzero[j].eq(hit & r_filled),
+                self.slot[j].eq(r_slot),
             ]
         return m

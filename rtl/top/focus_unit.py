@@ -73,8 +73,8 @@ class FocusUnit(FocusBlock):
     then on one token per ``rounds = ceil(7/comparators)`` cycles, the matcher's rate (the
     decoder is built without its mask output and gives one index per cycle whatever the gaps; the
     zip is combinational and adds no cycle), and a token's map beat leaves ``matcher_latency +
-    rounds - 1`` cycles (30 with 7 comparators) after the token. ``SIC_CYCLES`` of a job of S
-    tokens is therefore ``S * rounds + 30`` (``golden.cycles.block_match_cycles``; plus the
+    rounds - 1`` cycles (31 with 7 comparators) after the token. ``SIC_CYCLES`` of a job of S
+    tokens is therefore ``S * rounds + 31`` (``golden.cycles.block_match_cycles``; plus the
     drains with ``mean``), and ``SEC_CYCLES`` is SEC's own job time.
 
     Back-pressure: ``mask``, ``code`` and ``sic`` may stall at any time; nothing is lost or
