@@ -1,7 +1,7 @@
 """The block matcher's decision: the best candidate by exact "better" tests, then its threshold."""
 
-from amaranth.hdl import Cat, Module, Mux, Signal
-from amaranth.lib import data
+from amaranth.hdl import Cat, Module, Mux, ResetInserter, Signal
+from amaranth.lib import data, fifo
 from amaranth.lib.wiring import In
 
 from ..block import FocusBlock
@@ -87,7 +87,9 @@ class BestCandidate(FocusBlock):
       made (on equal cosines the lower c wins: the odd rounds' best may have the lower c).
       Stages: the operands, the tests (three), the choice, which loads the merge's operands,
       the merge's test (three), its choice. Four products, where one shared test (two
-      products) did it when tests took two stages;
+      products) did it when tests took two stages. The merge's operands and the token's
+      threshold wait in a held register (one, or two used in turn when tokens have fewer
+      than four rounds) instead of riding through the test's stages;
     - the threshold test of the winner (three stages, its own ``token_threshold_bits`` x
       ``norm_bits`` product); ``theta_q**2 * nx`` is formed once per token, on its last round,
       in three stages as well;
@@ -96,6 +98,12 @@ class BestCandidate(FocusBlock):
       test starts from registers, the others delay the 1-bit decision and its slot. A round's
       place in its token (its accumulator, and whether it only loads it) is formed at the input
       and carried beside the round.
+
+    A round carries only its last-round flag through the stages. The token's tag waits in a
+    queue (:class:`~amaranth.lib.fifo.SyncFIFOBuffered`, :meth:`tag_depth` entries: 4 at one
+    comparator, 22 at seven), written with the token's last round and read with its decision,
+    both cleared by ``flush``; the queue never refuses a write, since it holds at least as many
+    tokens as the stages can.
 
     Throughput one round per cycle. Back-pressure: all stages move together, whenever the
     output register is empty or taken; ``i_stream.ready`` is that condition.
@@ -121,6 +129,13 @@ class BestCandidate(FocusBlock):
     latency = SELECT_STAGES
     #: Rounds held at most.
     capacity = SELECT_STAGES
+
+    @staticmethod
+    def tag_depth(p):
+        """Entries of the tag queue: the most tokens in the stages at once (their last rounds
+        are at least ``rounds`` stages apart), plus one for a token entering as one leaves (a
+        full queue takes no write, even in the cycle it is read)."""
+        return (SELECT_STAGES - 1) // matcher_rounds(p) + 2
 
     def __init__(self, params=None):
         super().__init__(params, lambda p: matcher_stage_members(
@@ -195,11 +210,11 @@ class BestCandidate(FocusBlock):
             value = self._total(value, width, signed=False)
         return ("thr", self._register(f"{name}_thr", width, value))
 
-    def _carry(self, name, valid, tag, thr):
-        """The round's valid, tag and threshold through one stage."""
+    def _carry(self, name, valid, last, thr):
+        """The round's valid, last-round flag and threshold through one stage."""
         valid = self._valid_register(f"{name}_valid", valid)
-        tag = self._register(f"{name}_tag", round_tag_layout(self._params), tag)
-        return valid, tag, self._carry_threshold(name, thr)
+        last = self._register(f"{name}_last", 1, last)
+        return valid, last, self._carry_threshold(name, thr)
 
     # ---- the pipeline ---------------------------------------------------------------------------
 
@@ -215,34 +230,38 @@ class BestCandidate(FocusBlock):
         assert rounds > 1 or levels > 0
         self._advance = advance = Signal()
 
-        valid, tag = i.valid, i.payload.tag
+        # A token's tag waits in a queue, pushed with its last round and popped with its
+        # decision: the rounds carry only their last-round flag.
+        tags = fifo.SyncFIFOBuffered(width=round_tag_layout(p).size, depth=self.tag_depth(p))
+        m.submodules.tags = ResetInserter(self.flush)(tags)
+        valid, last = i.valid, i.payload.tag.last
         cands = [i.payload.cands[j] for j in range(p.comparators)]
         thr = ("nx", i.payload.nx)
         # A round's place in its token, for the running best: formed at the input and carried,
         # so that no count sits in front of the running best.
-        order = self._round_order(valid, tag.first) if rounds > 1 else None
+        order = self._round_order(valid, i.payload.tag.first) if rounds > 1 else None
         if pads:
             # One delay stage goes first when there is one: the tests then start from registers.
             pads -= 1
             valid = self._valid_register("in_valid", valid)
-            tag = self._register("in_tag", round_tag_layout(p), tag)
+            last = self._register("in_last", 1, last)
             thr = ("nx", self._register("in_nx", p.norm_bits, thr[1]))
             cands = [self._register(f"in_c{j}", candidate_layout(p), c)
                      for j, c in enumerate(cands)]
             order = None if order is None else self._register("in_order", 2, order)
         for level in range(levels):
-            valid, tag, thr, cands, order = self._tree_level(level, valid, tag, thr, cands, order)
+            valid, last, thr, cands, order = self._tree_level(level, valid, last, thr, cands,
+                                                              order)
         if rounds > 1:
-            valid, tag, thr, best = self._running_best(valid, tag, thr, cands[0], order)
+            valid, thr, best = self._running_best(valid, last, thr, cands[0], order)
         else:
             best = cands[0]
         assert thr[0] == "thr"
-        valid, tag, decision = self._threshold_test(valid, tag, thr[1], best)
+        valid, decision = self._threshold_test(valid, thr[1], best)
 
         # Delay stages: the same latency for every comparator count.
         for n in range(pads):
             valid = self._valid_register(f"pad{n}_valid", valid)
-            tag = self._register(f"pad{n}_tag", round_tag_layout(p), tag)
             decision = self._register(f"pad{n}", decision.shape(), decision)
 
         m.d.comb += [
@@ -252,33 +271,36 @@ class BestCandidate(FocusBlock):
             o.payload.match.eq(decision.match),
             o.payload.slot.eq(decision.slot),
             o.payload.code.eq(decision.code),
-            o.payload.tag.eq(tag),
+            o.payload.tag.eq(tags.r_data),
+            tags.w_data.eq(i.payload.tag),
+            tags.w_en.eq(i.valid & i.ready & i.payload.tag.last),
+            tags.r_en.eq(o.valid & o.ready),
         ]
         return m
 
-    def _carry_round(self, name, valid, tag, thr, cands, order):
-        """The round through one stage: valid, tag, threshold, candidates and place."""
+    def _carry_round(self, name, valid, last, thr, cands, order):
+        """The round through one stage: valid, last-round flag, threshold, candidates, place."""
         layout = candidate_layout(self._params)
-        valid, tag, thr = self._carry(name, valid, tag, thr)
+        valid, last, thr = self._carry(name, valid, last, thr)
         cands = [self._register(f"{name}_c{n}", layout, c) for n, c in enumerate(cands)]
         order = None if order is None else self._register(f"{name}_order", 2, order)
-        return valid, tag, thr, cands, order
+        return valid, last, thr, cands, order
 
-    def _tree_level(self, level, valid, tag, thr, cands, order):
+    def _tree_level(self, level, valid, last, thr, cands, order):
         """One level of pairwise "better" tests, three stages, the last picking the winners:
-        (valid, tag, thr, merged, order)."""
+        (valid, last, thr, merged, order)."""
         n_pairs = len(cands) // 2
         name = f"t{level}"
         tests = [self._better_parts(f"{name}_test{n}", cands[2 * n], cands[2 * n + 1])
                  for n in range(n_pairs)]
-        valid, tag, thr, cands, order = self._carry_round(f"{name}_test", valid, tag, thr,
-                                                          cands, order)
+        valid, last, thr, cands, order = self._carry_round(f"{name}_test", valid, last, thr,
+                                                           cands, order)
         tests = [self._pair(f"{name}_sum{n}", t, self._better_bits) for n, t in enumerate(tests)]
-        valid, tag, thr, cands, order = self._carry_round(f"{name}_sum", valid, tag, thr,
-                                                          cands, order)
+        valid, last, thr, cands, order = self._carry_round(f"{name}_sum", valid, last, thr,
+                                                           cands, order)
         picked = [Mux(self._better(cands[2 * n].eligible, cands[2 * n + 1].eligible, t),
                       cands[2 * n + 1], cands[2 * n]) for n, t in enumerate(tests)]
-        return self._carry_round(f"{name}_pick", valid, tag, thr,
+        return self._carry_round(f"{name}_pick", valid, last, thr,
                                  picked + cands[2 * n_pairs:], order)
 
     def _round_order(self, valid, first):
@@ -293,10 +315,10 @@ class BestCandidate(FocusBlock):
             m.d.sync += count.eq(index + 1)
         return Cat(index[0], index < 2)
 
-    def _running_best(self, valid, tag, thr, new, order):
-        """The best over a token's rounds (nine stages): (valid, tag, thr, best), valid once
-        per token. ``valid``, ``tag``, ``new`` (the round's candidate) and ``order`` (its
-        :meth:`_round_order`) are registers.
+    def _running_best(self, valid, last, thr, new, order):
+        """The best over a token's rounds (nine stages): (valid, thr, best), valid once per
+        token. ``valid``, ``last`` (the round's last-round flag), ``new`` (the round's
+        candidate) and ``order`` (its :meth:`_round_order`) are registers.
 
         Two accumulators, one for the token's even rounds and one for its odd rounds; a round
         r >= 2 is tested against its accumulator, whose last update, by round r - 2, is still
@@ -307,7 +329,9 @@ class BestCandidate(FocusBlock):
         a stage later, needs only round r - 2's registered outcome, and the update being made
         there is forwarded to the operands. After the token's last round both accumulators
         are final and test 1, which no round before r = 4 uses, merges them (on equal cosines
-        the lower c wins: the odd rounds' best may have the lower c)."""
+        the lower c wins: the odd rounds' best may have the lower c). The merge's operands and
+        the token's threshold wait in a held register (:meth:`_merge_holds`) rather than
+        riding through the test's stages."""
         p, m = self._params, self._m
         layout = candidate_layout(p)
         rounds = matcher_rounds(p)
@@ -315,13 +339,12 @@ class BestCandidate(FocusBlock):
         # Whether the accumulator's last update took its round's candidate (round r - 2 won),
         # and the candidate of the parity's last round (round r - 2's).
         won = [Signal(name=f"won_{parity}") for parity in ("even", "odd")]
-        last = [Signal(layout, name=f"last_{parity}") for parity in ("even", "odd")]
+        prev = [Signal(layout, name=f"last_{parity}") for parity in ("even", "odd")]
         # The choice stage's update, forwarded to the operands, and the merge's request: the
         # choice stage holds a token's last round, so both accumulators are final once its
         # update is made.
         updates = [Signal(name=f"acc_{parity}_update") for parity in ("even", "odd")]
         d_new = Signal(layout, name="rb_choice_new")
-        d_tag = Signal(round_tag_layout(p), name="rb_choice_tag")
         d_thr = Signal(p.token_threshold_bits, name="rb_choice_thr")
         merge_req = Signal(name="merge_req")
         final = [Mux(u, d_new, a) for u, a in zip(updates, acc, strict=True)]
@@ -333,47 +356,46 @@ class BestCandidate(FocusBlock):
         with m.If(self._advance & valid):
             for parity in (0, 1):
                 with m.If(odd == parity):
-                    m.d.sync += last[parity].eq(new)
+                    m.d.sync += prev[parity].eq(new)
         t1_a = self._register("t1_a", layout,
                               Mux(merge_req, final[0], Mux(odd, final[1], final[0])))
         t1_b = self._register("t1_b", layout, Mux(merge_req, final[1], new))
-        t2_a = self._register("t2_a", layout, Mux(odd, last[1], last[0])) if rounds > 2 else None
-        valid, tag, thr = self._carry("rb_in", valid, tag, thr)
+        t2_a = self._register("t2_a", layout, Mux(odd, prev[1], prev[0])) if rounds > 2 else None
+        held, hold = self._merge_holds(merge_req, final, d_thr)
+        valid, last, thr = self._carry("rb_in", valid, last, thr)
         new = self._register("rb_in_new", layout, new)
         odd = self._register("rb_in_odd", 1, odd)
         load = self._register("rb_in_load", 1, load)
         merging = self._valid_register("merge_in_valid", merge_req)
-        m_tag = self._register("merge_in_tag", round_tag_layout(p), d_tag)
-        m_thr = self._register("merge_in_thr", p.token_threshold_bits, d_thr)
 
         # Stages 2 to 4: the tests, their outcomes registered; the round's candidate and place
-        # and test 1's operands ride beside them (the merge chooses between those).
+        # ride beside them.
         tests = {"t1": (t1_a, t1_b, True)}
         if t2_a is not None:
             tests["t2"] = (t2_a, new, False)
         parts = {n: self._better_parts(f"rb_{n}", a, b, ties=ties)
                  for n, (a, b, ties) in tests.items()}
-        t2_a_eligible = None if t2_a is None else t2_a.eligible
+        eligible = {"t1_a": t1_a.eligible, "t1_b": t1_b.eligible}
+        if t2_a is not None:
+            eligible["t2_a"] = t2_a.eligible
         for step in ("test", "sum", "sign"):
             name = f"rb_{step}"
             if step == "sum":
                 parts = {n: self._pair(f"rb_{n}", v, self._better_bits) for n, v in parts.items()}
             if step == "sign":
                 t1_wins = self._register("rb_t1_wins", 1, self._better(
-                    t1_a.eligible, t1_b.eligible, parts["t1"]))
-                t2_wins = (0 if t2_a_eligible is None else self._register(
-                    "rb_t2_wins", 1, self._better(t2_a_eligible, new.eligible, parts["t2"])))
-            valid, tag, thr = self._carry(name, valid, tag, thr)
+                    eligible["t1_a"], eligible["t1_b"], parts["t1"]))
+                t2_wins = (0 if t2_a is None else self._register(
+                    "rb_t2_wins", 1, self._better(eligible["t2_a"], new.eligible, parts["t2"])))
+            else:
+                eligible = {n: self._register(f"{name}_{n}_eligible", 1, e)
+                            for n, e in eligible.items()}
+            valid, last, thr = self._carry(name, valid, last, thr)
             new = self._register(f"{name}_new", layout, new)
             odd = self._register(f"{name}_odd", 1, odd)
             load = self._register(f"{name}_load", 1, load)
-            t1_a = self._register(f"{name}_t1_a", layout, t1_a)
-            t1_b = self._register(f"{name}_t1_b", layout, t1_b)
-            if t2_a_eligible is not None and step != "sign":
-                t2_a_eligible = self._register(f"{name}_t2_a_eligible", 1, t2_a_eligible)
             merging = self._valid_register(f"merge_{step}_valid", merging)
-            m_tag = self._register(f"merge_{step}_tag", round_tag_layout(p), m_tag)
-            m_thr = self._register(f"merge_{step}_thr", p.token_threshold_bits, m_thr)
+            hold = self._register(f"merge_{step}_hold", len(hold), hold)
 
         # Stage 5: the round's choice and its accumulator's update; the merge's choice.
         assert thr[0] == "thr"
@@ -381,9 +403,8 @@ class BestCandidate(FocusBlock):
         m.d.comb += [
             wins.eq(Mux(Mux(odd, won[1], won[0]), t2_wins, t1_wins)),
             d_new.eq(new),
-            d_tag.eq(tag),
             d_thr.eq(thr[1]),
-            merge_req.eq(valid & tag.last),
+            merge_req.eq(valid & last),
         ]
         m.d.comb += [u.eq(valid & (odd == parity) & (load | wins))
                      for parity, u in enumerate(updates)]
@@ -393,14 +414,34 @@ class BestCandidate(FocusBlock):
                     m.d.sync += won[parity].eq(load | wins)
                     with m.If(load | wins):
                         m.d.sync += acc[parity].eq(new)
-        best = self._register("best", layout, Mux(t1_wins, t1_b, t1_a))
+        merged = held[0] if len(held) == 1 else held[0].shape()(Mux(hold, held[1], held[0]))
+        best = self._register("best", layout, Mux(t1_wins, merged.b, merged.a))
         best_valid = self._valid_register("best_valid", merging)
-        best_tag = self._register("best_tag", round_tag_layout(p), m_tag)
-        best_thr = self._register("best_thr", p.token_threshold_bits, m_thr)
-        return best_valid, best_tag, ("thr", best_thr), best
+        best_thr = self._register("best_thr", p.token_threshold_bits, merged.thr)
+        return best_valid, ("thr", best_thr), best
 
-    def _threshold_test(self, valid, tag, thr, best):
-        """The threshold test of the best candidate, three stages: (valid, tag, decision)."""
+    def _merge_holds(self, merge_req, final, thr):
+        """The merges' operands (the two final accumulators) and the token's threshold, held
+        from the merge's request until its choice four stages later. Requests come at least
+        ``rounds`` stages apart, so one hold serves four rounds or more and two serve two or
+        three rounds, used in turn. Returns the holds and the register of the hold being
+        loaded (0 with one hold), which rides beside the merge to its choice."""
+        p, m = self._params, self._m
+        layout = data.StructLayout({"a": candidate_layout(p), "b": candidate_layout(p),
+                                    "thr": p.token_threshold_bits})
+        count = -(-4 // matcher_rounds(p))
+        held = [Signal(layout, name=f"merge_hold{n}") for n in range(count)]
+        loading = Signal(range(count), name="merge_loading")
+        for n, h in enumerate(held):
+            with m.If(self._advance & merge_req & (loading == n)):
+                m.d.sync += [h.a.eq(final[0]), h.b.eq(final[1]), h.thr.eq(thr)]
+        if count > 1:
+            with m.If(self._advance & merge_req):
+                m.d.sync += loading.eq(~loading)
+        return held, self._register("merge_in_hold", len(loading), loading)
+
+    def _threshold_test(self, valid, thr, best):
+        """The threshold test of the best candidate, three stages: (valid, decision)."""
         p, m = self._params, self._m
         shift = 2 * p.theta_bits
         width = p.dot_sq_bits + shift + 1
@@ -409,14 +450,12 @@ class BestCandidate(FocusBlock):
         layout = candidate_layout(p)
         for step in ("test", "sum"):
             valid = self._valid_register(f"match_{step}_valid", valid)
-            tag = self._register(f"match_{step}_tag", round_tag_layout(p), tag)
             best = self._register(f"match_{step}_best", layout, best)
             if step == "test":
                 parts = self._pair("match", parts, width)
         match = best.eligible & ~self._total(parts, width, signed=True)[-1]
         valid = self._valid_register("decided_valid", valid)
-        tag = self._register("decided_tag", round_tag_layout(p), tag)
         decision = self._register("decided", data.StructLayout({"match": 1, "slot": p.window_bits,
                                                                "code": 3}),
                                   Cat(match, best.slot, best.code))
-        return valid, tag, decision
+        return valid, decision
