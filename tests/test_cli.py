@@ -136,6 +136,7 @@ BAD = [
     (["synth", "--sweep", "nope=1"], "'nope'"),
     (["synth", "--freq", "ice40=fast"], "'fast' is not a number"),
     (["synth", "--dsp", "maybe"], "invalid choice: 'maybe'"),
+    (["synth", "--seeds", "0"], "--seeds 0: must be at least 1"),
     (["bench", "--only", "nope"], "unknown module 'nope'"),
     (["run", "sec", "-i", "in.npz", "-o", "out.npz", "--keep", "1", "--preset", "huge"],
      "Unknown preset 'huge'"),

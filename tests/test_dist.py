@@ -72,6 +72,13 @@ def test_cache_reruns_only_what_changed(work, monkeypatch):
                                                              {**options, "freq": {"ice40": 1}}))
     assert key(fp(BLOCK, "generic", TINY, options)) == key(fp(BLOCK, "generic", TINY,
                                                                {**options, "dsp": "off"}))
+    # Several nextpnr seeds are another result; one seed is the key of before the option.
+    assert key(fp(BLOCK, "ecp5", TINY, options)) == key(fp(BLOCK, "ecp5", TINY,
+                                                            {**options, "seeds": 1}))
+    assert key(fp(BLOCK, "ecp5", TINY, options)) != key(fp(BLOCK, "ecp5", TINY,
+                                                            {**options, "seeds": 3}))
+    assert key(fp(BLOCK, "osu018", TINY, options)) == key(fp(BLOCK, "osu018", TINY,
+                                                              {**options, "seeds": 3}))
     assert fp(BLOCK, "generic", TINY, options)["flow"] == dist.flow_digest("generic")
     # The FPGA flows do not depend on the OpenSTA code, the STA flow does.
     assert dist.flow_digest("ice40") == dist.flow_digest("ecp5") != dist.flow_digest(

@@ -18,6 +18,7 @@ from amaranth.lib.wiring import In, Out
 
 from focus_rtl import cli
 from rtl.flow import fpga, synth, toolchain, tools
+from rtl.flow import report as flow_report
 from rtl.flow.harness import HARNESS_NAME, TimingHarness
 from rtl.flow.synth import (
     harness_verilog,
@@ -166,7 +167,7 @@ def test_dsp_auto_falls_back_to_luts(work, monkeypatch):
     placer error that triggers it."""
     calls = []
 
-    def attempt(target, block, params, workdir, dsp, freq, timeout):
+    def attempt(target, block, params, workdir, dsp, freq, timeout, seeds):
         calls.append((workdir.name, dsp))
         if dsp:
             return {"status": "does_not_fit", "seconds": {"yosys": 1.0, "nextpnr": 0.5},
@@ -208,6 +209,45 @@ def test_bad_arguments():
         run_synth(TINY, [BLOCK], ["generic"], relative_to="nope")
     with pytest.raises(ValueError, match="dsp = 'maybe'"):
         synth_block(BLOCK, "ice40", TINY, dsp="maybe")
+    for seeds in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match=f"seeds = {seeds!r}: it must be a whole number"):
+            synth_block(BLOCK, "ecp5", TINY, seeds=seeds)
+        with pytest.raises(ValueError, match=f"seeds = {seeds!r}"):
+            run_synth(TINY, [BLOCK], ["ecp5"], seeds=seeds)
+
+
+def test_seed_summary_takes_the_lower_median_run():
+    runs = [{"seed": 1, "fmax_mhz": 70.0}, {"seed": 2, "fmax_mhz": 64.5},
+            {"seed": 3, "fmax_mhz": 75.25}, {"seed": 4, "fmax_mhz": 68.0}]
+    # Sorted 64.5, 68.0, 70.0, 75.25: the lower middle one is seed 4's run.
+    assert fpga.seed_summary(runs) == {"seeds": [1, 2, 3, 4],
+                                       "fmax_mhz": [70.0, 64.5, 75.25, 68.0],
+                                       "min": 64.5, "median": 68.0, "max": 75.25, "run": 3}
+    assert fpga.seed_summary(runs[:3])["median"] == 70.0
+    assert fpga.seed_summary(runs[:1]) == {"seeds": [1], "fmax_mhz": [70.0], "min": 70.0,
+                                           "median": 70.0, "max": 70.0, "run": 0}
+
+
+@pytest.mark.synth
+def test_fpga_flow_over_several_seeds(work):
+    """Three nextpnr seeds: each run's report is kept, the Fmax and critical path are the
+    median run's (its report is nextpnr.json), and the summary line and the report show the
+    range."""
+    result = synth_block(BLOCK, "ecp5", TINY, work_root=work, seeds=3)
+    assert result["status"] == "ok", result["error"]
+    spread = result["fmax_seeds"]
+    assert spread["seeds"] == [1, 2, 3]
+    workdir = work / TINY.tag / BLOCK / "ecp5" / "dsp"
+    reports = [json.loads((workdir / f"nextpnr.seed{s}.json").read_text()) for s in (1, 2, 3)]
+    fmax = [round(min(c["achieved"] for c in r["fmax"].values()), 2) for r in reports]
+    assert spread["fmax_mhz"] == fmax
+    assert spread["median"] == sorted(fmax)[1] == result["fmax_mhz"]
+    assert (spread["min"], spread["max"]) == (min(fmax), max(fmax))
+    median = reports[fmax.index(spread["median"])]
+    assert json.loads((workdir / "nextpnr.json").read_text()) == median
+    assert result["critical_path"] == fpga.critical_path(median)
+    assert f"median of 3 seeds, {min(fmax):.1f} to {max(fmax):.1f}" in synth._summary(result)
+    assert f"({min(fmax):.1f}-{max(fmax):.1f}, 3 seeds)" in flow_report._fpga_row(BLOCK, result)
 
 
 @pytest.mark.synth

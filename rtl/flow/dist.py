@@ -142,6 +142,9 @@ def task_fingerprint(block, target, params, options):
     if target in DEVICES:
         tools[f"yowasp-nextpnr-{target}"] = _version(f"yowasp-nextpnr-{target}")
         data["dsp"] = options.get("dsp", "auto")
+        if options.get("seeds", 1) != 1:
+            # Only when not 1, so that one-seed results cached before the option stay valid.
+            data["seeds"] = options["seeds"]
     if target in FREQ_TARGETS:
         data["freq_mhz"] = (options.get("freq") or {}).get(target, FREQ_TARGETS[target])
     if target in STA_TARGETS:
@@ -199,19 +202,22 @@ class ResultCache:
 
 def run_task(block, target, params, options):
     """One flow, as a Dask task: ``params`` is a FocusParams dict; ``options`` has
-    ``work_root``, ``dsp``, ``freq`` (of this target, or None), ``timeout`` and ``sta``."""
+    ``work_root``, ``dsp``, ``freq`` (of this target, or None), ``timeout``, ``sta`` and
+    ``seeds``."""
     from ..params import FocusParams
     from .synth import synth_block
 
     return synth_block(block, target, FocusParams.from_dict(params),
                        work_root=options["work_root"], dsp=options["dsp"], freq=options["freq"],
-                       timeout=options["timeout"], sta=options.get("sta"))
+                       timeout=options["timeout"], sta=options.get("sta"),
+                       seeds=options.get("seeds", 1))
 
 
 def _task_options(options, target):
     return {"work_root": None if options["work_root"] is None else str(options["work_root"]),
             "dsp": options["dsp"], "freq": options["freq"].get(target),
-            "timeout": options["timeout"], "sta": options.get("sta")}
+            "timeout": options["timeout"], "sta": options.get("sta"),
+            "seeds": options.get("seeds", 1)}
 
 
 def execute(tasks, options, *, jobs=1, progress=None, executor="threads", scheduler=None,

@@ -91,7 +91,44 @@ _MAIN_RESOURCES = ("ICESTORM_LC", "ICESTORM_RAM", "ICESTORM_DSP", "TRELLIS_COMB"
 UNBRACKET = ("rename -hide w:*\\[*",)
 
 
-def _fpga_attempt(target, block, params, workdir, dsp, freq, timeout):
+def seed_summary(runs):
+    """The Fmax of several place-and-route runs of one netlist (``[{"seed", "fmax_mhz",
+    ...}]``): ``{"seeds", "fmax_mhz" (per seed), "min", "median", "max"}`` and ``run``, the
+    index of the median run. For an even count the median is the lower middle one, so that it
+    is a run that happened and its critical path can be shown."""
+    order = sorted(range(len(runs)), key=lambda n: runs[n]["fmax_mhz"])
+    middle = order[(len(order) - 1) // 2]
+    values = [run["fmax_mhz"] for run in runs]
+    return {"seeds": [run["seed"] for run in runs], "fmax_mhz": values, "min": min(values),
+            "median": runs[middle]["fmax_mhz"], "max": max(values), "run": middle}
+
+
+def _place_and_route(target, workdir, freq, timeout, seeds):
+    """nextpnr once per seed 1..``seeds``, each report kept as ``nextpnr.seed<k>.json`` and the
+    median run's copied to ``nextpnr.json``: ``(status, error, seconds, report, spread)``, with
+    ``spread`` :func:`seed_summary` when there are several seeds (the first failure ends it)."""
+    runs, total = [], 0.0
+    for seed in range(1, seeds + 1):
+        status, error, seconds = nextpnr(target, workdir, freq, timeout, seed=seed)
+        total += seconds
+        if status != "ok":
+            return status, error, round(total, 2), {}, None
+        text = (workdir / "nextpnr.json").read_text()
+        report = json.loads(text)
+        achieved = [clock["achieved"] for clock in report.get("fmax", {}).values()]
+        if seeds > 1:
+            (workdir / f"nextpnr.seed{seed}.json").write_text(text)
+        runs.append({"seed": seed, "fmax_mhz": round(min(achieved), 2) if achieved else 0.0,
+                     "report": report, "text": text})
+    if seeds == 1:
+        return "ok", None, round(total, 2), runs[0]["report"], None
+    spread = seed_summary(runs)
+    median = runs[spread.pop("run")]
+    (workdir / "nextpnr.json").write_text(median["text"])
+    return "ok", None, round(total, 2), median["report"], spread
+
+
+def _fpga_attempt(target, block, params, workdir, dsp, freq, timeout, seeds=1):
     workdir.mkdir(parents=True, exist_ok=True)
     text, harness = harness_verilog(block, params)
     (workdir / "harness.v").write_text(text)
@@ -128,11 +165,10 @@ def _fpga_attempt(target, block, params, workdir, dsp, freq, timeout):
                               if k in ("lut", "ff")})
     result["block_cells"] = dict(sorted(block_cells.items()))
 
-    status, error, seconds = nextpnr(target, workdir, freq, timeout)
+    status, error, seconds, report, spread = _place_and_route(target, workdir, freq, timeout,
+                                                              seeds)
     result.update(status=status, error=error)
     result["seconds"]["nextpnr"] = seconds
-    report_path = workdir / "nextpnr.json"
-    report = json.loads(report_path.read_text()) if status == "ok" else {}
     utilization = report.get("utilization") or log_utilization(workdir)
     result["device"] = {cell: use for cell, use in sorted(utilization.items())
                         if use["used"] or cell in _MAIN_RESOURCES}
@@ -141,21 +177,28 @@ def _fpga_attempt(target, block, params, workdir, dsp, freq, timeout):
     achieved = [clock["achieved"] for clock in report.get("fmax", {}).values()]
     result["fmax_mhz"] = round(min(achieved), 2) if achieved else None
     result["critical_path"] = critical_path(report)
+    if spread is not None:
+        result["fmax_seeds"] = spread
     return result
 
 
-def fpga_flow(target, block, params, workdir, dsp, freq, timeout):
+def fpga_flow(target, block, params, workdir, dsp, freq, timeout, seeds=1):
+    """The block in its harness on ``target``; with ``seeds`` > 1, placed and routed once per
+    seed, ``fmax_mhz`` and ``critical_path`` the median run's and ``fmax_seeds`` all of them
+    (:func:`seed_summary`)."""
     if dsp in ("auto", "on"):
-        result = _fpga_attempt(target, block, params, workdir / "dsp", True, freq, timeout)
+        result = _fpga_attempt(target, block, params, workdir / "dsp", True, freq, timeout,
+                               seeds)
         dsp_cell = {"ice40": "ICESTORM_DSP", "ecp5": "MULT18X18D"}[target]
         if dsp == "on" or not (result["status"] == "does_not_fit"
                                and dsp_cell in (result["error"] or "")):
             return result
         first = result
-        result = _fpga_attempt(target, block, params, workdir / "nodsp", False, freq, timeout)
+        result = _fpga_attempt(target, block, params, workdir / "nodsp", False, freq, timeout,
+                               seeds)
         result["dsp_fallback"] = {"error": first["error"], "device": first.get("device", {}),
                                   "block": first.get("block", {})}
         for tool, seconds in first["seconds"].items():
             result["seconds"][tool] = round(result["seconds"].get(tool, 0) + seconds, 2)
         return result
-    return _fpga_attempt(target, block, params, workdir / "nodsp", False, freq, timeout)
+    return _fpga_attempt(target, block, params, workdir / "nodsp", False, freq, timeout, seeds)

@@ -104,7 +104,7 @@ def source_commit():
 
 def run_qor(presets=QOR_PRESETS, blocks=None, targets=QOR_TARGETS, *, overrides=(), jobs=1,
             progress=print, work_root=None, dsp="auto", freq=None, timeout=None, sta=None,
-            executor="threads", scheduler=None, cache=True):
+            executor="threads", scheduler=None, cache=True, seeds=1):
     """Run every (preset, block, target) flow and return the QoR dict: ``presets``,
     ``overrides`` (applied to every preset), ``blocks``, ``targets``, ``params`` and ``tags`` per
     preset, ``rows`` (:func:`qor_row`), ``results`` (the full flow results, ``{preset: {block:
@@ -118,7 +118,7 @@ def run_qor(presets=QOR_PRESETS, blocks=None, targets=QOR_TARGETS, *, overrides=
     params = {preset: FocusParams.preset(preset).with_overrides(list(overrides))
               for preset in presets}
     check_tools(targets)
-    options = _options(work_root, dsp, freq, timeout, sta)
+    options = _options(work_root, dsp, freq, timeout, sta, seeds)
     cache = _cache(cache)
     tasks = [((preset, block, target), preset, block, target, params[preset])
              for preset in presets for block in blocks for target in targets]

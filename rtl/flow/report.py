@@ -128,6 +128,16 @@ def _sta_row(prefix, result):
     return _row(prefix, result, 9, values)
 
 
+def _fmax_cell(result):
+    """The Fmax, with the range over seeds when there were several: ``72.2 (65.0-75.1, 5
+    seeds)``."""
+    text = _cell(result.get("fmax_mhz"), "{:.1f}")
+    spread = result.get("fmax_seeds")
+    if spread and result.get("fmax_mhz") is not None:
+        text += f" ({spread['min']:.1f}-{spread['max']:.1f}, {len(spread['seeds'])} seeds)"
+    return text
+
+
 def _fpga_row(prefix, result):
     b, h = result.get("block", {}), result.get("harness", {})
     status = result["status"]
@@ -135,7 +145,7 @@ def _fpga_row(prefix, result):
         status += ", LUT multipliers"
     return (f"| {prefix} | {status} | {_cell(b.get('lut'))} | {_cell(b.get('ff'))} | "
             f"{_cell(b.get('carry'))} | {_cell(b.get('bram'))} | {_cell(b.get('dsp'))} | "
-            f"{_cell(result.get('fmax_mhz'), '{:.1f}')} | {_device_logic(result)} | "
+            f"{_fmax_cell(result)} | {_device_logic(result)} | "
             f"{_cell(h.get('lut'))} / {_cell(h.get('ff'))} | "
             f"{result['seconds']['total']:.1f} |")
 

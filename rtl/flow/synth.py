@@ -139,7 +139,7 @@ def work_root_default():
 
 
 def synth_block(block, target, params, *, work_root=None, dsp="auto", freq=None, timeout=None,
-                sta=None):
+                sta=None, seeds=1):
     """Run one flow and return its result dict (see the module docstring).
 
     Parameters
@@ -163,6 +163,11 @@ def synth_block(block, target, params, *, work_root=None, dsp="auto", freq=None,
         memory macros' read (clock-to-data) and setup times (default 0: ideal SRAMs).
     timeout : float, optional
         Seconds allowed per tool run; the result is ``"timeout"`` when exceeded.
+    seeds : int
+        FPGA targets: place and route once per nextpnr seed 1..``seeds``; ``fmax_mhz`` and the
+        critical path are then the median run's, ``fmax_seeds`` lists every run
+        (:func:`rtl.flow.fpga.seed_summary`). A single run's Fmax moves by up to about 10 %
+        with the seed.
     """
     if block not in BLOCKS and block not in REFERENCE_BLOCKS:
         raise ValueError(f"Unknown block {block!r}: blocks are "
@@ -171,6 +176,7 @@ def synth_block(block, target, params, *, work_root=None, dsp="auto", freq=None,
         raise ValueError(f"Unknown target {target!r}: targets are {', '.join(TARGETS)}")
     if dsp not in ("auto", "on", "off"):
         raise ValueError(f"dsp = {dsp!r} is not allowed: it must be 'auto', 'on' or 'off'")
+    _check_seeds(seeds)
     toolchain.apply()
     workdir = Path(work_root or work_root_default()) / params.tag / block / target
     if str(workdir.resolve()).startswith("/tmp/"):
@@ -190,7 +196,7 @@ def synth_block(block, target, params, *, work_root=None, dsp="auto", freq=None,
         result = osu018_flow(block, params, workdir, timeout, logic=target == "osu018-logic")
     else:
         freq = freq if freq is not None else DEFAULT_FREQ_MHZ[target]
-        result = fpga_flow(target, block, params, workdir, dsp, freq, timeout)
+        result = fpga_flow(target, block, params, workdir, dsp, freq, timeout, seeds)
         result["freq_target_mhz"] = freq
         result["device_name"] = DEVICES[target][0]
     result["seconds"]["total"] = round(time.monotonic() - start, 2)
@@ -220,8 +226,11 @@ def _summary(result):
         return line
     fmax = result.get("fmax_mhz")
     b = result["block"]
+    spread = result.get("fmax_seeds")
+    seeds = (f" (median of {len(spread['seeds'])} seeds, {spread['min']:.1f} to "
+             f"{spread['max']:.1f})" if spread else "")
     return (f"ok, {b['lut']} LUT, {b['ff']} FF, {b['dsp']} DSP"
-            + (f", {fmax:.1f} MHz" if fmax else ", no Fmax"))
+            + (f", {fmax:.1f} MHz{seeds}" if fmax else ", no Fmax"))
 
 
 def _run_tasks(tasks, jobs, progress, options, executor="threads", scheduler=None, cache=None):
@@ -231,9 +240,15 @@ def _run_tasks(tasks, jobs, progress, options, executor="threads", scheduler=Non
                    scheduler=scheduler, cache=cache, summary=_summary)
 
 
-def _options(work_root, dsp, freq, timeout, sta=None):
+def _check_seeds(seeds):
+    if not isinstance(seeds, int) or isinstance(seeds, bool) or seeds < 1:
+        raise ValueError(f"seeds = {seeds!r}: it must be a whole number, at least 1")
+
+
+def _options(work_root, dsp, freq, timeout, sta=None, seeds=1):
+    _check_seeds(seeds)
     return {"work_root": work_root, "dsp": dsp, "freq": dict(freq or {}), "timeout": timeout,
-            "sta": dict(sta or {})}
+            "sta": dict(sta or {}), "seeds": seeds}
 
 
 def _cache(cache):
@@ -321,7 +336,7 @@ def relative_shares(results, reference):
 
 def run_synth(params, blocks=None, targets=TARGETS, *, jobs=1, progress=print, work_root=None,
               dsp="auto", freq=None, timeout=None, meta=None, relative_to=None, sta=None,
-              executor="threads", scheduler=None, cache=None):
+              executor="threads", scheduler=None, cache=None, seeds=1):
     """Run every (block, target) flow for ``params``; returns the report dict.
 
     ``freq`` maps an FPGA target to its nextpnr timing target in MHz (and ``osu018-sta`` to its
@@ -330,7 +345,7 @@ def run_synth(params, blocks=None, targets=TARGETS, *, jobs=1, progress=print, w
     each is added to ``blocks`` when missing; by default those of :data:`AUTO_REFERENCES` that
     ``blocks`` holds): the report then has ``relative_to`` (the first), ``relative_to_all``,
     ``relative`` (:func:`relative_shares` against the first) and ``relative_by`` (reference ->
-    its shares). ``sta``: the ``osu018-sta`` options of
+    its shares). ``sta`` and ``seeds``: the ``osu018-sta`` options and the nextpnr seeds of
     :func:`synth_block`. ``executor``, ``scheduler`` and ``cache`` choose where the flows run
     and whether unchanged ones are taken from the cache (:mod:`rtl.flow.dist`; ``cache=True`` is
     ``build/synth-cache``). Raises :class:`ToolError` when a tool is missing.
@@ -338,7 +353,7 @@ def run_synth(params, blocks=None, targets=TARGETS, *, jobs=1, progress=print, w
     blocks, references = _references(blocks, relative_to)
     targets = list(targets)
     check_tools(targets)
-    options = _options(work_root, dsp, freq, timeout, sta)
+    options = _options(work_root, dsp, freq, timeout, sta, seeds)
     cache = _cache(cache)
     tasks = [((None, block, target), None, block, target, params)
              for block in blocks for target in targets]
@@ -460,7 +475,7 @@ def point_label(point):
 
 def run_grid(params, axes, blocks=None, targets=TARGETS, *, jobs=1, progress=print,
              work_root=None, dsp="auto", freq=None, timeout=None, meta=None, relative_to=None,
-             sta=None, executor="threads", scheduler=None, cache=None, cycles=True):
+             sta=None, executor="threads", scheduler=None, cache=None, cycles=True, seeds=1):
     """Run the flows at every point of the grid ``axes`` (``[(field, [values])]``, values as
     strings given to ``--set``; one axis is a plain sweep).
 
@@ -478,7 +493,7 @@ def run_grid(params, axes, blocks=None, targets=TARGETS, *, jobs=1, progress=pri
     points = grid_points(params, axes)
     fields = [field for field, _ in axes]
     check_tools(targets)
-    options = _options(work_root, dsp, freq, timeout, sta)
+    options = _options(work_root, dsp, freq, timeout, sta, seeds)
     cache = _cache(cache)
     tasks = [((p.tag, block, target), point_label(point), block, target, p)
              for point, p in points for block in blocks for target in targets]

@@ -125,13 +125,14 @@ def log_utilization(workdir):
                                                     text)}
 
 
-def nextpnr(target, workdir, freq, timeout):
-    """Place and route ``netlist.json``; report in ``nextpnr.json``, log in ``nextpnr.log``."""
+def nextpnr(target, workdir, freq, timeout, seed=1):
+    """Place and route ``netlist.json`` with placer seed ``seed``; report in ``nextpnr.json``,
+    log in ``nextpnr.log``."""
     for stale in ("nextpnr.json", "nextpnr.log"):
         (workdir / stale).unlink(missing_ok=True)
     command = tool_command(f"nextpnr-{target}") + DEVICES[target][1] + [
         "--json", "netlist.json", "--report", "nextpnr.json", "--freq", f"{freq:g}",
-        "--timing-allow-fail", "--seed", "1", "-q", "-l", "nextpnr.log"]
+        "--timing-allow-fail", "--seed", str(seed), "-q", "-l", "nextpnr.log"]
     rc, seconds, out = run_tool(command, workdir, timeout)
     if rc is None:
         return "timeout", f"nextpnr-{target} timed out after {timeout} s", seconds
