@@ -564,6 +564,44 @@ def test_error_causes():
     assert seen == [(cause != MatchError.NONE, cause) for _, cause in cases]
 
 
+def test_bad_position_is_taken_under_back_pressure():
+    """A bad position is taken, and ``error`` rises, while the output is stalled and the
+    pipeline full (``flush`` does not wait for the back-pressure chain); the block then delivers
+    the beat it offered and goes idle once the output moves."""
+    p = small(representatives="first")
+    dut = BlockMatcher(p, icg_cell=None)
+    cfg = {"frame_stride": 4, "row_stride": 2, "layer": 0, "mean": 0}
+
+    async def testbench(ctx):
+        await stream_put(ctx, dut.cfg_stream, [cfg])
+        ctx.set(dut.o_stream.ready, 0)
+        position, idle = 0, 0
+        ctx.set(dut.i_stream.valid, 1)
+        ctx.set(dut.i_stream.payload.vector, [1, 2, 3, 4])
+        while idle < 30:            # fill the pipeline until it takes nothing (7 rounds a token)
+            ctx.set(dut.i_stream.payload.position, position)
+            taken = ctx.get(dut.i_stream.ready)
+            await ctx.tick()
+            position, idle = (position + 1, 0) if taken else (position, idle + 1)
+        assert position > 3
+        ctx.set(dut.i_stream.payload.position, 0)
+        ctx.set(dut.i_stream.payload.last, 1)
+        assert ctx.get(dut.i_stream.ready), "the bad position waits for the output"
+        await ctx.tick()
+        ctx.set(dut.i_stream.valid, 0)
+        assert (ctx.get(dut.error), ctx.get(dut.cause)) == (1, MatchError.POSITION)
+        assert ctx.get(dut.busy)
+        ctx.set(dut.o_stream.ready, 1)
+        for _ in range(10):
+            await ctx.tick()
+        assert not ctx.get(dut.busy)
+
+    sim = Simulator(dut)
+    sim.add_clock(CLOCK_PERIOD)
+    sim.add_testbench(testbench)
+    sim.run()
+
+
 def test_sim_api_rejects_mean_without_the_unit():
     """``sim.block_match`` and ``sim.sic`` raise ``ValueError`` naming the parameter (golden
     would compute the mean; this build cannot), before running anything."""

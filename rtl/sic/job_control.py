@@ -44,9 +44,12 @@ class JobControl(FocusBlock):
 
     Tokens: combinational, latency 0. In ``RUN``, ``i_stream`` is ``o_stream`` (``ready`` is
     ``o_stream.ready``, throughput one token per cycle) except for a token whose position is not
-    greater than the previous token's: it is taken but not passed on, ``flush`` is high in that
-    cycle (everything in flight after this block is to be dropped), ``error`` rises, and the rest
-    of the job is taken and dropped up to its ``last`` token. After a job's last token, the next
+    greater than the previous token's: it is taken at once, whether or not ``o_stream`` is ready,
+    and not passed on, ``flush`` is high in that cycle (everything in flight after this block is
+    to be dropped), ``error`` rises, and the rest of the job is taken and dropped up to its
+    ``last`` token. So ``flush`` depends on the token and this block's state only, not on the
+    back-pressure chain behind it (whose end it would otherwise extend into every stage's
+    reset). After a job's last token, the next
     configuration beat waits for the job's last output beat (``out_last``), or after an error for
     the output beat being offered to leave (``out_valid`` low): a beat offered before the error is
     still delivered.
@@ -166,20 +169,19 @@ class JobControl(FocusBlock):
                 m.d.comb += [
                     self.busy.eq(1),
                     o.valid.eq(i.valid & ~bad_pos),
-                    i.ready.eq(o.ready),
+                    i.ready.eq(o.ready | bad_pos),
                 ]
-                with m.If(i.valid & o.ready):
-                    with m.If(bad_pos):
-                        m.d.comb += self.flush.eq(1)
-                        m.d.sync += [self.error.eq(1), self.cause.eq(MatchError.POSITION)]
-                        with m.If(i.payload.last):
-                            m.next = "WAIT"
-                        with m.Else():
-                            m.next = "DROP"
+                with m.If(i.valid & bad_pos):
+                    m.d.comb += self.flush.eq(1)
+                    m.d.sync += [self.error.eq(1), self.cause.eq(MatchError.POSITION)]
+                    with m.If(i.payload.last):
+                        m.next = "WAIT"
                     with m.Else():
-                        m.d.sync += [started.eq(1), prev_pos.eq(i.payload.position)]
-                        with m.If(i.payload.last):
-                            m.next = "FINISH"
+                        m.next = "DROP"
+                with m.Elif(i.valid & o.ready):
+                    m.d.sync += [started.eq(1), prev_pos.eq(i.payload.position)]
+                    with m.If(i.payload.last):
+                        m.next = "FINISH"
             with m.State("FINISH"):
                 m.d.comb += self.busy.eq(1)
                 with m.If(self.out_last):

@@ -24,9 +24,13 @@ class OutputStage(FocusBlock):
 
     ``mean`` sums (only with ``representatives = "first+mean"``): a memory of ``tile`` entries
     (:func:`~rtl.sic.match_layouts.group_sum_layout`) holds each group's element sums and count.
-    A token's entry is read as the token enters the output register and updated once its vector
-    is there (its first cycle, normally); the read is write-through, so the next token sees the
-    update even when it enters in that same cycle. The memory costs ``tile * (dim *
+    A token's entry is read as the token enters the output register, and read again every
+    cycle while its vector is not there. In the first cycle both are there (normally the one
+    after it entered), the entry and the vector are registered, and the sum is formed from
+    those registers and written in the next cycle: no block-RAM read data or FIFO data run
+    through an adder into the write port. The next token's read can come before that write
+    lands, so the update being written is forwarded to a token reading the same group, and the
+    read port is write-through for a write in its own cycle. The memory costs ``tile * (dim *
     mean_sum_bits + bit_length(tile))`` bits: 622 592 + 11 264 bits (77 KiB) with the default
     parameters. A build without ``mean`` has neither the memory, nor its adders, nor the divider;
     its ``mean`` input is ignored (the job control rejects such jobs).
@@ -136,6 +140,33 @@ class OutputStage(FocusBlock):
             self._mean(m, i, v, out, accept, o_valid, o_beat, o_tok, o_tile_last, o_take, drain)
         return m
 
+    def _sum_update(self, m, sum_rp, sum_wp, o_tok, v, o_sum_pending):
+        """The token's group entry and vector registered, then the sum written a cycle later;
+        the sum being written is forwarded to the read data of the same group."""
+        p = self._params
+        u_valid = Signal(name="u_valid")
+        u_entry = Signal.like(sum_rp.data, name="u_entry")
+        u_vector = Signal(vector_layout(p), name="u_vector")
+        u_index = Signal.like(o_tok.index, name="u_index")
+        u_new = Signal(name="u_new")
+        forward = Signal(name="u_forward")
+        entry = Signal.like(sum_rp.data, name="u_entry_now")
+        m.d.comb += [
+            forward.eq(u_valid & (u_index == o_tok.index)),
+            entry.eq(Mux(forward, sum_wp.data, sum_rp.data)),
+            sum_wp.en.eq(u_valid),
+            sum_wp.addr.eq(u_index),
+            sum_wp.data.count.eq(Mux(u_new, 1, u_entry.count + 1)),
+        ]
+        for n in range(p.dim):
+            x = u_vector[n]
+            m.d.comb += sum_wp.data.sums[n].eq(Mux(u_new, x, u_entry.sums[n] + x))
+        capture = o_sum_pending & v.valid
+        m.d.sync += u_valid.eq(capture & ~self.flush)
+        with m.If(capture):
+            m.d.sync += [o_sum_pending.eq(0), u_entry.eq(entry), u_vector.eq(v.payload),
+                         u_index.eq(o_tok.index), u_new.eq(o_tok.new)]
+
     def _mean(self, m, i, v, out, accept, o_valid, o_beat, o_tok, o_tile_last, o_take, drain):
         """The ``mean`` sums, the drain and the divider."""
         p = self._params
@@ -152,17 +183,10 @@ class OutputStage(FocusBlock):
         read_u = Signal(range(p.tile + 1))                  # the group whose sums are read next
         drain_read = Signal()
         m.d.comb += [
-            sum_rp.addr.eq(Mux(drain, read_u, i.payload.index)),
-            sum_rp.en.eq(Mux(drain, drain_read, accept)),
-            sum_wp.en.eq(o_sum_pending & v.valid),
-            sum_wp.addr.eq(o_tok.index),
-            sum_wp.data.count.eq(Mux(o_tok.new, 1, sum_rp.data.count + 1)),
+            sum_rp.addr.eq(Mux(drain, read_u, Mux(accept, i.payload.index, o_tok.index))),
+            sum_rp.en.eq(Mux(drain, drain_read, accept | o_sum_pending)),
         ]
-        for n in range(p.dim):
-            x = v.payload[n]
-            m.d.comb += sum_wp.data.sums[n].eq(Mux(o_tok.new, x, sum_rp.data.sums[n] + x))
-        with m.If(sum_wp.en):
-            m.d.sync += o_sum_pending.eq(0)
+        self._sum_update(m, sum_rp, sum_wp, o_tok, v, o_sum_pending)
         with m.If(accept):
             m.d.sync += o_sum_pending.eq(mean)
 
