@@ -78,7 +78,11 @@ class WindowBuffer(FocusBlock):
     (two cycles earlier when ``r_en`` stays high), and hold while ``r_en`` is low (the caller
     stalls by holding ``r_en`` low; it issues a lookup, wanted or not, at every cycle in which
     its pipeline moves). A lookup reads the memory in its issue cycle, as with one stage, so it
-    sees every write of an earlier cycle and nothing needs forwarding.
+    sees every write of an earlier cycle and nothing needs forwarding. The per-slot ``live``
+    and ``nonzero`` bits are sampled in the issue cycle too, in two steps: stage 1 registers
+    the group of ``2**(window_bits // 2)`` bits that holds the slot's (a narrow multiplexer
+    after the address's subtraction, where one 256:1 multiplexer limited the board matcher on
+    the ECP5), stage 2 the slot's bit among them.
 
     Parameters
     ----------
@@ -174,14 +178,22 @@ class WindowBuffer(FocusBlock):
         with m.If(self.w_en):
             m.d.sync += nonzero.bit_select(self.w_pos[:wb], 1).eq(self.w_nonzero)
 
+        # The per-slot bits are looked up in two steps, one per stage: the issue cycle takes the
+        # 2**low bits of the slot's group of slots (a 2**(wb - low):1 multiplexer after the
+        # address's subtraction), the next stage the slot's bit among them.
+        low = wb // 2
+
+        def pick(bits, part_slot):
+            return bits if low == 0 else bits.bit_select(part_slot[:low], 1)
+
         for j in range(self._lanes):
             rp = mem.read_port()
             q = Signal(p.position_bits, name=f"q{j}")
             want = Signal(name=f"want{j}")
             tag = Signal(p.position_bits - wb, name=f"tag{j}")
             slot = Signal(wb, name=f"slot{j}")
-            alive = Signal(name=f"alive{j}")
-            filled = Signal(name=f"filled{j}")
+            alive = Signal(1 << low, name=f"alive{j}")
+            filled = Signal(1 << low, name=f"filled{j}")
             m.d.comb += [
                 q.eq(self.r_pos - self.r_offset[j]),
                 rp.addr.eq(q[:wb]),
@@ -193,8 +205,8 @@ class WindowBuffer(FocusBlock):
                     want.eq(self.r_want[j]),
                     tag.eq(q[wb:]),
                     slot.eq(q[:wb]),
-                    alive.eq(live.bit_select(q[:wb], 1)),
-                    filled.eq(nonzero.bit_select(q[:wb], 1)),
+                    alive.eq(live.word_select(q[low:wb], 1 << low)),
+                    filled.eq(nonzero.word_select(q[low:wb], 1 << low)),
                 ]
             # Stage 2: the read data registered straight out of the memory (on the ECP5 a block
             # RAM's data leaves 5.8 ns after the clock: no logic after it in the same cycle),
@@ -212,8 +224,8 @@ class WindowBuffer(FocusBlock):
                     r_want.eq(want),
                     r_tag.eq(tag),
                     r_slot.eq(slot),
-                    r_alive.eq(alive),
-                    r_filled.eq(filled),
+                    r_alive.eq(pick(alive, slot)),
+                    r_filled.eq(pick(filled, slot)),
                 ]
             hit = r_want & r_alive & (r_data.tag == r_tag)
             m.d.comb += [
