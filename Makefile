@@ -62,7 +62,7 @@ qor: $(STAMP)
 	$(FOCUS) synth --qor $(ARGS)
 
 # The board preset's QoR table into README.md (between its qor-board markers) and its Fmax
-# picture into docs/figures/ (about an hour on one core; cached like make qor). Its tables go to
+# picture into docs/figures/ (about an hour and a half on one core; cached like make qor). Its tables go to
 # QOR_DIR (set that, not -o in ARGS, so that the picture copied is this run's).
 QOR_DIR ?= build/qor
 qor-board: $(STAMP)
