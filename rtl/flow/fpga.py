@@ -91,6 +91,12 @@ _MAIN_RESOURCES = ("ICESTORM_LC", "ICESTORM_RAM", "ICESTORM_DSP", "TRELLIS_COMB"
 UNBRACKET = ("rename -hide w:*\\[*",)
 
 
+def _report_fmax(report):
+    """The Fmax of a nextpnr report (dict): the slowest clock's achieved MHz, or None."""
+    achieved = [clock["achieved"] for clock in report.get("fmax", {}).values()]
+    return round(min(achieved), 2) if achieved else None
+
+
 def seed_summary(runs):
     """The Fmax of several place-and-route runs of one netlist (``[{"seed", "fmax_mhz",
     ...}]``): ``{"seeds", "fmax_mhz" (per seed), "min", "median", "max"}`` and ``run``, the
@@ -115,11 +121,10 @@ def _place_and_route(target, workdir, freq, timeout, seeds):
             return status, error, round(total, 2), {}, None
         text = (workdir / "nextpnr.json").read_text()
         report = json.loads(text)
-        achieved = [clock["achieved"] for clock in report.get("fmax", {}).values()]
         if seeds > 1:
             (workdir / f"nextpnr.seed{seed}.json").write_text(text)
-        runs.append({"seed": seed, "fmax_mhz": round(min(achieved), 2) if achieved else 0.0,
-                     "report": report, "text": text})
+        runs.append({"seed": seed, "fmax_mhz": _report_fmax(report) or 0.0, "report": report,
+                     "text": text})
     if seeds == 1:
         return "ok", None, round(total, 2), runs[0]["report"], None
     spread = seed_summary(runs)
@@ -174,8 +179,7 @@ def _fpga_attempt(target, block, params, workdir, dsp, freq, timeout, seeds=1):
                         if use["used"] or cell in _MAIN_RESOURCES}
     if status != "ok":
         return result
-    achieved = [clock["achieved"] for clock in report.get("fmax", {}).values()]
-    result["fmax_mhz"] = round(min(achieved), 2) if achieved else None
+    result["fmax_mhz"] = _report_fmax(report)
     result["critical_path"] = critical_path(report)
     if spread is not None:
         result["fmax_seeds"] = spread

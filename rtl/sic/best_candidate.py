@@ -422,14 +422,15 @@ class BestCandidate(FocusBlock):
 
     def _merge_holds(self, merge_req, final, thr):
         """The merges' operands (the two final accumulators) and the token's threshold, held
-        from the merge's request until its choice four stages later. Requests come at least
-        ``rounds`` stages apart, so one hold serves four rounds or more and two serve two or
-        three rounds, used in turn. Returns the holds and the register of the hold being
-        loaded (0 with one hold), which rides beside the merge to its choice."""
+        from the merge's request until its choice, ``TEST_STAGES + 1`` stages later (the
+        operands, then the test). Requests come at least ``rounds`` stages apart, so one hold
+        serves four rounds or more and two serve two or three rounds, used in turn. Returns
+        the holds and the register of the hold being loaded (0 with one hold), which rides
+        beside the merge to its choice."""
         p, m = self._params, self._m
         layout = data.StructLayout({"a": candidate_layout(p), "b": candidate_layout(p),
                                     "thr": p.token_threshold_bits})
-        count = -(-4 // matcher_rounds(p))
+        count = -(-(TEST_STAGES + 1) // matcher_rounds(p))
         held = [Signal(layout, name=f"merge_hold{n}") for n in range(count)]
         loading = Signal(range(count), name="merge_loading")
         for n, h in enumerate(held):

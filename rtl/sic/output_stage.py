@@ -187,6 +187,8 @@ class OutputStage(FocusBlock):
             sum_rp.en.eq(Mux(drain, drain_read, accept | o_sum_pending)),
         ]
         self._sum_update(m, sum_rp, sum_wp, o_tok, v, o_sum_pending)
+        # After the update's clear: a token taken in the cycle the last one's update is
+        # captured is still pending.
         with m.If(accept):
             m.d.sync += o_sum_pending.eq(mean)
 
