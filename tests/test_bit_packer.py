@@ -114,16 +114,16 @@ def test_packer_equals_reference(pattern, wb, fw):
 
 
 @pytest.mark.parametrize("job,cycles", [
-    ([(5, 3)] * 16, 18), ([(1, 8)] * 8, 10), ([(1, 1)], 3), ([(0, 0), (3, 2)] * 5, 12),
+    ([(5, 3)] * 16, 19), ([(1, 8)] * 8, 11), ([(1, 1)], 4), ([(0, 0), (3, 2)] * 5, 13),
     # 7 + 8 * 8 = 71 bits: from the second field on the buffer holds 15 bits, one word more
     # than it sends, and takes a field in the same cycle as it sends a word (the case the
     # ready test "room >= field bits" is for); the extra word leaves one cycle late.
-    ([(1, 7)] + [(255, 8)] * 8, 12),
+    ([(1, 7)] + [(255, 8)] * 8, 13),
 ])
 def test_packer_takes_a_field_per_cycle(job, cycles):
-    """Fields no longer than a word, no stalls: a job of f fields takes f + 2 cycles from its
+    """Fields no longer than a word, no stalls: a job of f fields takes f + 3 cycles from its
     first field to its last word (one field per cycle; a field taken in cycle t is in a word
-    offered from t + 2), one more when a word is still waiting behind the last field's."""
+    offered from t + 3), one more when a word is still waiting behind the last field's."""
     p = FocusParams(tokens=16, word_bits=8)
     want = reference_words([job], 8, p.nbits_bits)
     got, stats = run_streams(_PackerJobs(p, 8), {"i_stream": beats([job])},

@@ -1,7 +1,7 @@
 """A bit packer (spec 3.3, 4.5): variable-length fields in, words out, for the offset encoder
 and the map coder."""
 
-from amaranth.hdl import Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream
 from amaranth.lib.wiring import In, Out
 
@@ -32,23 +32,25 @@ class BitPacker(FocusBlock):
     takes the next job's fields. A job must hold at least one bit: a flush with nothing to pack
     never ends (both users start every job with a header field).
 
-    Datapath: an accumulator of ``word_bits - 1 + field_bits`` bits, left-aligned. Each cycle it
+    Datapath: a field register, then an accumulator of ``word_bits - 1 + field_bits`` bits,
+    left-aligned. The field register holds the next field left-aligned in ``field_bits`` bits
+    (shifted by its own length, a value of the input beat alone). Each cycle the accumulator
     writes its top word to ``o_stream``'s register when it holds a whole word (or, flushing, any
-    bits), and takes a field when fewer than ``word_bits`` bits stay in it after that write. The
-    field is shifted into place by its registered free space minus the field's length (in a copy
-    one word wider), and the written word is removed by a final select, so the output handshake
-    does not feed the field's shifter.
+    bits), and takes the registered field when fewer than ``word_bits`` bits stay in it after
+    that write. The field is shifted into place by the accumulator's registered fill (in a copy
+    one word wider), and the written word is removed by a final select: no adder feeds the
+    shifter, and the output handshake does not feed it either.
 
     Latency and throughput: a field taken in cycle t is in a word offered on ``o_stream`` from
-    cycle t + 2 (once the word is full, or on ``flush``). One field per cycle while the fields
+    cycle t + 3 (once the word is full, or on ``flush``). One field per cycle while the fields
     average at most ``word_bits`` bits, one word per cycle: a field longer than a word holds
     ``i_stream`` for ceil(length/word_bits) cycles, so a job of f fields and w words takes about
     ``max(f, w)`` cycles.
 
     Back-pressure: while ``o_stream`` is not ready the packer writes no word and, once a word
-    waits in the accumulator, takes no field; ``i_stream.ready`` depends combinationally on
-    ``o_stream.ready`` only (not on ``flush`` or ``i_stream.valid``). Nothing is lost or
-    repeated.
+    waits in the accumulator, takes no field into it; ``i_stream.ready`` (the field register
+    is empty or moves on) depends combinationally on ``o_stream.ready`` only (not on ``flush``
+    or ``i_stream.valid``). Nothing is lost or repeated.
 
     Parameters
     ----------
@@ -62,7 +64,8 @@ class BitPacker(FocusBlock):
     i_stream : In(stream.Signature(packer_field_layout(field_bits)))
         The fields, in string order.
     flush : In(1)
-        No field follows those already sent (``i_stream.valid`` low); hold until ``done``.
+        No field follows those already sent (``i_stream.valid`` low); hold until ``done``. The
+        packer flushes once the field register is empty.
     nbits : In(nbits_bits)
         Copied into every word's ``nbits``.
     o_stream : Out(stream.Signature(offset_word_layout(params)))
@@ -83,46 +86,54 @@ class BitPacker(FocusBlock):
 
     def elaborate(self, platform):
         wb, fw = self._params.word_bits, self._field_bits
-        acc_bits = wb - 1 + fw          # a field is taken only while fill < word_bits
+        acc_bits = wb - 1 + fw          # a field is taken only while fewer than wb bits stay
+        wide = acc_bits + wb            # the accumulator in a copy one word wider
         m = Module()
         i, o = self.i_stream, self.o_stream
 
-        acc = Signal(acc_bits)          # left-aligned: bit acc_bits-1 is the next bit out
-        # The accumulator's free bits in the copy one word wider (wide - the bits it holds),
-        # kept instead of the fill so that the field's shift amount is one subtraction of two
-        # registers: room - length.
-        wide = acc_bits + wb
-        room = Signal(range(wide + 1), init=wide)
-        flushing = self.flush & ~i.valid
-        full = room <= acc_bits         # holds a whole word
-        can_out = full | (flushing & (room != wide))
-        out_fire = can_out & (~o.valid | o.ready)
-        # The room once this cycle's word (if any) has left. While a field is offered the
-        # packer is not flushing, so only a whole word can leave: ``i.ready`` and the room
-        # after the field do not depend on ``flush``, which comes late from the producer.
-        # (``room + wb > acc_bits`` is written ``room >= fw``: compares with constants only.)
-        room1 = Signal.like(room)
-        room_fed = Signal.like(room)
-        word_out = full & (~o.valid | o.ready)
-        m.d.comb += [
-            room1.eq(Mux(out_fire, Mux(full, room + wb, wide), room)),
-            room_fed.eq(Mux(word_out, room + wb, room)),
-            i.ready.eq(Mux(word_out, room >= fw, room > acc_bits)),
-        ]
-        # The field is placed behind the bits already in the accumulator, in the wider copy,
-        # before this cycle's word (if any) leaves: its position comes from registers only, and
-        # the word's removal is a select at the end.
-        shift = Signal(range(wide + 1))         # where the field's last bit lands
-        m.d.comb += shift.eq(room - i.payload.length)
-        placed = Signal(wide)
-        m.d.comb += placed.eq((acc << wb) | Mux(i.valid & i.ready, i.payload.value << shift, 0))
-        m.d.sync += acc.eq(Mux(out_fire, placed[:acc_bits], placed[wb:]))
-        with m.If(i.valid & i.ready):
-            m.d.sync += room.eq(room_fed - i.payload.length)
-        with m.Else():
-            m.d.sync += room.eq(room1)
+        # The field register: each field left-aligned in fw bits (a shift by its own length
+        # only), so that placing it takes a shift by the accumulator's registered fill alone.
+        f_valid = Signal()
+        f_top = Signal(fw)
+        f_length = Signal.like(i.payload.length)
 
-        last = flushing & (room >= acc_bits)     # at most one word left
+        acc = Signal(acc_bits)          # left-aligned: bit acc_bits-1 is the next bit out
+        held = Signal(range(wide + 1))  # bits in acc
+        flushing = self.flush & ~i.valid & ~f_valid
+        full = held >= wb
+        can_out = full | (flushing & (held != 0))
+        out_fire = can_out & (~o.valid | o.ready)
+        # The accumulator takes the field register's field when fewer than wb bits stay in it
+        # after this cycle's word. While a field waits the packer is not flushing, so only a
+        # whole word can leave: this does not depend on ``flush``, which comes late from the
+        # producer (``held - wb < wb`` is written ``held < 2 * wb``: compares with constants).
+        word_out = full & (~o.valid | o.ready)
+        take = Signal()
+        m.d.comb += [
+            take.eq(f_valid & Mux(word_out, held < 2 * wb, held < wb)),
+            i.ready.eq(~f_valid | take),
+        ]
+        with m.If(i.ready):
+            m.d.sync += [
+                f_valid.eq(i.valid),
+                f_top.eq(((i.payload.value << fw) >> i.payload.length)[:fw]),
+                f_length.eq(i.payload.length),
+            ]
+
+        # The field is placed behind the bits already in the accumulator, in the wider copy,
+        # before this cycle's word (if any) leaves: a shift by a register, and the word's
+        # removal is a select at the end.
+        placed = Signal(wide)
+        field = Signal(wide)
+        m.d.comb += [
+            field.eq(Cat(Const(0, wide - fw), f_top) >> held),
+            placed.eq((acc << wb) | Mux(take, field, 0)),
+        ]
+        m.d.sync += acc.eq(Mux(out_fire, placed[:acc_bits], placed[wb:]))
+        left = Mux(out_fire, Mux(full, held - wb, 0), held)
+        m.d.sync += held.eq(left + Mux(take, f_length, 0))
+
+        last = flushing & (held <= wb)     # at most one word left
         m.d.comb += self.done.eq(out_fire & last)
         with m.If(out_fire):
             m.d.sync += [o.valid.eq(1), o.payload.word.eq(acc[acc_bits - wb:]),

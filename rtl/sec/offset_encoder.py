@@ -144,8 +144,8 @@ class OffsetEncoder(FocusBlock):
        ceil(length/word_bits) cycles: emission is ``max(fields, words)`` cycles.
 
     Latency and throughput: with no stalls a job of M tokens takes ``sum over beats of max(1,
-    kept in the beat) + max(fields, ceil(nbits/word_bits)) + 43`` to ``+ 44`` cycles from its
-    config beat to its last word, inclusive (42 when no code follows the header; 24 fewer with
+    kept in the beat) + max(fields, ceil(nbits/word_bits)) + 44`` to ``+ 45`` cycles from its
+    config beat to its last word, inclusive (43 when no code follows the header; 24 fewer with
     ``offset_schemes = "kept-exp-golomb"``; the tests check this; compare
     :func:`golden.cycles.encode_cycles`, an estimate). Jobs do not overlap,
     except that the next config beat is accepted while the previous job's last word still

@@ -43,9 +43,9 @@ class MapCoder(FocusBlock):
 
     Latency and throughput: the header is packed the cycle after ``start``, then one symbol per
     cycle (every field is shorter than a word, so the packer takes a field per cycle); a symbol
-    taken in cycle t is in a word offered from t + 3 (a field register, then the packer; once the
-    word is full, or at the end of the job), so the last word is offered from the third cycle
-    after the last symbol is taken.
+    taken in cycle t is in a word offered from t + 4 (a skid buffer, then the packer's field
+    register and accumulator; once the word is full, or at the end of the job), so the last word
+    is offered from the fourth cycle after the last symbol is taken.
     ``idle`` is high once that word has been taken. Back-pressure: ``i_stream.ready`` falls
     while a full word waits on ``o_stream``; nothing is lost.
 
@@ -86,11 +86,13 @@ class MapCoder(FocusBlock):
         pb, wb = p.position_bits, p.word_bits
         m.submodules.packer = packer = BitPacker(p, HEADER_BITS_VARIABLE)
         # The fields go through a stream of their own (so that the packer's port names do not
-        # clash with this block's in the netlist), then an output register: the packer's
-        # shifter then starts from registers, not from ``i_stream``'s symbol.
+        # clash with this block's in the netlist), then a skid buffer: the packer's ready, which
+        # hangs off ``o_stream.ready``, then reaches neither ``i_stream.ready`` nor the symbol
+        # counters' enable in the same cycle.
         field = stream.Signature(packer_field_layout(HEADER_BITS_VARIABLE)).create(
             path=("field",))
-        m.submodules.field_reg = field_reg = StreamBuffer(packer_field_layout(HEADER_BITS_VARIABLE))
+        m.submodules.field_reg = field_reg = StreamBuffer(
+            packer_field_layout(HEADER_BITS_VARIABLE), skid=True)
         wiring.connect(m, field, field_reg.i_stream)
         wiring.connect(m, field_reg.o_stream, packer.i_stream)
 
