@@ -42,11 +42,11 @@ BUBBLE_SORT_LATENCY = 3
 # extra stages (the tie prefix counts, then the choice of the ties kept).
 RADIX_DIGIT_GAP = 4
 RADIX_MASK_LATENCY = 2
-# Offset encoder: gap counter, gap memory read and its register, code length, bit packer (its
-# field register and accumulator) and output register stages (9), plus the tail gap and the
-# counting stage (2) and the choice of the scheme, one of 32 per cycle read and compared a cycle
-# later (25 more than the 8 orders it once chose among).
-ENCODE_LATENCY = 36
+# Offset encoder: gap counter, gap memory read and its register, code value, code length, bit
+# packer (its field register and accumulator) and output register stages (10), plus the tail
+# gap and the counting stage (2) and the choice of the scheme, one of 32 per cycle read and
+# compared a cycle later (25 more than the 8 orders it once chose among).
+ENCODE_LATENCY = 37
 # Offset decoder: word unpacker, code parse (leading zeros and length), value and index stage,
 # mask write stages.
 DECODE_LATENCY = 6

@@ -36,8 +36,8 @@ def model(p, scores, mode, keep, mask, words):
     """The cycles of one job without stalls, from the blocks' models: the analyzer without its
     readout, the selector before its mask, then the encoder (a mask beat with p kept tokens
     takes max(1, p) cycles; emission max(encode_fields, words) cycles, :func:`golden.cycles.
-    encode_fields` for the scheme in the header) and a constant 40..42, 41..43 when a code follows
-    the header (the encoder's own is 43..45 from its configuration beat, which SEC sends before
+    encode_fields` for the scheme in the header) and a constant 41..43, 42..44 when a code follows
+    the header (the encoder's own is 44..46 from its configuration beat, which SEC sends before
     the mask)."""
     R, M = scores.shape
     a = p.lanes
@@ -75,7 +75,7 @@ def run_and_check(p, cases, stalls=0.0, seed=0, exact=None):
             # The encoder's gap register adds a cycle when a code follows the header.
             dropped = bool((int(want_words[0]) >> (p.word_bits - 4)) & 1)
             coded = encode_fields(want_mask, dropped) > 1
-            lo, hi = (41, 43) if coded else (40, 42)
+            lo, hi = (42, 44) if coded else (41, 43)
             assert low + lo <= r["cycles"] <= low + hi, (
                 f"{what}: {r['cycles']} cycles, {low}+{lo}..{hi}")
     return results

@@ -136,16 +136,18 @@ class OffsetEncoder(FocusBlock):
        minimum among the schemes that can code the mask) and ``nbits = 5 + bit_length(M) +
        total``. (A minimum over many in one cycle is a chain of compares and was once the
        encoder's critical path.)
-    3. **Emit.** The header, then one field per cycle read back from the gap memory, go into a
-       :class:`rtl.lib.bit_packer.BitPacker` that writes at most one word per cycle: one code per
-       kept gap for the kept set; for the dropped set a walk over the gaps and the tail up to the
-       last non-zero one, a gap g > 0 giving g codes in g cycles and a gap of 0 one cycle without
-       a code (:func:`golden.cycles.encode_fields`). Codes longer than a word hold the packer for
-       ceil(length/word_bits) cycles: emission is ``max(fields, words)`` cycles.
+    3. **Emit.** The header, then one field per cycle read back from the gap memory (through a
+       gap register, a code register holding the code's value and a field register adding its
+       length), go into a :class:`rtl.lib.bit_packer.BitPacker` that writes at most one word
+       per cycle: one code per kept gap for the kept set; for the dropped set a walk over the
+       gaps and the tail up to the last non-zero one, a gap g > 0 giving g codes in g cycles
+       and a gap of 0 one cycle without a code (:func:`golden.cycles.encode_fields`). Codes
+       longer than a word hold the packer for ceil(length/word_bits) cycles: emission is
+       ``max(fields, words)`` cycles.
 
     Latency and throughput: with no stalls a job of M tokens takes ``sum over beats of max(1,
-    kept in the beat) + max(fields, ceil(nbits/word_bits)) + 44`` to ``+ 45`` cycles from its
-    config beat to its last word, inclusive (43 when no code follows the header; 24 fewer with
+    kept in the beat) + max(fields, ceil(nbits/word_bits)) + 45`` to ``+ 46`` cycles from its
+    config beat to its last word, inclusive (44 when no code follows the header; 24 fewer with
     ``offset_schemes = "kept-exp-golomb"``; the tests check this; compare
     :func:`golden.cycles.encode_cycles`, an estimate). Jobs do not overlap,
     except that the next config beat is accepted while the previous job's last word still
@@ -474,35 +476,47 @@ class OffsetEncoder(FocusBlock):
         g_data = Signal.like(rd.data)
         g_first = Signal()              # dropped set: g_data is a whole gap, no code sent yet
         ones = Signal(p.count_bits)     # dropped set: kept tokens since the last dropped one
+        # The code register: a field's value, and its length unless it is an Exp-Golomb code,
+        # whose length 2 * bit_length(v) - 1 - e is found from the registered v on the way to
+        # the field register (the sum v = x + 2**e and the leading one after it were the
+        # encoder's critical path).
+        c_valid = Signal()
+        c_value = Signal.like(field.payload.value)
+        c_length = Signal.like(field.payload.length)
+        c_eg = Signal()
         with m.If(start):
             m.d.sync += [hdr_pending.eq(1), rd_ptr.eq(0), m_valid.eq(0), g_valid.eq(0),
-                         field.valid.eq(0), ones.eq(0)]
+                         c_valid.eq(0), field.valid.eq(0), ones.eq(0)]
 
         f_free = ~field.valid | field.ready
+        with m.If(run & f_free):
+            m.d.sync += [
+                field.valid.eq(c_valid),
+                field.payload.value.eq(c_value),
+                field.payload.length.eq(Mux(c_eg, 2 * bit_length(c_value) - 1 - e, c_length)),
+            ]
+        c_free = ~c_valid | f_free
         x = Signal.like(g_data)         # the value to code
         m.d.comb += x.eq(Mux(s, Mux(g_first, ones, 0), g_data))
-        v = Signal(p.index_bits + 9)
-        vlen = Signal(range(len(v) + 1))
-        m.d.comb += [v.eq(x + (1 << e)), vlen.eq(bit_length(v))]
         rice_value = (1 << e) | (x & ((1 << e) - 1))
         rice_len = (x >> e) + 1 + e
         skip = s & (g_data == 0)        # dropped set, a kept token with gap 0: no code
         last_code = ~s | (g_data == 1)  # the gap's last code
         g_take = Signal()
-        m.d.comb += g_take.eq(run & f_free & ~hdr_pending & g_valid & (skip | last_code))
+        m.d.comb += g_take.eq(run & c_free & ~hdr_pending & g_valid & (skip | last_code))
         count = Mux(s, tokens - n, n)
-        with m.If(run & f_free):
+        with m.If(run & c_free):
             with m.If(hdr_pending):
-                m.d.sync += [field.valid.eq(1),
-                             field.payload.value.eq((Cat(f, s, e) << hb) | count),
-                             field.payload.length.eq(HEADER_FIXED_BITS + hb), hdr_pending.eq(0)]
+                m.d.sync += [c_valid.eq(1), c_eg.eq(0),
+                             c_value.eq((Cat(f, s, e) << hb) | count),
+                             c_length.eq(HEADER_FIXED_BITS + hb), hdr_pending.eq(0)]
             with m.Elif(g_valid & ~skip):
-                m.d.sync += [field.valid.eq(1),
-                             field.payload.value.eq(Mux(f, rice_value, v)),
-                             field.payload.length.eq(Mux(f, rice_len, 2 * vlen - 1 - e))]
+                m.d.sync += [c_valid.eq(1), c_eg.eq(~f),
+                             c_value.eq(Mux(f, rice_value, x + (1 << e))),
+                             c_length.eq(rice_len)]
             with m.Else():
-                m.d.sync += field.valid.eq(0)
-        with m.If(run & f_free & ~hdr_pending & g_valid & s):
+                m.d.sync += c_valid.eq(0)
+        with m.If(run & c_free & ~hdr_pending & g_valid & s):
             with m.If(skip):
                 m.d.sync += ones.eq(ones + 1)
             with m.Else():
@@ -522,7 +536,7 @@ class OffsetEncoder(FocusBlock):
             m.d.sync += m_valid.eq(rd_ptr != entries)
             with m.If(rd_ptr != entries):
                 m.d.sync += rd_ptr.eq(rd_ptr + 1)
-        return ~hdr_pending & ~m_valid & ~g_valid & (rd_ptr == entries)
+        return ~hdr_pending & ~m_valid & ~g_valid & ~c_valid & (rd_ptr == entries)
 
     def _choose(self, m, totals, bad, *, start, run, chosen):
         """The first minimum of the schemes' ``totals`` among those that can code the mask (not

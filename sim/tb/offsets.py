@@ -237,7 +237,7 @@ async def _encoder_regression(dut, stalls):
             # Ingest, the choice (33 cycles; 9 with offset_schemes = "kept-exp-golomb"), then
             # the header and one field per cycle (a dropped-set walk has at most M fields).
             W, n = -(-mask.size // p.lanes), int(mask.sum())
-            bound = W + n + max(mask.size + 1, len(words)) + 45
+            bound = W + n + max(mask.size + 1, len(words)) + 46
             assert result["cycles"] <= bound, (
                 f"job {k}: {result['cycles']} cycles > bound {bound} (M {mask.size}, n {n})")
         head = int(words[0]) >> (p.word_bits - 5)
