@@ -216,15 +216,20 @@ class MapDecoder(FocusBlock):
             for n in _SYMBOL_LENGTHS:
                 with m.Case(n):
                     m.d.comb += enough.eq(s.has(n))
-        off = Signal(p.position_bits + 1)
+        # The candidate's position for every c at once, then chosen by the symbol: the
+        # subtractions run beside the symbol's decode instead of after it (that chain, into
+        # the slot memory's address, was the decoder's critical path).
+        q = Signal(p.position_bits + 1)
+        off_zero = Signal()
         with m.Switch(code):
+            with m.Case(0):
+                m.d.comb += q.eq(pos.payload.position)
             for c in range(1, CANDIDATES + 1):
                 with m.Case(c):
-                    m.d.comb += off.eq(s.offsets[c - 1])
-        q = Signal(p.position_bits + 1)
+                    m.d.comb += [q.eq(pos.payload.position - s.offsets[c - 1]),
+                                 off_zero.eq(s.offsets[c - 1] == 0)]
         go, ok = Signal(name="go"), Signal(name="ok")
         m.d.comb += [
-            q.eq(pos.payload.position - off),
             go.eq(s.parsing & pos.valid & ready_bits & s.advance),
             ok.eq(go & ~bad_pos & enough),
             s.rd.addr.eq(q[:p.window_bits]),
@@ -244,7 +249,7 @@ class MapDecoder(FocusBlock):
                 s.r_tok.code.eq(code),
                 s.r_tok.q.eq(q),
                 s.r_tok.pos.eq(pos.payload.position),
-                s.r_tok.off_zero.eq((code != 0) & (off == 0)),
+                s.r_tok.off_zero.eq(off_zero),
                 s.r_tok.last.eq(pos.payload.last),
                 s.r_tok.serial.eq(Mux(first, s.serial + 1, s.serial)),
                 s.serial.eq(Mux(first, s.serial + 1, s.serial)),
