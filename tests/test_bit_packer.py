@@ -117,7 +117,7 @@ def test_packer_equals_reference(pattern, wb, fw):
     ([(5, 3)] * 16, 19), ([(1, 8)] * 8, 11), ([(1, 1)], 4), ([(0, 0), (3, 2)] * 5, 13),
     # 7 + 8 * 8 = 71 bits: from the second field on the buffer holds 15 bits, one word more
     # than it sends, and takes a field in the same cycle as it sends a word (the case the
-    # ready test "room >= field bits" is for); the extra word leaves one cycle late.
+    # take test "held < 2 * word_bits" is for); the extra word leaves one cycle late.
     ([(1, 7)] + [(255, 8)] * 8, 13),
 ])
 def test_packer_takes_a_field_per_cycle(job, cycles):
