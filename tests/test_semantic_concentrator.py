@@ -10,7 +10,7 @@ from helpers import raises_like_golden
 
 import golden
 import sim
-from golden.cycles import encode_fields, importance_cycles, topk_cycles
+from golden.cycles import ENCODE_RTL_CONSTANT, encode_fields, importance_cycles, topk_cycles
 from rtl.lib.stream_fork import StreamFork
 from rtl.params import FocusParams
 from rtl.sec.semantic_concentrator import SecError, SemanticConcentrator, sec_config_layout
@@ -36,9 +36,9 @@ def model(p, scores, mode, keep, mask, words):
     """The cycles of one job without stalls, from the blocks' models: the analyzer without its
     readout, the selector before its mask, then the encoder (a mask beat with p kept tokens
     takes max(1, p) cycles; emission max(encode_fields, words) cycles, :func:`golden.cycles.
-    encode_fields` for the scheme in the header) and a constant 41..43, 42..44 when a code follows
-    the header (the encoder's own is 44..46 from its configuration beat, which SEC sends before
-    the mask)."""
+    encode_fields` for the scheme in the header) and the encoder's constant
+    (``ENCODE_RTL_CONSTANT`` from its configuration beat, one fewer with no code after the header)
+    less 3, or up to 2 more: SEC sends the encoder's configuration beat before the mask)."""
     R, M = scores.shape
     a = p.lanes
     pops = [int(mask[b * a:(b + 1) * a].sum()) for b in range(cdiv(M, a))]
@@ -75,7 +75,8 @@ def run_and_check(p, cases, stalls=0.0, seed=0, exact=None):
             # The encoder's gap register adds a cycle when a code follows the header.
             dropped = bool((int(want_words[0]) >> (p.word_bits - 4)) & 1)
             coded = encode_fields(want_mask, dropped) > 1
-            lo, hi = (42, 44) if coded else (41, 43)
+            lo = ENCODE_RTL_CONSTANT - 3 - (not coded)
+            hi = lo + 2
             assert low + lo <= r["cycles"] <= low + hi, (
                 f"{what}: {r['cycles']} cycles, {low}+{lo}..{hi}")
     return results

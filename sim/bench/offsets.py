@@ -240,7 +240,8 @@ def cycle_runs(params, masks, log):
             "kind": kind, "ratio": ratio, "n": n, "nbits": nbits, "words": len(words),
             "scheme": "KD"[dropped] + "GR"[head & 1] + str(head >> 2),
             "enc": enc["cycles"], "enc_model": model.encode_cycles(M, n, nbits, p.lanes, wb),
-            "enc_rtl_model": ingest + max(fields, len(words)) + (45 if fields > 1 else 44),
+            "enc_rtl_model": (ingest + max(fields, len(words)) + model.ENCODE_RTL_CONSTANT
+                              - (fields <= 1)),
             "dec": dec["cycles"],
             "dec_model": model.decode_cycles(nbits, n, M, p.lanes, wb, dropped=dropped),
             "dec_low": max(len(words), M if dropped else n, W) + 5,
@@ -258,7 +259,8 @@ def cycles_markdown(results):
              ("- encoder: model = max(ceil(M/a), n) + ceil(nbits/w) + ENCODE_LATENCY. The RTL "
              "ingests one kept token per cycle (an empty beat costs a cycle), chooses the scheme "
              "in 33 cycles and then emits one field per cycle, so it is described by `rtl model` "
-             "= sum over beats of max(1, kept) + max(fields, words) + 45 (44 with no code; "
+             "= sum over beats of max(1, kept) + max(fields, words) + ENCODE_RTL_CONSTANT ("
+             f"{model.ENCODE_RTL_CONSTANT}; one fewer with no code; "
              "fields = golden.cycles.encode_fields; measured within 0..+1 of it)."),
              ("- decoder: model = ceil(nbits/w) + n + ceil(M/a) + DECODE_LATENCY (a dropped-set "
              "code: M in place of n, + DECODE_WALK_LATENCY), an upper bound; the RTL overlaps "

@@ -29,6 +29,7 @@ import numpy as np
 from amaranth.lib import data
 from cocotb.triggers import FallingEdge, RisingEdge, with_timeout
 
+from golden.cycles import ENCODE_RTL_CONSTANT
 from golden.offsets import decode_offsets as golden_decode
 from golden.offsets import expgolomb_bits, gaps_from_mask, rice_bits
 from rtl.layouts import mask_beat_layout, offset_word_layout
@@ -237,7 +238,7 @@ async def _encoder_regression(dut, stalls):
             # Ingest, the choice (33 cycles; 9 with offset_schemes = "kept-exp-golomb"), then
             # the header and one field per cycle (a dropped-set walk has at most M fields).
             W, n = -(-mask.size // p.lanes), int(mask.sum())
-            bound = W + n + max(mask.size + 1, len(words)) + 46
+            bound = W + n + max(mask.size + 1, len(words)) + ENCODE_RTL_CONSTANT + 1
             assert result["cycles"] <= bound, (
                 f"job {k}: {result['cycles']} cycles > bound {bound} (M {mask.size}, n {n})")
         head = int(words[0]) >> (p.word_bits - 5)
