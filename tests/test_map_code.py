@@ -236,6 +236,19 @@ def test_decoder_equals_golden(word_bits, stalls):
     check_decoded(p, jobs, run_decoder_jobs(p, jobs, stalls=stalls, seed=word_bits))
 
 
+def test_decoder_cycles_one_token_per_cycle():
+    """Without stalls and with 32-bit words (a symbol never waits for bits), a job of m tokens
+    takes m + 7 cycles from its configuration beat to its last entry, inclusive (the
+    docstring's latency: the header, then parse, address, read and check stages and the entry
+    register), for the fixed and the variable code."""
+    p = small(word_bits=32)
+    jobs = decode_jobs(p, 8, seed=11)
+    results = run_decoder_jobs(p, jobs)
+    check_decoded(p, jobs, results)
+    assert {j.words[0] >> 31 for j in jobs} == {0, 1}     # the string's first bit: variable
+    assert [r.cycles - len(j.positions) for j, r in zip(jobs, results, strict=True)] == [7] * 8
+
+
 def test_decoder_after_the_matcher_and_a_long_stall():
     """The matcher's own words (with their ``nbits``) into the decoder give the matcher's map,
     also when the decoder's output stalls for long."""

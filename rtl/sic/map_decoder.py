@@ -59,7 +59,7 @@ def _slot_layout(p):
 
 
 def _token_layout(p):
-    """A parsed token on its way through the read and check stages."""
+    """A parsed token on its way through the address, read and check stages."""
     return data.StructLayout({"code": unsigned(3), "q": unsigned(p.position_bits + 1),
                               "pos": unsigned(p.position_bits), "off_zero": 1, "last": 1,
                               "serial": unsigned(32)})
@@ -85,17 +85,18 @@ class MapDecoder(FocusBlock):
 
     Structure: a bit buffer of ``word_bits + 32`` bits, which takes a word whenever it has room
     (in parallel with the parsing); a parse step, combinational, that reads the header (one
-    cycle) or the next symbol (one per token) from the top of the buffer and issues the read of
+    cycle) or the next symbol (one per token) from the top of the buffer and forms the address of
     its candidate's slot in a window memory of ``2**window_bits`` entries (each token's
     position, tile serial number and map entry, stored at slot ``position mod 2**window_bits``);
-    a read stage that registers the memory's read data as it is (no logic between the memory
+    an address stage that registers it and issues the read (so no decode runs into the block
+    RAM's address); a read stage that registers the memory's read data as it is (no logic between the memory
     and that register), beside the slot writes the read missed: those of the two tokens before
     (the read is not transparent; the later write wins); a check stage that checks the
     candidate, forms the entry and writes the token's slot (also when the check fails: the job
     then ends, and no later tile looks up that tile's serial number). Latency: a token's entry
-    is offered (``o_stream.valid``) 3 cycles after the cycle its position is taken (parse, read
-    stage, check stage); without stalls a job of m tokens has its last entry taken m + 6 cycles
-    after its configuration beat, and the next configuration beat is taken the cycle after.
+    is offered (``o_stream.valid``) 4 cycles after the cycle its position is taken (parse,
+    address, read and check stages); without stalls a job of m tokens takes m + 7 cycles from its
+    configuration beat to its last entry, inclusive (``tests/test_map_code.py`` checks it), and the next configuration beat is taken the cycle after.
     Throughput: one token per cycle while the buffer holds its symbol (a symbol waits for a word
     only while fewer than 5 bits, 3 with the fixed code, are buffered and the last word has not
     come); the header takes a cycle and waits for 25 bits (or the last word). Back-pressure:
@@ -107,9 +108,9 @@ class MapDecoder(FocusBlock):
     the block is idle, ``error`` and ``cause`` holding until the next configuration beat):
     ``CONFIG`` on the configuration beat; ``LENGTH`` as the last word arrives; ``HEADER``,
     ``SHORT``, ``POSITION`` while parsing; ``CANDIDATE`` the cycle after the check stage (the
-    failed check is registered; the tokens already parsed behind it, up to two, write nothing);
+    failed check is registered; the tokens already parsed behind it, up to three, write nothing);
     ``TRAILING`` after the last token, once the last word is in. A fault drops the tokens in the
-    read and check stages whose entry has not been formed, so the entries a failed job wrote are
+    address, read and check stages whose entry has not been formed, so the entries a failed job wrote are
     those of its first tokens, not always of all the tokens parsed before the fault. Each is
     raised when the decoder reaches it, so with several faults the reported one can differ from
     golden's (which checks ``LENGTH`` and the positions first); whether a job is rejected never
@@ -164,18 +165,32 @@ class MapDecoder(FocusBlock):
         arrive = take & i.valid
         # The word is placed behind the buffered bits at the registered fill (beside the parse),
         # then buffer and word are shifted together by the bits consumed: a select over the
-        # few lengths a symbol or the header can have, not a shifter after an adder.
+        # few lengths a symbol or the header can have, not a shifter after an adder. The
+        # symbol's and the header's shifts are chosen by their lengths, which come from the
+        # buffer alone; whether they are consumed (the parse's decision, the late signal) is
+        # the last select.
         wide = Signal(cap + wb)
         m.d.comb += wide.eq(Cat(Const(0, wb), s.buf)
                             | Mux(arrive, Cat(Const(0, cap), i.payload.word) >> s.fill, 0))
-        # The new fill too is selected, among sums formed from the registered fill alone.
-        shifted = Signal(cap)
-        rest, rest_in = Signal.like(s.fill), Signal.like(s.fill)
-        with m.Switch(s.consume):
-            for n in (0, *_SYMBOL_LENGTHS, _HEADER_VARIABLE):
-                with m.Case(n):
-                    m.d.comb += [shifted.eq((wide << n)[wb:wb + cap]), rest.eq(s.fill - n),
-                                 rest_in.eq(s.fill + wb - n)]
+
+        def consumed(name, lengths, length):
+            """(buffer, fill, fill with the word) after ``length``, one of ``lengths``; the new
+            fills are selected among sums formed from the registered fill alone."""
+            out = (Signal(cap, name=f"{name}_buf"), Signal.like(s.fill, name=f"{name}_rest"),
+                   Signal.like(s.fill, name=f"{name}_rest_in"))
+            with m.Switch(length):
+                for n in lengths:
+                    with m.Case(n):
+                        m.d.comb += [out[0].eq((wide << n)[wb:wb + cap]),
+                                     out[1].eq(s.fill - n), out[2].eq(s.fill + wb - n)]
+            return out
+
+        after_sym = consumed("sym", _SYMBOL_LENGTHS, s.sym_len)
+        after_hdr = consumed("hdr", (1, _HEADER_VARIABLE), s.hdr_len)
+        kept = ((wide << 0)[wb:wb + cap], s.fill, s.fill + wb)
+        shifted, rest, rest_in = (Mux(s.take_sym, a, Mux(s.take_hdr, b, c))
+                                  for a, b, c in zip(after_sym, after_hdr, kept, strict=True))
+        m.d.comb += s.consume.eq(Mux(s.take_sym, s.sym_len, Mux(s.take_hdr, s.hdr_len, 0)))
         with m.If(arrive & ~s.tail):
             m.d.sync += [s.buf.eq(shifted), s.fill.eq(rest_in)]
         with m.Elif(~s.tail):
@@ -205,7 +220,7 @@ class MapDecoder(FocusBlock):
             m.d.comb += [var_rank.eq(1 + top[2:4]), var_len.eq(3)]
         with m.Else():
             m.d.comb += [var_rank.eq(4 + top[0:2]), var_len.eq(5)]
-        sym_len, code = Signal(3, name="sym_len"), Signal(3, name="code")
+        sym_len, code = s.sym_len, Signal(3, name="code")
         m.d.comb += [sym_len.eq(Mux(s.variable, var_len, 3)),
                      code.eq(Mux(s.variable, s.ranking[var_rank], top[2:5]))]
         # A symbol is parsed once 5 (fixed: 3) bits are in, or all of them: the last word is in.
@@ -217,8 +232,7 @@ class MapDecoder(FocusBlock):
                 with m.Case(n):
                     m.d.comb += enough.eq(s.has(n))
         # The candidate's position for every c at once, then chosen by the symbol: the
-        # subtractions run beside the symbol's decode instead of after it (that chain, into
-        # the slot memory's address, was the decoder's critical path).
+        # subtractions run beside the symbol's decode instead of after it.
         q = Signal(p.position_bits + 1)
         off_zero = Signal()
         with m.Switch(code):
@@ -232,26 +246,33 @@ class MapDecoder(FocusBlock):
         m.d.comb += [
             go.eq(s.parsing & pos.valid & ready_bits & s.advance),
             ok.eq(go & ~bad_pos & enough),
-            s.rd.addr.eq(q[:p.window_bits]),
+            s.rd.addr.eq(s.a_tok.q[:p.window_bits]),
             s.rd.en.eq(s.advance),
         ]
+        # The address stage: the slot's address is a register, so the symbol's decode and the
+        # candidate's position do not run into the slot memory's address (the decoder's
+        # critical path, mostly routing to the block RAM); the read is issued as the token
+        # moves on to the read stage.
         with m.If(s.advance):
-            m.d.sync += s.r_valid.eq(0)
+            m.d.sync += [s.a_valid.eq(0), s.r_valid.eq(s.a_valid), s.r_tok.eq(s.a_tok)]
         with m.If(go & bad_pos):
             m.d.comb += s.fault.eq(MapDecodeError.POSITION)
         with m.Elif(go & ~ok):
             m.d.comb += s.fault.eq(MapDecodeError.SHORT)
+        # The symbol is consumed also when its position is bad: the job then fails and the
+        # buffer is not read again (the position compare stays off the buffer's path).
+        m.d.comb += s.take_sym.eq(go & enough)
         first = s.tile_count == 0
         with m.If(ok):
-            m.d.comb += [pos.ready.eq(1), s.consume.eq(sym_len)]
+            m.d.comb += pos.ready.eq(1)
             m.d.sync += [
-                s.r_valid.eq(1),
-                s.r_tok.code.eq(code),
-                s.r_tok.q.eq(q),
-                s.r_tok.pos.eq(pos.payload.position),
-                s.r_tok.off_zero.eq(off_zero),
-                s.r_tok.last.eq(pos.payload.last),
-                s.r_tok.serial.eq(Mux(first, s.serial + 1, s.serial)),
+                s.a_valid.eq(1),
+                s.a_tok.code.eq(code),
+                s.a_tok.q.eq(q),
+                s.a_tok.pos.eq(pos.payload.position),
+                s.a_tok.off_zero.eq(off_zero),
+                s.a_tok.last.eq(pos.payload.last),
+                s.a_tok.serial.eq(Mux(first, s.serial + 1, s.serial)),
                 s.serial.eq(Mux(first, s.serial + 1, s.serial)),
                 s.tile_count.eq(Mux(s.tile_count == p.tile - 1, 0, s.tile_count + 1)),
                 s.started.eq(1),
@@ -329,6 +350,7 @@ class MapDecoder(FocusBlock):
         # The header: the variable flag, and for the variable code the ranking.
         top = s.buf[s.cap - _HEADER_VARIABLE:]
         variable = top[-1]
+        m.d.comb += s.hdr_len.eq(Mux(variable, _HEADER_VARIABLE, 1))
         ranking = [top[21 - 3 * r:24 - 3 * r] for r in range(8)]
         complete = Cat(Cat(ranking[r] == v for r in range(8)).any() for v in range(8)).all()
 
@@ -338,7 +360,7 @@ class MapDecoder(FocusBlock):
         def on_fault():
             with m.If(s.fault != MapDecodeError.NONE):
                 m.d.sync += [self.error.eq(1), self.cause.eq(s.fault), s.parsing.eq(0),
-                             s.r_valid.eq(0), s.c_valid.eq(0)]
+                             s.a_valid.eq(0), s.r_valid.eq(0), s.c_valid.eq(0)]
                 m.next = "DRAIN"
 
         with m.FSM(name="job"):
@@ -367,7 +389,7 @@ class MapDecoder(FocusBlock):
                     with m.If(~s.has(1) | (variable & (~s.has(_HEADER_VARIABLE) | ~complete))):
                         m.d.comb += s.fault.eq(MapDecodeError.HEADER)
                     with m.Else():
-                        m.d.comb += s.consume.eq(Mux(variable, _HEADER_VARIABLE, 1))
+                        m.d.comb += s.take_hdr.eq(1)
                         m.d.sync += [s.variable.eq(variable), s.parsing.eq(1)]
                         m.d.sync += [s.ranking[r].eq(ranking[r]) for r in range(8)]
                         m.next = "RUN"
@@ -400,6 +422,9 @@ class _State:
         self.buf = Signal(cap)
         self.fill = Signal(range(cap + 1))
         self.consume = Signal(range(_HEADER_VARIABLE + 1))
+        # The next symbol's or the header's length, and whether it is consumed this cycle.
+        self.sym_len, self.hdr_len = Signal(3, name="sym_len"), Signal.like(self.consume)
+        self.take_sym, self.take_hdr = Signal(name="take_sym"), Signal(name="take_hdr")
         self.loaded = Signal(pb + 1)                    # string bits in the words so far
         self.loaded_end = Signal(pb + 1, init=p.word_bits)  # ... and with the next word
         # After the last word: the fill that holds n valid bits, n + the last word's padding.
@@ -428,6 +453,7 @@ class _State:
         self.tile_count = Signal(range(p.tile))
         # The read stage (the token whose slot read is on the memory's output) and the check
         # stage, and what the forwarding keeps (_forward).
+        self.a_valid, self.a_tok = Signal(name="a_valid"), Signal(_token_layout(p))
         self.r_valid, self.c_valid = Signal(name="r_valid"), Signal(name="c_valid")
         self.r_tok = Signal(_token_layout(p))
         self.c_tok = Signal(_token_layout(p))

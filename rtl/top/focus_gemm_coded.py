@@ -54,12 +54,12 @@ class FocusGemmCoded(FocusBlock):
     (FS, HS); the decoder's entries (the chunk's local map, one per row) go to a
     :class:`MapBeatPacker`, whose beats are the tile's ``map_stream``.
 
-    Latency: a map entry reaches the scatter stage 3 cycles after its symbol is parsed (the
-    decoder's read and check stages, the packer's beat); a block's last result leaves
+    Latency: a map entry reaches the scatter stage 4 cycles after its symbol is parsed (the
+    decoder's address, read and check stages, the packer's beat); a block's last result leaves
     :func:`scatter_latency` (4) cycles after its final beat is taken. Throughput: as
     :class:`FocusGemm` on the array side; the map side carries one row per cycle (the
     decoder's rate), not ``scatter_rows``, plus per chunk the decoder's configuration beat,
-    header and end of job (m + 7 cycles for m rows, measured without stalls), so a chunk whose
+    header and end of job (m + 8 cycles for m rows, measured without stalls), so a chunk whose
     array time ``p_c + 3 * dim`` is below that is bound by the decoder. Back-pressure: a
     result waiting on ``o_stream`` holds the scatter stage, then the packer and the decoder
     (``code_stream`` and ``pos_stream`` wait); the array runs on until both partial-sum banks
