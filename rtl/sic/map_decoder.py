@@ -85,36 +85,36 @@ class MapDecoder(FocusBlock):
 
     Structure: a bit buffer of ``word_bits + 32`` bits, which takes a word whenever it has room
     (in parallel with the parsing); a parse step, combinational, that reads the header (one
-    cycle) or the next symbol (one per token) from the top of the buffer and forms the address of
-    its candidate's slot in a window memory of ``2**window_bits`` entries (each token's
+    cycle) or the next symbol (one per token) from the top of the buffer and forms the address
+    of its candidate's slot in a window memory of ``2**window_bits`` entries (each token's
     position, tile serial number and map entry, stored at slot ``position mod 2**window_bits``);
     an address stage that registers it and issues the read (so no decode runs into the block
-    RAM's address); a read stage that registers the memory's read data as it is (no logic between the memory
-    and that register), beside the slot writes the read missed: those of the two tokens before
-    (the read is not transparent; the later write wins); a check stage that checks the
-    candidate, forms the entry and writes the token's slot (also when the check fails: the job
-    then ends, and no later tile looks up that tile's serial number). Latency: a token's entry
-    is offered (``o_stream.valid``) 4 cycles after the cycle its position is taken (parse,
-    address, read and check stages); without stalls a job of m tokens takes m + 7 cycles from its
-    configuration beat to its last entry, inclusive (``tests/test_map_code.py`` checks it), and the next configuration beat is taken the cycle after.
-    Throughput: one token per cycle while the buffer holds its symbol (a symbol waits for a word
-    only while fewer than 5 bits, 3 with the fixed code, are buffered and the last word has not
-    come); the header takes a cycle and waits for 25 bits (or the last word). Back-pressure:
-    parsing and both stages stop while the entry register is full and not taken; the word and
-    position streams wait.
+    RAM's address); a read stage that registers the memory's read data as it is (no logic
+    between the memory and that register), beside the slot writes the read missed: those of the
+    two tokens before (the read is not transparent; the later write wins); a check stage that
+    checks the candidate, forms the entry and writes the token's slot (also when the check
+    fails: the job then ends, and no later tile looks up that tile's serial number). Latency: a
+    token's entry is offered (``o_stream.valid``) 4 cycles after the cycle its position is taken
+    (parse, address, read and check stages); without stalls a job of m tokens takes m + 7 cycles
+    from its configuration beat to its last entry, inclusive (``tests/test_map_code.py`` checks
+    it), and the next configuration beat is taken the cycle after. Throughput: one token per
+    cycle while the buffer holds its symbol (a symbol waits for a word only while fewer than 5
+    bits, 3 with the fixed code, are buffered and the last word has not come); the header takes
+    a cycle and waits for 25 bits (or the last word). Back-pressure: parsing and the stages
+    stop while the entry register is full and not taken; the word and position streams wait.
 
-    Errors (``error`` rises with ``cause``, :class:`MapDecodeError`; no further entry is written;
-    the rest of the job's words and positions are taken and dropped up to their ``last``; then
-    the block is idle, ``error`` and ``cause`` holding until the next configuration beat):
-    ``CONFIG`` on the configuration beat; ``LENGTH`` as the last word arrives; ``HEADER``,
-    ``SHORT``, ``POSITION`` while parsing; ``CANDIDATE`` the cycle after the check stage (the
-    failed check is registered; the tokens already parsed behind it, up to three, write nothing);
-    ``TRAILING`` after the last token, once the last word is in. A fault drops the tokens in the
-    address, read and check stages whose entry has not been formed, so the entries a failed job wrote are
-    those of its first tokens, not always of all the tokens parsed before the fault. Each is
-    raised when the decoder reaches it, so with several faults the reported one can differ from
-    golden's (which checks ``LENGTH`` and the positions first); whether a job is rejected never
-    differs.
+    Errors (``error`` rises with ``cause``, :class:`MapDecodeError`; no further entry is
+    written; the rest of the job's words and positions are taken and dropped up to their
+    ``last``; then the block is idle, ``error`` and ``cause`` holding until the next
+    configuration beat): ``CONFIG`` on the configuration beat; ``LENGTH`` as the last word
+    arrives; ``HEADER``, ``SHORT``, ``POSITION`` while parsing; ``CANDIDATE`` the cycle after
+    the check stage (the failed check is registered; the tokens already parsed behind it, up to
+    three, write nothing); ``TRAILING`` after the last token, once the last word is in. A fault
+    drops the tokens in the address, read and check stages whose entry has not been formed, so
+    the entries a failed job wrote are those of its first tokens, not always of all the tokens
+    parsed before the fault. Each is raised when the decoder reaches it, so with several faults
+    the reported one can differ from golden's (which checks ``LENGTH`` and the positions first);
+    whether a job is rejected never differs.
 
     Members
     -------
