@@ -223,23 +223,40 @@ class CodeParser(FocusBlock):
         m.d.comb += load.eq(i.valid & running & ~in_done & ~error & ~all_in & room)
         loaded = Signal(bb)             # fill <= fw when a word is taken, so it fits
         m.d.comb += loaded.eq(Mux(load, buf | ((i.payload.word << fw) >> fill), buf))
-        after_code = _consume(m, loaded, e, f, first, zmax)
-        used = Signal(range(fw + 1))    # string bits consumed this cycle
-        with m.If(take_hdr):
-            m.d.comb += used.eq(hl)
-        with m.Elif(take_code):
-            m.d.comb += used.eq(code_len)
+        skip = _code_lengths(m, f, first, zmax)
+        after_code = _consume(m, loaded, e, skip)
         # The next avail and slack: after this cycle's word, less what this cycle consumes.
         all_in_next = all_in | (load & last_word)
         fill_next = Signal.like(fill)
         m.d.comb += fill_next.eq(fill + Mux(load, wb, 0))
         base = Signal.like(fill)
         m.d.comb += base.eq(Mux(all_in_next, rem[:len(fill)], fill_next))
-        e_next = Mux(take_hdr, hdr_e, e)[:3]
+        # A code is s + 1 + e bits long (the one-hot skip[s]). Each count's value less 1 + e is
+        # formed beside the code's search, so the search is followed by one subtraction of s
+        # (no adder on the code's length before the counts' own; ``room`` is a compare of s).
+        s_code = Signal(range(win))
+        m.d.comb += s_code.eq(Cat(*(_or_all(skip[k] for k in range(win) if k >> b & 1)
+                                    for b in range(len(s_code)))))
+        wide = signed(len(fill) + 2)
+        rem_c, fill_c, base_c, slack_c, room_c = (
+            Signal.like(rem, name="rem_c"), *(Signal(wide, name=n)
+                                              for n in ("fill_c", "base_c", "slack_c", "room_c")))
+        m.d.comb += [rem_c.eq(rem - 1 - e), fill_c.eq(fill_next - 1 - e),
+                     base_c.eq(base - 1 - e), slack_c.eq(base - 2 - 2 * e),
+                     room_c.eq(fill_next - 1 - e - fw)]
         with m.If(running & ~start):
-            m.d.sync += [rem.eq(rem - used), fill.eq(fill_next - used),
-                         room.eq(fill_next - used <= fw), all_in.eq(all_in_next),
-                         avail.eq(base - used), slack.eq(base - 1 - e_next - used)]
+            m.d.sync += all_in.eq(all_in_next)
+            with m.If(take_code):
+                m.d.sync += [rem.eq(rem_c - s_code), fill.eq(fill_c - s_code),
+                             room.eq(s_code >= room_c), avail.eq(base_c - s_code),
+                             slack.eq(slack_c - s_code)]
+            with m.Elif(take_hdr):
+                m.d.sync += [rem.eq(rem - hl), fill.eq(fill_next - hl),
+                             room.eq(fill_next - hl <= fw), avail.eq(base - hl),
+                             slack.eq(base - 1 - hdr_e - hl)]
+            with m.Else():
+                m.d.sync += [fill.eq(fill_next), room.eq(fill_next <= fw), avail.eq(base),
+                             slack.eq(base - 1 - e)]
             with m.If(take_hdr):
                 with m.Switch(hb):      # a select by a register, not a shifter
                     for h in range(cb + 1):
@@ -377,19 +394,25 @@ def _code_at_top(m, p, buf, first, fits_eg, fits_rice, *, e, f, avail, rice_ok, 
     zeros_at = Mux(f, avail >= rice_lim, avail >= zmax)
     return lz, code_len, fits, no_one, zeros_at
 
-def _consume(m, loaded, e, f, first, zmax):
-    """The buffer after the code at its top: shifted by its whole length, 1 + e bits past its
-    leading zeros k plus k (Rice) or 2 * k (Exp-Golomb), as one one-hot select over the total
-    shifts. The family and the order (a register) are folded into the selects, so the loop has
-    no barrel shifter, no shift by e in series and no final choice between the families."""
-    bb, win = len(loaded), len(first)
-    skip = []                           # skip[s]: the code is s + 1 + e bits long
-    for s in range(win):
+def _code_lengths(m, f, first, zmax):
+    """The code's length, one-hot: ``skip[s]`` when it is s + 1 + e bits long, its leading
+    zeros k (``first[k]``) plus k (Rice, ``f``) or 2 * k (Exp-Golomb)."""
+    skip = []
+    for s in range(len(first)):
         sel = Signal(name=f"skip{s}")
         rice = f & first[s]
         eg = (~f & first[s // 2]) if s % 2 == 0 and s // 2 < zmax else 0
         m.d.comb += sel.eq(rice | eg)
         skip.append(sel)
+    return skip
+
+
+def _consume(m, loaded, e, skip):
+    """The buffer after the code at its top: shifted by its whole length (``skip``, from
+    :func:`_code_lengths`), as one one-hot select over the total shifts. The family and the
+    order (a register) are folded into the selects, so the loop has no barrel shifter, no shift
+    by e in series and no final choice between the families."""
+    bb, win = len(loaded), len(skip)
     order_is = [e == v for v in range(8)]
     terms = []
     for t in range(1, win + 8):
