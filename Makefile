@@ -9,7 +9,7 @@ PRESET ?= default
 BOARD  ?= icebreaker
 JOBS   ?= auto
 
-.PHONY: all venv verilog test test-slow test-all lint test-boards synth qor qor-board bench figures warm liberty clean distclean board flash
+.PHONY: all venv verilog test test-slow test-all lint test-boards synth qor qor-board area-paper bench figures warm liberty clean distclean board flash
 
 all: verilog
 
@@ -68,6 +68,12 @@ QOR_DIR ?= build/qor
 qor-board: $(STAMP)
 	$(FOCUS) synth --qor board --readme README.md -o $(QOR_DIR) $(ARGS)
 	cp $(QOR_DIR)/qor.png $(FIGURES)/qor_board.png
+
+# The paper preset's logic area by instance into README.md (between its area-paper-focus_unit
+# markers) and its bar chart into docs/figures/ (about three minutes).
+area-paper: $(STAMP)
+	$(FOCUS) area --preset paper --block focus_unit --readme README.md -o build/area/paper $(ARGS)
+	cp build/area/paper/focus_unit.png $(FIGURES)/area_paper.png
 
 # Measured cycles against the model and the physical bounds: tables and PNGs in
 # build/bench/$(PRESET)/ (summary.md). ARGS passes options, e.g. make bench ARGS="--quick".

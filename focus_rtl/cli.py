@@ -271,10 +271,11 @@ def _parser():
     # Imported here, not at the top: sim and boards (and matplotlib behind them) would add about
     # 1 s to every command (focus-rtl --help: 0.56 s as it is), measured on the CI machine.
     from boards import cli as board_cli
+    from rtl.flow import breakdown
     from sim import estimate, run_npz
     from sim.bench import power
     from sim.bench import suite as bench
-    for module in (bench, run_npz, board_cli, estimate, power):
+    for module in (bench, run_npz, board_cli, estimate, power, breakdown):
         module.add_parser(sub).set_defaults(run=module.run)
     return parser
 

@@ -6,6 +6,7 @@ Fixtures live in ``conftest.py``; these are plain functions a test imports (``fr
 """
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -232,3 +233,22 @@ class StreamStageHarness(Elaboratable):
             m.d.comb += Assert(o.valid & (o.payload == o_was))
         self.check(m, i.valid & i.ready, o.valid & o.ready)
         return m
+
+
+def liberty_or_skip():
+    """The OSU 0.18 um liberty file; without it the test skips, unless FOCUS_REQUIRE_LIBERTY is
+    set (CI after `make liberty`), when it fails."""
+    path = toolchain.liberty_path()
+    if path is None or not path.is_file():
+        if os.environ.get("FOCUS_REQUIRE_LIBERTY"):
+            pytest.fail(f"FOCUS_REQUIRE_LIBERTY is set but there is no liberty file ({path})")
+        pytest.skip("no OSU 0.18 um liberty: run `make liberty`")
+    return path
+
+
+def liberty_cell_areas(path):
+    """{cell: area} read from the liberty text directly (not through Yosys)."""
+    text = path.read_text()
+    return {name: float(area) for name, area in
+            re.findall(r"^\s*cell\s*\(\s*(\w+)\s*\)\s*\{[^{}]*?\barea\s*:\s*([\d.]+)", text,
+                       re.MULTILINE)}

@@ -7,7 +7,6 @@ the default-preset figures come from ``focus-rtl synth``, not from here.
 """
 
 import json
-import os
 import re
 
 import pytest
@@ -15,6 +14,7 @@ from amaranth.back import verilog
 from amaranth.hdl import Module, Value
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
+from helpers import liberty_cell_areas, liberty_or_skip
 
 from focus_rtl import cli
 from rtl.flow import fpga, synth, toolchain, tools
@@ -308,28 +308,9 @@ def test_nextpnr_failures_are_classified(line, status):
 
 # ---- osu018 standard-cell area ------------------------------------------------------------------
 
-def _liberty_or_skip():
-    """The liberty file; without it the test skips, unless FOCUS_REQUIRE_LIBERTY is set (CI after
-    `make liberty`), when it fails."""
-    path = toolchain.liberty_path()
-    if path is None or not path.is_file():
-        if os.environ.get("FOCUS_REQUIRE_LIBERTY"):
-            pytest.fail(f"FOCUS_REQUIRE_LIBERTY is set but there is no liberty file ({path})")
-        pytest.skip("no OSU 0.18 um liberty: run `make liberty`")
-    return path
-
-
-def _cell_areas(path):
-    """{cell: area} read from the liberty text directly (not through Yosys)."""
-    text = path.read_text()
-    return {name: float(area) for name, area in
-            re.findall(r"^\s*cell\s*\(\s*(\w+)\s*\)\s*\{[^{}]*?\barea\s*:\s*([\d.]+)", text,
-                       re.MULTILINE)}
-
-
 @pytest.mark.synth
 def test_osu018_area(work):
-    areas = _cell_areas(_liberty_or_skip())
+    areas = liberty_cell_areas(liberty_or_skip())
     assert len(areas) == 32 and areas["DFFPOSX1"] > 0
     result = synth_block(BLOCK, "osu018", TINY, work_root=work)
     assert result["status"] == "ok", result["error"]
@@ -349,7 +330,7 @@ def test_osu018_area(work):
 
 @pytest.mark.synth
 def test_osu018_icg_latches_are_a_lower_bound(work):
-    _liberty_or_skip()
+    liberty_or_skip()
     result = synth_block(BLOCK, "osu018", TINY.replace(gating="icg"), work_root=work)
     assert result["status"] == "ok", result["error"]
     assert result["latch"] == COMPARATOR_LATENCY and result["area_lower_bound"]
@@ -391,7 +372,7 @@ SMALL = FocusParams().replace(tokens=16)
 
 @pytest.mark.synth
 def test_osu018_logic_leaves_memories_as_macros(work):
-    areas = _cell_areas(_liberty_or_skip())
+    areas = liberty_cell_areas(liberty_or_skip())
     lines = []
     report = run_synth(SMALL, [BUFFERED], ["osu018", "osu018-logic"], jobs=2,
                        progress=lines.append, work_root=work, meta={"preset": "default"})

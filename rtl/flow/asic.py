@@ -111,15 +111,16 @@ def _memories(path):
     return sorted(memories, key=lambda m: m["name"])
 
 
-def keep_memories_synth(top, memories_json=None):
+def keep_memories_synth(top, memories_json=None, flatten=True):
     """Yosys ``synth`` of ``top`` with its RAMs left as ``$mem_v2`` macros (``osu018-logic``,
     the power flow's ``keep_memories``): the script's lines. ``memories_json`` also writes the
-    RAMs, as the coarse stage leaves them, to that JSON file."""
+    RAMs, as the coarse stage leaves them, to that JSON file; ``flatten=False`` keeps the
+    design's hierarchy (``focus-rtl area``)."""
     dump = (["select t:$mem_v2", f"write_json -selected {memories_json}", "select -clear"]
             if memories_json else [])
     return [
         # Up to and including the coarse stage, which ends with `memory -nomap`.
-        f"synth -top {top} -flatten -noabc -run begin:fine",
+        f"synth -top {top}{' -flatten' if flatten else ''} -noabc -run begin:fine",
         # ROMs (no write port: constant tables, and case statements that proc_rom turned
         # into tables) are logic, not SRAM: map them as synth would.
         "memory_map -rom-only",
@@ -250,3 +251,42 @@ def sta_flow(block, workdir, timeout, command, *, period_ns, mem_read_ns=0.0, me
     out.update(fmax_mhz=critical["fmax_mhz"], wns_ns=critical["slack_ns"],
                timing_met=critical["slack_ns"] >= 0)
     return out
+
+
+def hierarchy_flow(block, params, workdir, timeout):
+    """``osu018-logic`` without flattening: every instance's area apart (``focus-rtl area``).
+
+    Amaranth emits one Verilog module per instance, named by its path (``sec.encoder.packer``),
+    so Yosys's per-module statistics are per instance. Returns ``status``, ``error``,
+    ``seconds``, ``liberty`` and, when ``ok``, ``modules``: ``{path: {"area_um2": area with its
+    submodules, "cells_by_type": its own cells}}`` (memories excluded, as in ``osu018-logic``)."""
+    path = toolchain.liberty_path()
+    if path is None or not path.is_file():
+        return {"status": "no_liberty", "error": _no_liberty_message(path),
+                "seconds": {"yosys": 0.0}}
+    shutil.copyfile(path, workdir / "cells.lib")
+    name = f"{block}.v"
+    (workdir / name).write_text(emit_block(block, params))
+    script = [
+        f"read_verilog {name}",
+        *keep_memories_synth(block, flatten=False),
+        "dfflibmap -liberty cells.lib",
+        f"abc -liberty cells.lib -script {_ABC_SCRIPT}",
+        "opt_clean",
+        "delete t:$scopeinfo",
+        "tee -q -o stat.json stat -json -liberty cells.lib",
+    ]
+    status, error, seconds = yosys(workdir, script, timeout)
+    result = {"status": status, "error": error, "seconds": {"yosys": seconds},
+              "liberty": liberty_info()}
+    if status == "ok":
+        stat = json.loads((workdir / "stat.json").read_text())["modules"]
+        # A module's cells include its submodules' instances, by module name.
+        submodules = {"$mem_v2", *stat, *(name.lstrip("\\") for name in stat)}
+        result["modules"] = {
+            module.lstrip("\\"): {
+                "area_um2": round(float(info.get("area", 0.0)), 1),   # none: RAMs only
+                "cells_by_type": {c: n for c, n in info["num_cells_by_type"].items()
+                                  if c not in submodules},
+            } for module, info in stat.items()}
+    return result
