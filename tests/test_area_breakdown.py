@@ -78,7 +78,7 @@ def test_area_command_writes_the_table_json_and_picture(build_dir, capsys):
     assert cli.main(["area", "--preset", "board", "--block", "offset_encoder", "-o",
                      str(out), "--readme", str(readme)]) == 0
     text = (out / "offset_encoder.md").read_text()
-    assert "| `offset_encoder` |" in text and "`offset_encoder.packer`" in text
+    assert "| `offset_encoder` |" in text and "| &nbsp;&nbsp;`packer` |" in text
     table = text.split("\n\n", 1)[1]
     assert readme.read_text() == ("before\n<!-- area-board-offset_encoder:begin -->\n\n"
                                   f"{table}\n<!-- area-board-offset_encoder:end -->\nafter\n")

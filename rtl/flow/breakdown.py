@@ -80,11 +80,14 @@ def breakdown_markdown(block, preset, rows, result, min_share=0.0, commit=None):
          "(`focus-rtl synth --target osu018-logic`) is a little lower: it optimises across the "
          f"instances' ports. Shown: the instances of at least {100 * min_share:g} % of it."),
         "",
-        "| instance | um^2 with submodules | share | own um^2 | flip-flops |",
+        ("| instance (path below the block) | um^2 with submodules | share | own um^2 | "
+         "flip-flops |"),
         "|---|---:|---:|---:|---:|",
     ]
+    top = rows[0]["path"]
     for r in rows:
-        name = "&nbsp;&nbsp;" * r["depth"] + f"`{r['path']}`"
+        path = r["path"][len(top) + 1:] if r["depth"] else top
+        name = "&nbsp;&nbsp;" * r["depth"] + f"`{path}`"
         lines.append(f"| {name} | {r['area_um2']:,.0f} | {100 * r['share']:.1f} % | "
                      f"{r['own_um2']:,.0f} | {r['ff']:,} |".replace(",", " "))
     return "\n".join(lines) + "\n"
