@@ -536,7 +536,14 @@ class OffsetEncoder(FocusBlock):
             m.d.sync += m_valid.eq(rd_ptr != entries)
             with m.If(rd_ptr != entries):
                 m.d.sync += rd_ptr.eq(rd_ptr + 1)
-        return ~hdr_pending & ~m_valid & ~g_valid & ~c_valid & (rd_ptr == entries)
+        # The end of the entries, compared a cycle late, so that the packer's flush and the
+        # encoder's end of job do not wait on the compare: rd_ptr stops at entries, which is
+        # fixed during the emission, and the last read's gap is still in m, g or c the cycle
+        # after, so the flag is never late; before the header has passed, hdr_pending or
+        # c_valid holds the result low.
+        at_end = Signal()
+        m.d.sync += at_end.eq(rd_ptr == entries)
+        return ~hdr_pending & ~m_valid & ~g_valid & ~c_valid & at_end
 
     def _choose(self, m, totals, bad, *, start, run, chosen):
         """The first minimum of the schemes' ``totals`` among those that can code the mask (not
