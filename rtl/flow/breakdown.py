@@ -21,10 +21,10 @@ import time
 from pathlib import Path
 
 from ..marked_text import replace_marked
-from ..params import FocusParams
 from . import toolchain
 from .asic import hierarchy_flow
 from .blocks import BLOCKS
+from .cli_args import BadArgs, add_param_arguments, fail, params_from
 from .qor import source_commit
 from .tools import count_cells, relative_path
 
@@ -121,10 +121,7 @@ def add_parser(sub):
         description=__doc__.split("\n\n")[0].replace("\n", " "),
         epilog="\n\n".join(__doc__.split("\n\n")[1:]),
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--preset", default="default", metavar="NAME",
-                        help="parameter preset: default, paper, board (default: default)")
-    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                        help="override a FocusParams field (repeatable)")
+    add_param_arguments(parser)
     parser.add_argument("--block", default="focus_unit",
                         help="the block (default: focus_unit)")
     parser.add_argument("--depth", type=int, metavar="N",
@@ -144,27 +141,21 @@ def add_parser(sub):
 
 
 def run(args, argv=None):
-    """Run for parsed ``args``; returns the exit status (1 when the flow failed, 2 for bad
-    arguments)."""
-    def fail(message, status=2):
-        print(f"focus-rtl area: error: {message}", file=sys.stderr)
-        return status
+    """Run for parsed ``args``; returns the exit status (1 when the flow failed; bad arguments
+    raise :class:`~rtl.flow.cli_args.BadArgs`, exit status 2)."""
     if args.block not in BLOCKS:
-        return fail(f"unknown block {args.block!r}: one of {', '.join(sorted(BLOCKS))}")
+        raise BadArgs(f"unknown block {args.block!r}: one of {', '.join(sorted(BLOCKS))}")
     if args.depth is not None and args.depth < 1:
-        return fail(f"--depth {args.depth}: at least 1")
+        raise BadArgs(f"--depth {args.depth}: at least 1")
     if not 0.0 <= args.min_share <= 100.0:
-        return fail(f"--min-share {args.min_share}: a percentage, 0 to 100")
+        raise BadArgs(f"--min-share {args.min_share}: a percentage, 0 to 100")
     marker = f"area-{args.preset}-{args.block}"
     if args.readme:
         try:
             replace_marked(Path(args.readme).read_text(), marker, "")
         except (OSError, ValueError) as exc:
-            return fail(f"--readme {args.readme}: {exc}")
-    try:
-        params = FocusParams.preset(args.preset).with_overrides(args.set)
-    except ValueError as exc:
-        return fail(str(exc))
+            raise BadArgs(f"--readme {args.readme}: {exc}") from None
+    params = params_from(args.preset, args.set)
     out = Path(args.output) if args.output else toolchain.BUILD_ROOT / "area" / args.preset
     work = out / f"work_{args.block}"
     work.mkdir(parents=True, exist_ok=True)
@@ -174,7 +165,7 @@ def run(args, argv=None):
     result = hierarchy_flow(args.block, params, work, args.timeout)
     print(f"[area] {result['status']} in {time.monotonic() - start:.1f} s", file=sys.stderr)
     if result["status"] != "ok":
-        return fail(f"{result['status']}: {result['error']}", 1)
+        return fail(f"area: {result['status']}: {result['error']}")
     rows = instance_rows(args.block, result["modules"])
     shown = shown_rows(rows, args.depth, args.min_share / 100.0)
     text = breakdown_markdown(args.block, args.preset, shown, result, args.min_share / 100.0,
