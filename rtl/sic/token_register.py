@@ -84,7 +84,7 @@ class TokenRegister(FocusBlock):
         tile_idx = Signal(tile_index_bits(p))   # tokens of the current tile taken so far
         tile_p0 = Signal(p.position_bits)       # the current tile's first position
         x = self.x_store[held.xsel]
-        m.submodules.norm = norm = VectorNorm(p, rounds)
+        m.submodules.norm_unit = norm = VectorNorm(p, rounds)
         m.d.comb += [
             norm.x.eq(x),
             o.valid.eq(valid),
