@@ -165,32 +165,18 @@ class MapDecoder(FocusBlock):
         arrive = take & i.valid
         # The word is placed behind the buffered bits at the registered fill (beside the parse),
         # then buffer and word are shifted together by the bits consumed: a select over the
-        # few lengths a symbol or the header can have, not a shifter after an adder. The
-        # symbol's and the header's shifts are chosen by their lengths, which come from the
-        # buffer alone; whether they are consumed (the parse's decision, the late signal) is
-        # the last select.
+        # few lengths a symbol or the header can have, not a shifter after an adder.
         wide = Signal(cap + wb)
         m.d.comb += wide.eq(Cat(Const(0, wb), s.buf)
                             | Mux(arrive, Cat(Const(0, cap), i.payload.word) >> s.fill, 0))
-
-        def consumed(name, lengths, length):
-            """(buffer, fill, fill with the word) after ``length``, one of ``lengths``; the new
-            fills are selected among sums formed from the registered fill alone."""
-            out = (Signal(cap, name=f"{name}_buf"), Signal.like(s.fill, name=f"{name}_rest"),
-                   Signal.like(s.fill, name=f"{name}_rest_in"))
-            with m.Switch(length):
-                for n in lengths:
-                    with m.Case(n):
-                        m.d.comb += [out[0].eq((wide << n)[wb:wb + cap]),
-                                     out[1].eq(s.fill - n), out[2].eq(s.fill + wb - n)]
-            return out
-
-        after_sym = consumed("sym", _SYMBOL_LENGTHS, s.sym_len)
-        after_hdr = consumed("hdr", (1, _HEADER_VARIABLE), s.hdr_len)
-        kept = ((wide << 0)[wb:wb + cap], s.fill, s.fill + wb)
-        shifted, rest, rest_in = (Mux(s.take_sym, a, Mux(s.take_hdr, b, c))
-                                  for a, b, c in zip(after_sym, after_hdr, kept, strict=True))
-        m.d.comb += s.consume.eq(Mux(s.take_sym, s.sym_len, Mux(s.take_hdr, s.hdr_len, 0)))
+        # The new fill too is selected, among sums formed from the registered fill alone.
+        shifted = Signal(cap)
+        rest, rest_in = Signal.like(s.fill), Signal.like(s.fill)
+        with m.Switch(s.consume):
+            for n in (0, *_SYMBOL_LENGTHS, _HEADER_VARIABLE):
+                with m.Case(n):
+                    m.d.comb += [shifted.eq((wide << n)[wb:wb + cap]), rest.eq(s.fill - n),
+                                 rest_in.eq(s.fill + wb - n)]
         with m.If(arrive & ~s.tail):
             m.d.sync += [s.buf.eq(shifted), s.fill.eq(rest_in)]
         with m.Elif(~s.tail):
@@ -220,7 +206,7 @@ class MapDecoder(FocusBlock):
             m.d.comb += [var_rank.eq(1 + top[2:4]), var_len.eq(3)]
         with m.Else():
             m.d.comb += [var_rank.eq(4 + top[0:2]), var_len.eq(5)]
-        sym_len, code = s.sym_len, Signal(3, name="code")
+        sym_len, code = Signal(3, name="sym_len"), Signal(3, name="code")
         m.d.comb += [sym_len.eq(Mux(s.variable, var_len, 3)),
                      code.eq(Mux(s.variable, s.ranking[var_rank], top[2:5]))]
         # A symbol is parsed once 5 (fixed: 3) bits are in, or all of them: the last word is in.
@@ -261,7 +247,8 @@ class MapDecoder(FocusBlock):
             m.d.comb += s.fault.eq(MapDecodeError.SHORT)
         # The symbol is consumed also when its position is bad: the job then fails and the
         # buffer is not read again (the position compare stays off the buffer's path).
-        m.d.comb += s.take_sym.eq(go & enough)
+        with m.If(go & enough):
+            m.d.comb += s.consume.eq(sym_len)
         first = s.tile_count == 0
         with m.If(ok):
             m.d.comb += pos.ready.eq(1)
@@ -350,7 +337,6 @@ class MapDecoder(FocusBlock):
         # The header: the variable flag, and for the variable code the ranking.
         top = s.buf[s.cap - _HEADER_VARIABLE:]
         variable = top[-1]
-        m.d.comb += s.hdr_len.eq(Mux(variable, _HEADER_VARIABLE, 1))
         ranking = [top[21 - 3 * r:24 - 3 * r] for r in range(8)]
         complete = Cat(Cat(ranking[r] == v for r in range(8)).any() for v in range(8)).all()
 
@@ -389,7 +375,7 @@ class MapDecoder(FocusBlock):
                     with m.If(~s.has(1) | (variable & (~s.has(_HEADER_VARIABLE) | ~complete))):
                         m.d.comb += s.fault.eq(MapDecodeError.HEADER)
                     with m.Else():
-                        m.d.comb += s.take_hdr.eq(1)
+                        m.d.comb += s.consume.eq(Mux(variable, _HEADER_VARIABLE, 1))
                         m.d.sync += [s.variable.eq(variable), s.parsing.eq(1)]
                         m.d.sync += [s.ranking[r].eq(ranking[r]) for r in range(8)]
                         m.next = "RUN"
@@ -422,9 +408,6 @@ class _State:
         self.buf = Signal(cap)
         self.fill = Signal(range(cap + 1))
         self.consume = Signal(range(_HEADER_VARIABLE + 1))
-        # The next symbol's or the header's length, and whether it is consumed this cycle.
-        self.sym_len, self.hdr_len = Signal(3, name="sym_len"), Signal.like(self.consume)
-        self.take_sym, self.take_hdr = Signal(name="take_sym"), Signal(name="take_hdr")
         self.loaded = Signal(pb + 1)                    # string bits in the words so far
         self.loaded_end = Signal(pb + 1, init=p.word_bits)  # ... and with the next word
         # After the last word: the fill that holds n valid bits, n + the last word's padding.
@@ -451,9 +434,10 @@ class _State:
         self.unique = Signal(pb)
         self.serial = Signal(32)
         self.tile_count = Signal(range(p.tile))
-        # The read stage (the token whose slot read is on the memory's output) and the check
-        # stage, and what the forwarding keeps (_forward).
-        self.a_valid, self.a_tok = Signal(name="a_valid"), Signal(_token_layout(p))
+        # The address stage (the token whose slot address is registered), the read stage (the
+        # token whose slot read is on the memory's output) and the check stage, and what the
+        # forwarding keeps (_forward).
+        self.a_valid, self.a_tok = Signal(name="a_valid"), Signal(_token_layout(p), name="a_tok")
         self.r_valid, self.c_valid = Signal(name="r_valid"), Signal(name="c_valid")
         self.r_tok = Signal(_token_layout(p))
         self.c_tok = Signal(_token_layout(p))
