@@ -26,7 +26,9 @@ class FrameStats(FocusBlock):
     first positions, so that no compare stands in front of the frame's close. So a token takes
     one cycle, plus one per frame it closes, and the final beat leaves two cycles after the last
     token is taken. Back-pressure: the beat register holds while ``o_stream`` is not ready, and
-    ``i_stream`` waits while the held token waits (a frame to close, or a full beat register).
+    ``i_stream`` waits while the held token waits (a frame to close, or the job's last token,
+    while the beat register is full; other tokens are counted whatever ``o_stream`` does, so
+    ``i_stream.ready`` does not depend on ``o_stream.ready``).
     ``idle`` is high when no job is in progress and no beat is on offer.
 
     Members
@@ -95,7 +97,9 @@ class FrameStats(FocusBlock):
             ]
 
         active = running & ~stopping
-        count = active & held & free & ~beyond          # the held token is counted
+        # The held token is counted. Only the job's last token needs the beat register (it is
+        # counted into the job's last beat), so ``i_stream.ready`` depends on registers alone.
+        count = active & held & ~beyond & (free | ~h_last)
         m.d.comb += i.ready.eq(active & (~held | (count & ~h_last)))
         with m.If(i.valid & i.ready):
             m.d.sync += [held.eq(1), h_code.eq(i.payload.code), h_last.eq(i.payload.last),
@@ -120,21 +124,20 @@ class FrameStats(FocusBlock):
             with m.If(free):
                 emit(1)
                 m.d.sync += [running.eq(0), stopping.eq(0)]
-        with m.Elif(active & held & free):
-            with m.If(beyond):
-                # Close this frame; the token waits for its own.
-                emit(0)
-                m.d.sync += [frame.eq(frame + 1), bound[0].eq(bound[1]), bound[1].eq(bound[2]),
-                             bound[2].eq(bound[2] + fs), beyond.eq(beyond2),
-                             beyond2.eq(h_pos >= bound[2]),
-                             tokens.eq(0), matched.eq(0), previous.eq(0)]
-            with m.Else():
-                now_tokens = tokens + 1
-                now_matched = matched + (h_code != 0)
-                now_previous = previous + (h_code >= 4)
-                m.d.sync += [tokens.eq(now_tokens), matched.eq(now_matched),
-                             previous.eq(now_previous)]
-                with m.If(h_last):
-                    emit(1, (now_tokens, now_matched, now_previous))    # with this token
-                    m.d.sync += running.eq(0)
+        with m.Elif(active & held & beyond & free):
+            # Close this frame; the token waits for its own.
+            emit(0)
+            m.d.sync += [frame.eq(frame + 1), bound[0].eq(bound[1]), bound[1].eq(bound[2]),
+                         bound[2].eq(bound[2] + fs), beyond.eq(beyond2),
+                         beyond2.eq(h_pos >= bound[2]),
+                         tokens.eq(0), matched.eq(0), previous.eq(0)]
+        with m.Elif(count):
+            now_tokens = tokens + 1
+            now_matched = matched + (h_code != 0)
+            now_previous = previous + (h_code >= 4)
+            m.d.sync += [tokens.eq(now_tokens), matched.eq(now_matched),
+                         previous.eq(now_previous)]
+            with m.If(h_last):
+                emit(1, (now_tokens, now_matched, now_previous))    # with this token
+                m.d.sync += running.eq(0)
         return m

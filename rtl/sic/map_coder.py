@@ -37,9 +37,9 @@ class MapCoder(FocusBlock):
     far are packed and the job's words end as usual, with ``last``). Out come the words
     (:func:`~rtl.sic.match_layouts.map_word_layout`): ``nbits`` is the string's length on the
     last word and the bits up to the end of the word on the others. A ranking that is not a
-    permutation raises ``error`` (the coder's one error): the job writes no word, its symbols
-    are taken and dropped up to ``last`` (or ``stop``). ``error`` holds until the next
-    ``start``.
+    permutation raises ``error`` (the coder's one error; it is tested on the sampled ranking, so
+    it is high from the second cycle after ``start``): the job writes no word, its symbols are
+    taken and dropped up to ``last`` (or ``stop``). ``error`` holds until the next ``start``.
 
     Latency and throughput: the header is packed the cycle after ``start``, then one symbol per
     cycle (every field is shorter than a word, so the packer takes a field per cycle); a symbol
@@ -110,6 +110,11 @@ class MapCoder(FocusBlock):
         counts = [Signal(pb, name=f"count{s}") for s in range(8)]
         m.d.comb += [self.counts[s].eq(counts[s]) for s in range(8)]
         total = Signal(pb)                               # string bits packed so far
+        # The length of the symbol taken in the previous cycle, added to ``total`` then, so
+        # that the symbol's field select and the adder's carry chain are not in one cycle (the
+        # last word, the one that reads ``total``, is offered four cycles after its symbol).
+        added = Signal(3)
+        m.d.sync += [total.eq(total + added), added.eq(0)]
         word_end = Signal(pb)                            # bits up to the end of the next word
         m.d.comb += [
             packer.nbits.eq(0),
@@ -127,15 +132,20 @@ class MapCoder(FocusBlock):
         # adders stood between the input and the packer's shifter).
         sym_value = Array(Signal(5, name=f"sym_value{s}") for s in range(8))
         sym_length = Array(Signal(3, name=f"sym_length{s}") for s in range(8))
-        # Whether the ranking names every symbol (8 entries: then it is a permutation).
-        complete = Cat(Cat(self.ranking[r] == s for r in range(8)).any()
-                       for s in range(8)).all()
+        # Whether the ranking names each symbol, sampled with it (8 names of 8 entries: then it
+        # is a permutation). The job's state tests them in the header's cycle, so that the 64
+        # compares do not stand between the ``ranking`` port and the state.
+        named = Signal(8)
+        bad = Signal(name="bad_ranking")
+        m.d.comb += bad.eq(variable & ~named.all())
 
         with m.FSM(name="coder"):
             with m.State("IDLE"):
                 m.d.comb += self.idle.eq(~packer.o_stream.valid)
                 with m.If(self.start):
                     m.d.sync += [variable.eq(self.variable), ranking.eq(self.ranking),
+                                 named.eq(Cat(Cat(self.ranking[r] == s for r in range(8)).any()
+                                              for s in range(8))),
                                  total.eq(0), word_end.eq(0),
                                  self.error.eq(0)]
                     m.d.sync += [counts[s].eq(0) for s in range(8)]
@@ -144,11 +154,7 @@ class MapCoder(FocusBlock):
                         for r in range(8):
                             with m.If(self.ranking[r] == s):
                                 m.d.sync += rank_of[s].eq(r)
-                    with m.If(self.variable & ~complete):
-                        m.d.sync += self.error.eq(1)
-                        m.next = "DROP"
-                    with m.Else():
-                        m.next = "HEADER"
+                    m.next = "HEADER"
             with m.State("HEADER"):
                 for sym in range(8):
                     value, length = _prefix_code(rank_of[sym])
@@ -156,11 +162,14 @@ class MapCoder(FocusBlock):
                                  sym_length[sym].eq(Mux(variable, length, 3))]
                 head = Cat(*(ranking[r] for r in range(7, -1, -1)), Const(1, 1))
                 m.d.comb += [
-                    field.valid.eq(1),
+                    field.valid.eq(~bad),
                     field.payload.value.eq(Mux(variable, head, 0)),
                     field.payload.length.eq(Mux(variable, HEADER_BITS_VARIABLE, 1)),
                 ]
-                with m.If(field.ready):
+                with m.If(bad):
+                    m.d.sync += self.error.eq(1)
+                    m.next = "DROP"
+                with m.Elif(field.ready):
                     m.d.sync += total.eq(Mux(variable, HEADER_BITS_VARIABLE, 1))
                     m.next = "SYMBOLS"
             with m.State("SYMBOLS"):
@@ -171,7 +180,7 @@ class MapCoder(FocusBlock):
                     i.ready.eq(field.ready & ~stopped),
                 ]
                 with m.If(i.valid & i.ready):
-                    m.d.sync += total.eq(total + field.payload.length)
+                    m.d.sync += added.eq(field.payload.length)
                     for sym in range(8):
                         with m.If(i.payload.code == sym):
                             m.d.sync += counts[sym].eq(counts[sym] + 1)
