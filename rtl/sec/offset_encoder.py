@@ -414,6 +414,11 @@ class OffsetEncoder(FocusBlock):
         b_valid = Signal()
         m.d.comb += counting.eq(b_valid)
         m.d.sync += limit.eq(2 * hb)
+        # Stage C adds every cycle: the code lengths are cleared when stage B takes no gap, so
+        # that no enable of the 32 totals hangs off one flag (its fanout was the critical path
+        # of the standard-cell netlist).
+        m.d.sync += [totals[c].eq(totals[c] + inc[c]) for c in range(count)]
+        m.d.sync += [n.eq(0) for n in inc]
         with m.If(start):
             m.d.sync += [ones.eq(0), b_valid.eq(0)]
             m.d.sync += [n.eq(e + 1) for e, n in enumerate(ones_len)]
@@ -452,8 +457,6 @@ class OffsetEncoder(FocusBlock):
                          for e, n in enumerate(ones_len)]
         with m.Elif(b_valid):
             m.d.sync += b_valid.eq(0)
-        with m.If(b_valid):
-            m.d.sync += [totals[c].eq(totals[c] + inc[c]) for c in range(count)]
         return totals, bad
 
     def _feed_fields(self, m, rd, field, *, start, run, e, s, f, hb, n, tokens, last_end):
