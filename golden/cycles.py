@@ -20,7 +20,8 @@ __all__ = [
     "DECODE_WALK_LATENCY",
     "BLOCK_MATCH_LATENCY", "TARGET_SLACK",
     "similar_cycles", "importance_cycles", "topk_cycles", "topk_target", "topk_paper",
-    "encode_cycles", "encode_fields", "decode_cycles", "block_match_cycles", "block_match_target",
+    "encode_cycles", "encode_fields", "encode_rtl_cycles", "decode_cycles", "block_match_cycles",
+    "block_match_target",
 ]
 
 # Similarity comparator: 7 register stages (operands, products, group sums, dot, dot**2's pieces,
@@ -188,6 +189,21 @@ def encode_fields(mask, dropped=False):
     nonzero = np.flatnonzero(entries)
     walked = entries[:int(nonzero[-1]) + 1] if nonzero.size else entries[:0]
     return 1 + int(np.maximum(walked, 1).sum())
+
+
+def encode_rtl_cycles(mask, lanes, words, dropped=False, schemes=32):
+    """The offset encoder's exact cycles for a mask whose code is ``words`` words long, the
+    model of :data:`ENCODE_RTL_CONSTANT`: the sum over mask beats of max(1, kept), then
+    ``max(encode_fields, words)``, then the constant, one fewer when no code follows the header.
+    ``schemes`` is the encoder's scheme count (32, or 8 with ``offset_schemes =
+    "kept-exp-golomb"``: its choice takes one cycle per scheme, 24 fewer). Measured counts are
+    this or one more."""
+    m = np.asarray(mask, dtype=bool).reshape(-1)
+    beats = -(-m.size // lanes)
+    ingest = sum(max(1, int(m[b * lanes:(b + 1) * lanes].sum())) for b in range(beats))
+    fields = encode_fields(m, dropped)
+    return (ingest + max(fields, words) + ENCODE_RTL_CONSTANT - (32 - schemes)
+            - (fields <= 1))
 
 
 def decode_cycles(nbits, n_kept, M, lanes, word_bits=32, *, dropped=False):

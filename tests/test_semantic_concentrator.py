@@ -10,7 +10,7 @@ from helpers import raises_like_golden
 
 import golden
 import sim
-from golden.cycles import ENCODE_RTL_CONSTANT, encode_fields, importance_cycles, topk_cycles
+from golden.cycles import encode_rtl_cycles, importance_cycles, topk_cycles
 from rtl.lib.stream_fork import StreamFork
 from rtl.params import FocusParams
 from rtl.sec.semantic_concentrator import SecError, SemanticConcentrator, sec_config_layout
@@ -35,17 +35,14 @@ def cdiv(a, b):
 def model(p, scores, mode, keep, mask, words):
     """The cycles of one job without stalls, from the blocks' models: the analyzer without its
     readout, the selector before its mask, then the encoder (a mask beat with p kept tokens
-    takes max(1, p) cycles; emission max(encode_fields, words) cycles, :func:`golden.cycles.
-    encode_fields` for the scheme in the header) and the encoder's constant
-    (``ENCODE_RTL_CONSTANT`` from its configuration beat, one fewer with no code after the header)
-    less 3, or up to 2 more: SEC sends the encoder's configuration beat before the mask)."""
+    encoder's exact model, :func:`golden.cycles.encode_rtl_cycles`, counted from its
+    configuration beat, which SEC sends before the mask: 3 cycles fewer, or up to 2 more)."""
     R, M = scores.shape
     a = p.lanes
-    pops = [int(mask[b * a:(b + 1) * a].sum()) for b in range(cdiv(M, a))]
     dropped = bool((int(words[0]) >> (p.word_bits - 4)) & 1)
     return (importance_cycles(R, M, a, mode) - cdiv(M, a)
             + topk_cycles(M, keep, a, p.score_bits, p.sorter) - cdiv(M, a)
-            + sum(max(1, x) for x in pops) + max(encode_fields(mask, dropped), len(words)))
+            + encode_rtl_cycles(mask, a, len(words), dropped))
 
 #: The four stall patterns (none, input idles, output back-pressure, both).
 STALLS = stall_patterns(("cfg_stream", "i_stream"), ("mask_stream", "code_stream"))
@@ -72,13 +69,8 @@ def run_and_check(p, cases, stalls=0.0, seed=0, exact=None):
         assert r["done"] == r["last_output"] + 1 and not r["end_error"], what
         if exact:
             low = model(p, scores, mode, keep, want_mask, want_words)
-            # The encoder's gap register adds a cycle when a code follows the header.
-            dropped = bool((int(want_words[0]) >> (p.word_bits - 4)) & 1)
-            coded = encode_fields(want_mask, dropped) > 1
-            lo = ENCODE_RTL_CONSTANT - 3 - (not coded)
-            hi = lo + 2
-            assert low + lo <= r["cycles"] <= low + hi, (
-                f"{what}: {r['cycles']} cycles, {low}+{lo}..{hi}")
+            assert low - 3 <= r["cycles"] <= low - 1, (
+                f"{what}: {r['cycles']} cycles, model {low} less 3..1")
     return results
 
 

@@ -41,6 +41,7 @@ from golden.photo import photo_attention
 from golden.sec import importance, topk_mask
 from rtl.flow.toolchain import BUILD_ROOT
 from rtl.params import FocusParams
+from rtl.sec.offset_encoder import scheme_count
 
 from ..offsets import decoder_result, encoder_result, run_decoder_jobs, run_encoder_jobs
 
@@ -231,17 +232,14 @@ def cycle_runs(params, masks, log):
         if not np.array_equal(got, decode_offsets(words, nbits, M, wb)):
             raise AssertionError(f"RTL decoder differs from golden ({kind}, {ratio:.0%})")
         n, W = int(mask.sum()), -(-M // p.lanes)
-        pops = [int(mask[b * p.lanes:(b + 1) * p.lanes].sum()) for b in range(W)]
-        ingest = sum(max(1, x) for x in pops)
         head = words[0] >> (wb - 5)
         dropped = bool((head >> 1) & 1)
-        fields = model.encode_fields(mask, dropped)
         rows.append({
             "kind": kind, "ratio": ratio, "n": n, "nbits": nbits, "words": len(words),
             "scheme": "KD"[dropped] + "GR"[head & 1] + str(head >> 2),
             "enc": enc["cycles"], "enc_model": model.encode_cycles(M, n, nbits, p.lanes, wb),
-            "enc_rtl_model": (ingest + max(fields, len(words)) + model.ENCODE_RTL_CONSTANT
-                              - (fields <= 1)),
+            "enc_rtl_model": model.encode_rtl_cycles(mask, p.lanes, len(words), dropped,
+                                                     scheme_count(p)),
             "dec": dec["cycles"],
             "dec_model": model.decode_cycles(nbits, n, M, p.lanes, wb, dropped=dropped),
             "dec_low": max(len(words), M if dropped else n, W) + 5,
@@ -259,7 +257,8 @@ def cycles_markdown(results):
              ("- encoder: model = max(ceil(M/a), n) + ceil(nbits/w) + ENCODE_LATENCY. The RTL "
              "ingests one kept token per cycle (an empty beat costs a cycle), chooses the scheme "
              "in 33 cycles and then emits one field per cycle, so it is described by `rtl model` "
-             "= sum over beats of max(1, kept) + max(fields, words) + ENCODE_RTL_CONSTANT ("
+             "= golden.cycles.encode_rtl_cycles: sum over beats of max(1, kept) + max(fields, "
+             "words) + ENCODE_RTL_CONSTANT ("
              f"{model.ENCODE_RTL_CONSTANT}; one fewer with no code; "
              "fields = golden.cycles.encode_fields; measured within 0..+1 of it)."),
              ("- decoder: model = ceil(nbits/w) + n + ceil(M/a) + DECODE_LATENCY (a dropped-set "
