@@ -21,7 +21,7 @@ __all__ = [
     "BLOCK_MATCH_LATENCY", "TARGET_SLACK",
     "similar_cycles", "importance_cycles", "topk_cycles", "topk_target", "topk_paper",
     "encode_cycles", "encode_fields", "encode_rtl_cycles", "decode_cycles", "block_match_cycles",
-    "block_match_target",
+    "block_match_target", "SIC_INPUT_LATENCY", "sic_cycles",
 ]
 
 # Similarity comparator: 7 register stages (operands, products, group sums, dot, dot**2's pieces,
@@ -238,6 +238,16 @@ def block_match_cycles(S, comparators=7):
     """
     S, c = _int(S, "S"), _comparators(comparators)
     return S * _cdiv(7, c) + BLOCK_MATCH_LATENCY if S else 0
+
+
+# The FocusUnit's SIC path (rtl.top.sic_sequencer): the skid buffer before the block matcher.
+SIC_INPUT_LATENCY = 1
+
+
+def sic_cycles(S, comparators=7):
+    """The FocusUnit's ``SIC_CYCLES`` for a column of S kept tokens with ``first`` and no
+    stalls: the block matcher's :func:`block_match_cycles` and :data:`SIC_INPUT_LATENCY`."""
+    return block_match_cycles(S, comparators) + SIC_INPUT_LATENCY if S else 0
 
 
 def block_match_target(S, comparators=7):

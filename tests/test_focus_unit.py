@@ -10,10 +10,11 @@ import pytest
 import golden
 import sim
 from golden.cycles import (
-    block_match_cycles,
+    SIC_INPUT_LATENCY,
     block_match_target,
     encode_cycles,
     importance_cycles,
+    sic_cycles,
     topk_cycles,
 )
 from rtl.params import FocusParams
@@ -226,7 +227,7 @@ def test_cycles_within_model_bounds():
                 rec["sec"]["SEC_CYCLES"], model)
             for column in rec["columns"]:
                 c = column["counters"]["SIC_CYCLES"]
-                assert c == block_match_cycles(n, p.comparators), (c, n, words)
+                assert c == sic_cycles(n, p.comparators), (c, n, words)
                 assert c <= block_match_target(n, p.comparators)
 
 
@@ -832,7 +833,7 @@ def test_decoder_failure_never_hangs():
 def test_start_latencies(p):
     """Data offered before the start waits for it: the first score transfers 2 cycles after the
     cycle of the START_SEC write, the first token 7 cycles after START_SIC's, and its map beat
-    ``matcher_latency + rounds - 1`` cycles after the token (no stalls)."""
+    ``SIC_INPUT_LATENCY + matcher_latency + rounds - 1`` cycles after the token (no stalls)."""
     rng = np.random.default_rng(6)
     job = random_job(rng, p, M=24, keep=6)
     job["representative"] = "first"
@@ -863,7 +864,8 @@ def test_start_latencies(p):
     (t_sec, t_sic), io = run_program(p, program)
     assert io.transfers["scores"][0] == t_sec + 2
     assert io.transfers["tokens"][0] == t_sic + 7
-    assert io.transfers["sic"][0] == t_sic + 7 + matcher_latency(p) + matcher_rounds(p) - 1
+    assert io.transfers["sic"][0] == (t_sic + 7 + SIC_INPUT_LATENCY + matcher_latency(p)
+                                      + matcher_rounds(p) - 1)
 
 
 def mask_of(io, M):

@@ -14,7 +14,12 @@ from ..lib.stream_buffer import StreamBuffer
 from ..lib.stream_gate import StreamGate
 from ..lib.stream_zip import StreamZip
 from ..sec.offset_decoder import DecodeError, OffsetDecoder, decoder_config_layout, index_layout
-from ..sic.block_matcher import BlockMatcher, match_config_layout, match_output_layout
+from ..sic.block_matcher import (
+    BlockMatcher,
+    match_config_layout,
+    match_input_layout,
+    match_output_layout,
+)
 from ..sic.similarity_comparator import vector_layout
 from .code_memory import CodeReadSignature
 from .register_file import JobControlSignature, ThetaWriteSignature, settings_layout
@@ -42,7 +47,10 @@ class SicSequencer(FocusBlock):
     its index formed, index register);
     then one token per ``rounds = ceil(7/comparators)`` cycles, the matcher's rate (the decoder
     gives one index per cycle; the zip adds no cycle, nor does the ready slice that keeps the
-    matcher's ``ready`` out of the decoder). ``tokens`` is ready only during a job,
+    matcher's ``ready`` out of the decoder). A token reaches the matcher one cycle after its
+    transfer, through a skid buffer (``golden.cycles.SIC_INPUT_LATENCY``), so a column's first
+    token to its last map beat takes ``golden.cycles.sic_cycles``. ``tokens`` is ready only
+    during a job,
     when the decoder has the token's index and the matcher can take it; ``o_stream`` may stall
     at any time.
 
@@ -107,6 +115,11 @@ class SicSequencer(FocusBlock):
         ctl.submodules.matcher = mat = BlockMatcher(p, icg_cell=self._icg_cell)
         ctl.submodules.decoder_config = dec_cfg = StreamBuffer(decoder_config_layout(p))
         ctl.submodules.matcher_config = mat_cfg = StreamBuffer(match_config_layout(p))
+        # The matcher's tokens through a skid buffer: the matcher checks each token's position
+        # and drops everything in flight on a bad one, so the zip, the index slice's select and
+        # the job's state would otherwise run into every stage's flush in one cycle; and the
+        # matcher's ready, now a register, no longer runs back through the zip.
+        ctl.submodules.matcher_input = mat_in = StreamBuffer(match_input_layout(p), skid=True)
         # The replay stage: its valid and last; the read port's data register is its word. The
         # word then goes through a register of its own: the block RAM's read data would
         # otherwise reach the decoder's bit buffer in the same cycle.
@@ -145,12 +158,14 @@ class SicSequencer(FocusBlock):
         wiring.connect(m, tok_gate.o_stream, zipper.a_stream)
         wiring.connect(m, idx_gate.o_stream, zipper.b_stream)
         wiring.connect(m, mat.o_stream, wiring.flipped(self.o_stream))
-        tok, idx, pair, mi = self.tokens, idx_cut.o_stream, zipper.o_stream, mat.i_stream
+        wiring.connect(m, mat_in.o_stream, mat.i_stream)
+        tok, idx, pair, mi = self.tokens, idx_cut.o_stream, zipper.o_stream, mat_in.i_stream
         dec_gone = ~dec_cfg.o_stream.valid & ~dec.busy & ~idx.valid   # no more indices will come
         idle, join, term, drain_tokens, drain_indices, mismatch, end = self._job_fsm(
             ctl, go=go, pair=pair, dec_gone=dec_gone, tok=tok, idx=idx, mi=mi,
             all_idle=(~dec_cfg.o_stream.valid & ~mat_cfg.o_stream.valid & ~dec.busy & ~mat.busy
-                      & ~replay.o_stream.valid & ~code_word.o_stream.valid))
+                      & ~mat_in.o_stream.valid & ~replay.o_stream.valid
+                      & ~code_word.o_stream.valid))
         running = ~idle
         m.d.comb += [
             ctrl.busy.eq(running),

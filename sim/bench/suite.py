@@ -152,9 +152,10 @@ def _score_beats(row):
 
 def _focus_rows(kind, row):
     """Summary rows of a FocusUnit job: its SEC job and each SIC job from the unit's counters
-    (SEC has no golden.cycles model; a SIC job is compared with the block matcher's model), and
-    the whole run (host bus traffic between the jobs included)."""
-    from golden.cycles import block_match_cycles
+    (SEC has no golden.cycles model; a SIC job is compared with :func:`golden.cycles.sic_cycles`,
+    the block matcher's model and the register before it), and the whole run (host bus traffic
+    between the jobs included)."""
+    from golden.cycles import sic_cycles
 
     st, n = row["stats"], row["kept"]
     job = f"M={row['M']} R={row['R']} k={row['keep']} {row['mode']}"
@@ -163,8 +164,8 @@ def _focus_rows(kind, row):
             "bound": _score_beats(row), "correct": row["correct"]}]
     for j, cycles in enumerate(st["sic_cycles"]):
         out.append({"block": "focus_unit", "job": f"{job}: SIC column {j}, S={n} (SIC_CYCLES)",
-                    "measured": cycles, "model": block_match_cycles(n, row["comparators"]),
-                    "model_kind": "block matcher alone", "bound": max(n, 1),
+                    "measured": cycles, "model": sic_cycles(n, row["comparators"]),
+                    "model_kind": "exact", "bound": max(n, 1),
                     "correct": row["correct"]})
     out.append({"block": "focus_unit", "job": f"{job}: end to end, host bus included",
                 "measured": st["cycles"], "model": None, "model_kind": "none",
