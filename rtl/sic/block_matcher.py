@@ -43,8 +43,10 @@ _PIPELINE = (TokenRegister, CandidateFetch, ComparatorBank, BestCandidate, Uniqu
 #: The stages after which a :class:`~rtl.lib.ready_slice.ReadySlice` cuts the back-pressure
 #: path (no cycle of latency; one beat of storage each). Without them ``ready`` ran from the
 #: output register through every stage's advance enable to the input register, each enable
-#: fanning out to its stage's registers: 9 levels and the ECP5 clock's limit.
-_READY_CUTS = (ComparatorBank, BestCandidate)
+#: fanning out to its stage's registers, and limited the ECP5 clock. Not after the token
+#: register: its two vector registers serve the at most two tokens between it and the fetch's
+#: copy, and a slice there would hold a third.
+_READY_CUTS = (CandidateFetch, ComparatorBank, BestCandidate)
 
 
 def matcher_latency(p):
@@ -70,9 +72,9 @@ class BlockMatcher(FocusBlock):
     cycles for a group of one token, which needs no division), and the next tile waits for them.
     Back-pressure: under ``o_stream`` back-pressure the stages fill up and hold
     (``i_stream.ready`` falls once they are full); nothing is lost or duplicated, however long
-    the stall. ``ready`` runs combinationally only inside the three segments that ready slices
+    the stall. ``ready`` runs combinationally only inside the four segments that ready slices
     (:class:`~rtl.lib.ready_slice.ReadySlice`: no latency, one beat of storage) cut after the
-    comparator bank and after the best-candidate selection.
+    candidate fetch, the comparator bank and the best-candidate selection.
 
     A job is one ``cfg_stream`` beat (:func:`match_config_layout`), then tokens on ``i_stream``
     (:func:`match_input_layout`) up to the one with ``last``. Tiles are runs of ``tile`` tokens;
