@@ -206,7 +206,7 @@ def test_long_backpressure():
 
 def test_cycles_within_model_bounds():
     """Without stalls: SEC_CYCLES between the input bound and the blocks' models summed (plus a
-    small hand-over allowance), SIC_CYCLES equal to golden.cycles' block-matcher model (the
+    small hand-over allowance), SIC_CYCLES equal to golden.cycles.sic_cycles (the
     index-only decoder never holds the matcher back) and within the spec's target, for 7 and 1
     comparators."""
     rng = np.random.default_rng(5)

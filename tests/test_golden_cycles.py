@@ -131,6 +131,10 @@ def test_block_match_cycles():
         for k in range(1, 8):
             assert block_match_cycles(S, k) <= block_match_target(S, k)
     assert block_match_target(1000, 7) == 1100 + 64
+    # The FocusUnit's SIC column: the matcher and the one register before it; nothing for S = 0.
+    assert cycles.sic_cycles(0) == 0 and cycles.sic_cycles(0, 1) == 0
+    assert cycles.sic_cycles(196, 1) == 7 * 196 + BL + 1 == 1404
+    assert cycles.sic_cycles(49, 2) == 4 * 49 + BL + 1 == 228
     assert block_match_target(1000, 1) == 8000 + 64
 
 

@@ -1,7 +1,8 @@
 """The cell-level flows of ``focus-rtl synth``: ``generic`` (Yosys cells and a transistor estimate),
 ``osu018``/``osu018-logic`` (the OSU 0.18 um standard cells, um^2, memories listed) and
-``osu018-sta`` (``osu018-logic`` with ABC's fanout buffering and gate sizing, and OpenSTA on its
-netlist: critical path and Fmax)."""
+``osu018-sta`` (``osu018-logic``'s synthesis mapped for timing: without the area script's AIG
+rewriting, with ABC's fanout buffering and gate sizing; OpenSTA on that netlist: critical path and
+Fmax)."""
 
 import json
 import re

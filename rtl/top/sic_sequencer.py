@@ -50,9 +50,8 @@ class SicSequencer(FocusBlock):
     matcher's ``ready`` out of the decoder). A token reaches the matcher one cycle after its
     transfer, through a skid buffer (``golden.cycles.SIC_INPUT_LATENCY``), so a column's first
     token to its last map beat takes ``golden.cycles.sic_cycles``. ``tokens`` is ready only
-    during a job,
-    when the decoder has the token's index and the matcher can take it; ``o_stream`` may stall
-    at any time.
+    during a job, when the decoder has the token's index and the skid buffer before the matcher
+    has room; ``o_stream`` may stall at any time.
 
     Mismatches: when ``last`` of ``tokens`` and of the indices do not come together, the pair
     with the first ``last`` still goes to the matcher with ``last`` set, the other side is
@@ -191,7 +190,8 @@ class SicSequencer(FocusBlock):
         zip's ``pair`` goes to the matcher ``mi``); on a ``last`` of one side only, DRAIN_TOKENS
         or DRAIN_INDICES (``tok``, ``idx``) up to the other's; TERMINATE (the terminator) when
         the decoder is gone (``dec_gone``) without a last index; DONE until ``all_idle`` (the
-        decoder, the matcher, the configuration beats and the replay) has been registered.
+        decoder, the matcher and the skid buffer before it, the configuration beats and the
+        replay) has been registered.
         Returns ``(idle, join, term, drain_tokens, drain_indices, mismatch, end)``: the state
         flags, the mismatch register (``last`` of one side only), and ``end``, the job's last
         cycle."""
