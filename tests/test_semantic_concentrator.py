@@ -34,9 +34,10 @@ def cdiv(a, b):
 
 def model(p, scores, mode, keep, mask, words):
     """The cycles of one job without stalls, from the blocks' models: the analyzer without its
-    readout, the selector before its mask, then the encoder (a mask beat with p kept tokens
-    encoder's exact model, :func:`golden.cycles.encode_rtl_cycles`, counted from its
-    configuration beat, which SEC sends before the mask: 3 cycles fewer, or up to 2 more)."""
+    readout, the selector before its mask, then the encoder's exact model
+    (:func:`golden.cycles.encode_rtl_cycles`). That model counts from the encoder's configuration
+    beat, which SEC sends before the mask, so SEC's job takes 3 cycles fewer than this sum, or up
+    to 2 more than that."""
     R, M = scores.shape
     a = p.lanes
     dropped = bool((int(words[0]) >> (p.word_bits - 4)) & 1)

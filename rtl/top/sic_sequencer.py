@@ -117,7 +117,7 @@ class SicSequencer(FocusBlock):
         # The matcher's tokens through a skid buffer: the matcher checks each token's position
         # and drops everything in flight on a bad one, so the zip, the index slice's select and
         # the job's state would otherwise run into every stage's flush in one cycle; and the
-        # matcher's ready, now a register, no longer runs back through the zip.
+        # ready the zip sees is the buffer's, a register, not the matcher's.
         ctl.submodules.matcher_input = mat_in = StreamBuffer(match_input_layout(p), skid=True)
         # The replay stage: its valid and last; the read port's data register is its word. The
         # word then goes through a register of its own: the block RAM's read data would
