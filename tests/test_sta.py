@@ -284,6 +284,103 @@ def test_cut_memories():
     assert sorted(module["cells"]) == ["$auto$10", "state[0]_reg"]
 
 
+_LIBERTY = """
+library (tiny) {
+cell (BUFX4) {
+area : 32;
+  pin(A) { direction : input; capacitance : 0.01; }
+  pin(Y) { direction : output; function : "A"; timing() { related_pin : "A"; } }
+}
+cell (NAND2X1) {
+area : 16;
+  pin(A) { direction : input; }
+  pin(B) { direction : input; }
+  pin(Y) { direction : output; function : "(!(A B))"; }
+}
+cell (DFFPOSX1) {
+area : 96;
+  ff(DS0000,P0000) { next_state : "D"; clocked_on : "CLK"; }
+  pin(CLK) { direction : input; }
+  pin(D) { direction : input; }
+  pin(Q) { direction : output; function : "DS0000"; }
+}
+}
+"""
+
+
+def test_liberty_cells():
+    cells = sta.liberty_cells(_LIBERTY)
+    assert cells["BUFX4"] == {"area": 32.0, "pins": {"A": "input", "Y": "output"}}
+    assert cells["NAND2X1"]["pins"] == {"A": "input", "B": "input", "Y": "output"}
+    assert cells["DFFPOSX1"]["area"] == 96.0 and cells["DFFPOSX1"]["pins"]["Q"] == "output"
+
+
+def _fanout_netlist(loads):
+    """A register (``sel``) and a NAND (``n``) each driving ``loads`` NAND inputs; ``sel`` also
+    drives an output port."""
+    cells = {"sel_reg": {"type": "DFFPOSX1", "connections": {"CLK": [2], "D": [3], "Q": [4]}},
+             "n": {"type": "NAND2X1", "connections": {"A": [3], "B": [3], "Y": [5]}}}
+    for k in range(loads):
+        cells[f"g{k}"] = {"type": "NAND2X1", "connections": {"A": [4], "B": [5], "Y": [100 + k]}}
+    return {"ports": {"clk": {"direction": "input", "bits": [2]},
+                      "d": {"direction": "input", "bits": [3]},
+                      "y": {"direction": "output", "bits": [4]}},
+            "cells": cells, "netnames": {"sel": {"hide_name": 0, "bits": [4]}}}
+
+
+def _driver_chain(module, bit):
+    """The buffers from ``bit`` back to the cell that is not a buffer."""
+    drivers = {c["connections"]["Y"][0]: (n, c) for n, c in module["cells"].items()
+               if "Y" in c["connections"]}
+    drivers.update({c["connections"]["Q"][0]: (n, c) for n, c in module["cells"].items()
+                    if "Q" in c["connections"]})
+    chain = []
+    name, cell = drivers[bit]
+    while cell["type"] == "BUFX4":
+        chain.append(name)
+        name, cell = drivers[cell["connections"]["A"][0]]
+    return name, chain
+
+
+@pytest.mark.parametrize("loads", [15, 16, 17, 40, 300])
+def test_buffer_register_fanout(loads):
+    """Every load of the register still sees the register, through buffers only; no net of it
+    has more than 16 loads (its output port counted); the NAND's equal fanout is ABC's to
+    buffer and stays; the tree is as shallow as 16 loads a net allow."""
+    module = _fanout_netlist(loads)
+    added = sta.buffer_register_fanout(module, sta.liberty_cells(_LIBERTY), max_fanout=16)
+    count = {}
+    for cell in module["cells"].values():
+        for pin, bits in cell["connections"].items():
+            if pin not in ("Y", "Q"):
+                for bit in bits:
+                    count[bit] = count.get(bit, 0) + 1
+    count[4] = count.get(4, 0) + 1                      # the output port y
+    depth = 0
+    for k in range(loads):
+        a, b = module["cells"][f"g{k}"]["connections"]["A"], module["cells"][f"g{k}"][
+            "connections"]["B"]
+        source, chain = _driver_chain(module, a[0])
+        assert source == "sel_reg"
+        depth = max(depth, len(chain))
+        assert b == [5]                                 # the NAND's net is left alone
+    assert count[5] == loads
+    buffers = [n for n, c in module["cells"].items() if c["type"] == "BUFX4"]
+    assert all(count.get(module["cells"][n]["connections"]["Y"][0], 0) <= 16 for n in buffers)
+    assert count[4] <= 16
+    assert module["ports"]["y"]["bits"] == [4]
+    if loads + 1 <= 16:
+        assert added == {"nets": 0, "cells": 0, "area_um2": 0.0} and depth == 0
+    else:
+        expected_depth = 1 if -(-loads // 16) + 1 <= 16 else 2
+        assert depth == expected_depth
+        assert added["nets"] == 1 and added["cells"] == len(buffers)
+        assert added["area_um2"] == 32.0 * len(buffers)
+        assert all(n.startswith("sel_fanbuf") for n in buffers)
+        assert all(module["netnames"][n.replace("fanbuf", "fanout")]["bits"] ==
+                   module["cells"][n]["connections"]["Y"] for n in buffers)
+
+
 def test_sta_script():
     info = {"inputs": ["a", "m.RD_DATA"], "outputs": ["y", "m.WR_EN"],
             "memory_outputs": ["m.RD_DATA"], "memory_inputs": ["m.WR_EN"]}

@@ -1,8 +1,8 @@
 """The cell-level flows of ``focus-rtl synth``: ``generic`` (Yosys cells and a transistor estimate),
 ``osu018``/``osu018-logic`` (the OSU 0.18 um standard cells, um^2, memories listed) and
 ``osu018-sta`` (``osu018-logic``'s synthesis mapped for timing: without the area script's AIG
-rewriting, with ABC's fanout buffering and gate sizing; OpenSTA on that netlist: critical path and
-Fmax)."""
+rewriting, with ABC's fanout buffering and gate sizing, and buffer trees on the flip-flops'
+high fanouts; OpenSTA on that netlist: critical path and Fmax)."""
 
 import json
 import re
@@ -211,6 +211,14 @@ def osu018_flow(block, params, workdir, timeout, logic=False, sta=None):
         timing = sta_flow(block, workdir, timeout, sta_command, **sta)
         result["seconds"].update(timing.pop("seconds", {}))
         result.update(timing)
+        # The buffer trees on the registers' fanouts are cells of the timed netlist too.
+        buffers = timing["fanout_buffers"]
+        result["area_um2"] = round(result["area_um2"] + buffers["area_um2"], 1)
+        if buffers["cells"]:
+            result["cells"] += buffers["cells"]
+            by_type, cell = result["cells_by_type"], opensta.FANOUT_BUFFER
+            by_type[cell] = by_type.get(cell, 0) + buffers["cells"]
+            result["cells_by_type"] = dict(sorted(by_type.items()))
     return result
 
 
@@ -220,8 +228,10 @@ def sta_flow(block, workdir, timeout, command, *, period_ns, mem_read_ns=0.0, me
     STA or netlist failure is ``"sta_failed"``), ``clock_period_ns``, ``critical_path``,
     ``fmax_mhz``, ``wns_ns``, ``timing_met``, ``paths``, ``worst_endpoints``, ``sta``
     (version and memory boundaries) and the seconds of the two steps."""
-    info = opensta.cut_netlist_file(workdir / "netlist.json", workdir / "netlist_cut.json", block)
+    info = opensta.cut_netlist_file(workdir / "netlist.json", workdir / "netlist_cut.json", block,
+                                    liberty=workdir / "cells.lib")
     out = {"clock_period_ns": period_ns, "freq_target_mhz": round(1000.0 / period_ns, 3),
+           "fanout_buffers": info["fanout_buffers"],
            "sta": {"version": opensta.sta_version(command), "memory_read_delay_ns": mem_read_ns,
                    "memory_setup_ns": mem_setup_ns, "memory_boundaries": info["memories"]}}
     if not info["has_clock"]:

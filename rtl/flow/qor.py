@@ -222,7 +222,8 @@ def qor_markdown(qor):
                "the DSPs did not fit, so the run was redone with LUT multipliers."),
               ("- logic um^2: OSU 0.18 um standard cells of everything but the memories "
                "(osu018-sta: the osu018-logic netlist with ABC's fanout buffers and gate "
-               "sizing); mem kbit: the memories left as macros (add SRAM area from a memory "
+               "sizing, and buffer trees on the flip-flops' outputs of more than 16 loads); "
+               "mem kbit: the memories left as macros (add SRAM area from a memory "
                "compiler)."),
               ("- STA Fmax: OpenSTA on that netlist, ideal clock, ports and memory ports as "
                "ideal register boundaries, no wires; 1000 / (period - worst slack). The "

@@ -41,7 +41,9 @@ Six targets, one work directory per (params, block, target) under ``build/synth-
 
 ``osu018-sta``
     The ``osu018-logic`` flow with ABC's fanout buffering and gate sizing added (``buffer -p;
-    upsize; dnsize``, so its area is a little above ``osu018-logic``'s), then static timing with
+    upsize; dnsize``) and buffer trees on the flip-flops' outputs of more than 16 loads
+    (:func:`rtl.flow.sta.buffer_register_fanout`), so its area is a little above
+    ``osu018-logic``'s, then static timing with
     OpenSTA (Debian's ``opensta``: ``sta``; ``FOCUS_STA`` overrides) on its netlist, memories
     cut out as ideal synchronous SRAMs whose ports are timing boundaries, the block's own ports
     register boundaries (0 input and output delay), one ideal clock at the target period
@@ -50,7 +52,8 @@ Six targets, one work directory per (params, block, target) under ``build/synth-
     their kinds, arrival, setup, slack, minimum period, Fmax, logic levels and the path's pins,
     cells, nets and fanouts), ``fmax_mhz`` (1000 / (period - worst slack)), ``wns_ns``,
     ``timing_met``, ``paths`` (the worst path of each class: ``reg_to_reg``, ``in_to_reg``,
-    ``reg_to_out``, ``in_to_out``), ``worst_endpoints`` and ``sta`` (version, memory boundary
+    ``reg_to_out``, ``in_to_out``), ``worst_endpoints``, ``fanout_buffers`` (the flip-flop
+    nets buffered, the buffers added and their um^2) and ``sta`` (version, memory boundary
     delays and ports). Details in :mod:`rtl.flow.sta`. Without OpenSTA the result is
     ``"no_sta"`` with the install command; an OpenSTA error is ``"sta_failed"``.
 
@@ -421,7 +424,8 @@ def _notes(targets):
                      "gone.")
     if "osu018-sta" in targets:
         notes.append("osu018-sta: the osu018-logic netlist, with ABC's fanout buffering and gate "
-                     "sizing (buffer; upsize; dnsize: its logic area includes those buffers), "
+                     "sizing (buffer; upsize; dnsize) and buffer trees on the flip-flops' outputs "
+                     "of more than 16 loads (its logic area includes all those buffers), "
                      "timed by OpenSTA (Debian's opensta) on the liberty's delay tables: one ideal"
                      " clock (no clock tree, skew or wires); every port but clk is a register "
                      "boundary with 0 input / output delay; each memory is cut out as an ideal "
