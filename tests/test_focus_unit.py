@@ -21,6 +21,7 @@ from rtl.params import FocusParams
 from rtl.sec.offset_decoder import DecodeError
 from rtl.sec.semantic_concentrator import SecError
 from rtl.sic.block_matcher import matcher_latency, matcher_rounds
+from rtl.top import sic_sequencer
 from rtl.top.focus_unit import FocusUnit
 from rtl.top.registers import (
     ERROR_SHIFT,
@@ -34,6 +35,7 @@ from rtl.top.registers import (
     Reg,
     Status,
 )
+from sim import streams as sim_streams
 from sim.block_match import decode_beats
 from sim.focus import (
     focus_program,
@@ -870,3 +872,144 @@ def test_start_latencies(p):
 
 def mask_of(io, M):
     return mask_from_beats(io.beats("mask"), M, io.dut.params.lanes)
+
+
+class HeldStalls(Stalls):
+    """A sink's stalls that the program can force on: ``ready`` stays low while ``hold`` is
+    set (the seeded random decisions still advance, so the pattern stays reproducible)."""
+
+    def __init__(self, p=0.0, seed=0):
+        super().__init__(p, seed)
+        self.hold = False
+
+    def __call__(self):
+        stall = super().__call__()
+        return self.hold or stall
+
+
+@pytest.mark.parametrize("p", [P7, P1], ids=["c7", "c1"])
+def test_abort_with_tokens_in_the_skid_buffer(p, monkeypatch):
+    """CTRL.ABORT mid-column while back-pressure holds tokens in flight (spec 5, Abort). The
+    column's first tokens flow; then ``sic`` is held not ready and tokens are fed one at a time
+    until the skid buffer before the matcher (the sequencer's ``matcher_input``) holds two beats:
+    the matcher's pipeline is then full, a map beat waits on ``sic`` and more tokens were taken
+    than map beats left. ABORT then: in the cycle after the write the unit is idle, ``tokens`` is
+    not ready, the beat on offer on ``sic`` is withdrawn (the one exception to the stream rules,
+    allowed to the monitor in that cycle only) and the skid buffer is empty; ABORTED is set and
+    the code stays valid; with ``sic`` ready again nothing more leaves. A fresh, complete job on
+    the same column (same code, same tokens) then gives golden's map and unique vectors."""
+    column = 1
+    rng = np.random.default_rng(40 + p.comparators)
+    job = random_job(rng, p, M=48, keep=40)
+
+    # The sequencer's skid buffer, recorded when the unit is elaborated.
+    made = []
+
+    class RecordedBuffer(sic_sequencer.StreamBuffer):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(sic_sequencer, "StreamBuffer", RecordedBuffer)
+    # The stream monitor lets ``sic`` withdraw its beat only in the cycles named here.
+    allowed, withdrawn = set(), []
+    step = sim_streams._RuleChecker.step
+
+    def checked_step(self, cycle, valid, ready, payload):
+        if self.name == "sic" and cycle in allowed and self.held is not None and not valid:
+            withdrawn.append(cycle)
+            self.held = None
+        return step(self, cycle, valid, ready, payload)
+
+    monkeypatch.setattr(sim_streams._RuleChecker, "step", checked_step)
+    sic_stalls = HeldStalls(0.2, seed=f"{p.comparators}:sic")
+    stalls = {"scores": 0.2, "tokens": 0.2, "mask": 0.2, "code": 0.2, "sic": sic_stalls}
+
+    async def program(io):
+        dut = io.dut
+        skids = [b for b in made if b.skid]
+        assert len(skids) == 1, "the sequencer has one skid buffer, matcher_input"
+        skid = skids[0]
+        rec = await traced_program(io, p, record_of(p, job))
+        kept = np.asarray(job["tokens"]).reshape(48, -1)[rec["kept_mask"]]
+        beats = token_beats(kept, column, p.dim)
+        n = len(beats)
+        t0, s0 = len(io.transfers["tokens"]), len(io.beats("sic"))
+
+        def taken():
+            return len(io.transfers["tokens"]) - t0
+
+        def mapped():
+            return sum(b["token"] for b in io.beats("sic")[s0:])
+
+        await io.write(Reg.CTRL, Ctrl.START_SIC)
+        # The column's first tokens, with ``sic`` flowing: a few map beats leave.
+        io.send("tokens", beats[:4])
+        await io.wait_sent("tokens")
+        for _ in range(500):
+            if mapped() >= 2:
+                break
+            await io.tick()
+        assert mapped() >= 2
+        # ``sic`` held: one token at a time (none is on offer when the loop ends), each followed
+        # by more cycles than the matcher needs to take a beat (``rounds``), until the skid
+        # register stays full: the back-pressure, not a token's rounds, holds it.
+        sic_stalls.hold = True
+        settle = 3 * matcher_rounds(p) + 4
+        sent = 4
+        while not io.get(skid.probes["skid_valid"]):
+            assert sent < n - 1, f"{sent} tokens taken and the skid buffer is still not full"
+            io.send("tokens", [beats[sent]])
+            sent += 1
+            for _ in range(200):
+                if taken() == sent:
+                    break
+                await io.tick()
+            assert taken() == sent, f"token {sent - 1} was not taken"
+            await io.tick(settle)
+        await io.tick(settle)
+        in_flight = taken() - mapped()
+        assert io.get(skid.probes["skid_valid"]) and io.get(skid.o_stream.valid)
+        assert io.get(dut.sic.valid) and not io.get(dut.sic.ready)
+        assert io.get(dut.busy) and not io.get(dut.tokens.valid)
+        assert (await io.read(Reg.STATUS)) & Status.SIC_BUSY
+        sic_before = len(io.beats("sic"))
+        allowed.add(io.cycle + 1)
+        await io.write(Reg.CTRL, Ctrl.ABORT)
+        # The cycle after the write.
+        assert not io.get(dut.busy)
+        assert not io.get(dut.tokens.ready)
+        assert not io.get(dut.sic.valid)
+        assert not io.get(skid.o_stream.valid) and not io.get(skid.probes["skid_valid"])
+        status = await io.read(Reg.STATUS)
+        assert errors_of(status) == ErrorFlag.ABORTED
+        assert status & (Status.SIC_BUSY | Status.CODE_VALID) == Status.CODE_VALID
+        sic_stalls.hold = False
+        for _ in range(3 * matcher_latency(p)):
+            assert not io.get(dut.sic.valid) and not io.get(dut.tokens.ready)
+            await io.tick()
+        assert len(io.beats("sic")) == sic_before
+        await io.write(Reg.CTRL, Ctrl.CLEAR)
+        # A fresh, complete job on the same column.
+        first = len(io.beats("sic"))
+        io.send("tokens", beats)
+        await io.write(Reg.CTRL, Ctrl.START_SIC)
+        await io.wait_sent("tokens")
+        assert await wait_idle(io) == Status.CODE_VALID
+        return rec, sent, in_flight, io.beats("sic")[first:], await read_counters(io)
+
+    (rec, sent, in_flight, again, counters), io = run_program(p, program, stalls=stalls,
+                                                               seed=p.comparators)
+    check_job(p, job, rec, io)
+    n = sum(rec["kept_mask"])
+    # Mid-column, with the skid buffer's two beats, the beat on offer and the matcher's
+    # pipeline in flight.
+    assert sent < n and in_flight > 3, (sent, n, in_flight)
+    assert withdrawn == sorted(allowed)
+    _, _, _, want_maps, want_uniques = golden_of(p, job)
+    mp, u = decode_beats(again, p.dim, job["representative"] == "mean")
+    assert mp.tolist() == want_maps[:, column].tolist()
+    assert u.tolist() == want_uniques[column].tolist()
+    assert again[-1]["last"] and not any(b["last"] for b in again[:-1])
+    assert counters["SIC_TOKENS"] == n and counters["UNIQUES"] == len(want_uniques[column])
+    assert counters["CAUSE"] == 0

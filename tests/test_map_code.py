@@ -173,6 +173,69 @@ def test_bad_ranking_and_matcher_errors():
     check_coded(p, [jobs[0], jobs[1], jobs[2]], thetas, [results[1], results[3], results[5]])
 
 
+def spec_word_beats(words, nbits, word_bits):
+    """The code-stream beats of a string of ``nbits`` bits in ``words`` by spec 4.5's rule:
+    ``nbits`` is the string's length on the last word and the bits up to the end of the word on
+    the others; ``last`` on the last word only."""
+    count = len(words)
+    assert count == -(-nbits // word_bits)
+    return [(int(w), nbits if k == count - 1 else (k + 1) * word_bits, int(k == count - 1))
+            for k, w in enumerate(words)]
+
+
+@pytest.mark.parametrize("stalls", [0.0, 0.3], ids=["no-stalls", "both"])
+def test_bad_position_words_and_nbits(stalls):
+    """Spec 4.5: when the matcher drops a job for a bad position (4.2: a position not greater
+    than the previous one; that token and everything in flight are dropped), "the words of the
+    symbols so far are written and end with ``last``", and every word's ``nbits`` follows the
+    coder's rule (the string's length on the last word, the bits up to the end of the word on
+    the others). The spec does not say how many of the tokens before the bad one are still
+    coded (those in flight are dropped), so the job's beats (word, nbits, last) must equal,
+    for some k, golden's ``encode_map`` of the first k of golden's symbols, with k no more
+    than the bad token's index and no fewer than the map beats delivered (every resolved
+    token reaches the coder and the output stage through one fork); ``code_counts`` are that
+    prefix's counts and the delivered map is golden's prefix. Bad tokens early (index 1: only
+    the header may be written), mid-job and late, in fixed and variable codes with 8-bit words
+    (strings over many words); each followed by a good job, which equals golden."""
+    p = small(comparators=7, word_bits=8)
+    jobs, thetas = coded_jobs(p, 6, seed=23, tokens=(60, 90))
+    seq, bad_at = [], []
+    for n, job in enumerate(jobs):
+        b = (1, 45, len(job.positions) - 3)[n % 3]
+        pos = job.positions.copy()
+        pos[b] = pos[b - 1] - (n % 2)           # equal to, or below, the previous position
+        seq += [Job(job.vectors, pos, job.frame_stride, job.row_stride, layer=job.layer,
+                    variable=job.variable, ranking=job.ranking), job]
+        bad_at.append(b)
+    results = run_jobs(p, seq, thetas=thetas, stalls=stalls, seed=23, map_code=True,
+                       frame_stats=True)
+    check_coded(p, jobs, thetas, results[1::2])
+    coded = []
+    for n, (job, b, r) in enumerate(zip(jobs, bad_at, results[::2], strict=True)):
+        assert r.error and r.code_error == 0, f"job {n}"
+        # Golden's symbols of the tokens before the bad one (a token's symbol depends only on
+        # the tokens before it).
+        head = Job(job.vectors[:b], job.positions[:b], job.frame_stride, job.row_stride,
+                   layer=job.layer)
+        codes = golden_codes(p, head, thetas)
+        got = [(w["word"], w["nbits"], w["last"]) for w in r.words]
+        prefixes = [spec_word_beats(*gmc.encode_map(codes[:k], variable=job.variable,
+                                                    ranking=job.ranking,
+                                                    word_bits=p.word_bits), p.word_bits)
+                    for k in range(b + 1)]
+        assert got in prefixes, f"job {n}: not golden's code of a prefix of {b} symbols"
+        k = prefixes.index(got)
+        delivered = [beat["map"] for beat in r.beats if beat["token"]]
+        assert len(delivered) <= k, f"job {n}: {len(delivered)} map beats, {k} symbols"
+        want_map, _ = golden_job(p, head, thetas)
+        assert delivered == want_map.tolist()[:len(delivered)], f"job {n}: map"
+        assert r.counts == gmc.symbol_counts(codes[:k]).tolist(), f"job {n}: counts"
+        coded.append((b, k, len(r.words)))
+    # Not vacuous: symbols before the bad token were coded, over several words, in the later
+    # cases.
+    assert all(k > 0 and words > 2 for b, k, words in coded if b > 1), coded
+
+
 def test_long_code_stall():
     """A consumer stall on the code stream much longer than the pipeline: the matcher holds,
     nothing is lost."""
