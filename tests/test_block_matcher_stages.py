@@ -14,8 +14,6 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from amaranth.hdl import Module
-from amaranth.lib import wiring
 from amaranth.sim import Simulator
 from helpers import stall_cross
 
@@ -427,42 +425,15 @@ def test_unique_indexer_numbers_groups_in_order(stalls):
 
 # ---- TokenRegister ----------------------------------------------------------------------------
 
-class _TokensWithOffsets(wiring.Component):
-    """A :class:`TokenRegister` whose ``offsets`` input is held at ``offsets``."""
-
-    def __init__(self, p, offsets):
-        self._dut = TokenRegister(p)
-        self._offsets = offsets
-        members = self._dut.signature.members
-        super().__init__({"i_stream": members["i_stream"], "o_stream": members["o_stream"]})
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.dut = dut = self._dut
-        wiring.connect(m, wiring.flipped(self.i_stream), dut.i_stream)
-        wiring.connect(m, dut.o_stream, wiring.flipped(self.o_stream))
-        m.d.comb += [dut.offsets[c].eq(v) for c, v in enumerate(self._offsets)]
-        return m
-
-
-def _offsets(fs, hs):
-    """Candidate c's offset ``f*FS + dh*HS + dw`` (spec 4.2), c = 1..7."""
-    return [(fs if c >> 2 else 0) + (hs if (c >> 1) & 1 else 0) + (c & 1) for c in range(1, 8)]
-
-
 @pytest.mark.parametrize("comparators, stalls", stall_cross([1, 3, 7], STALL_IDS))
-def test_token_register_rounds_tiles_and_lookups(comparators, stalls):
+def test_token_register_rounds_tiles_and_distances(comparators, stalls):
     """Every token as ``rounds`` beats with its norm (on its last round: the norm unit is spread
     over the rounds), its vector register (the two in turn), its tile flags (tiles of 24, and
-    the job's last token ends one) and each lane's lookup: the candidate's position, wanted when
-    the candidate exists (c <= 7, offset not 0: HS = 0 gives candidate 2 offset 0 at three
-    comparators) and its offset is at most the token's distance from its tile's first position,
-    clipped to the window's slots. Vectors include the most negative element everywhere (the
-    largest norm)."""
+    the job's last token ends one) and its distance from its tile's first position, clipped to
+    the window's slots. Vectors include the most negative element everywhere (the largest
+    norm)."""
     p = small(comparators=comparators)
     rounds, clip = matcher_rounds(p), (1 << p.window_bits) - 1
-    offsets = _offsets(5, 0 if comparators == 3 else 2)
-    assert max(offsets) <= clip
     rng = np.random.default_rng(comparators)
     count = 70
     pos = np.cumsum(rng.integers(1, 4, count)).tolist()
@@ -475,23 +446,16 @@ def test_token_register_rounds_tiles_and_lookups(comparators, stalls):
     expected = []
     for s in range(count):
         start = s - s % p.tile
-        distance = min(pos[s] - pos[start], clip)
         for r in range(rounds):
             last = r == rounds - 1
-            lookups = []
-            for j in range(comparators):
-                c = r * comparators + j + 1
-                off = offsets[c - 1] if c <= CANDIDATES else 0
-                lookups.append({"q": (pos[s] - off) % (1 << p.position_bits),
-                                "want": int(off != 0 and off <= distance)})
             expected.append({
                 "x": vec[s], "xsel": (s + 1) % 2, "x_nonzero": int(any(vec[s])),
                 "nx": sum(e * e for e in vec[s]) if last else None, "position": pos[s],
-                "lookups": lookups, "round": r,
+                "distance": min(pos[s] - pos[start], clip), "round": r,
                 "tile_first": int(s == start),
                 "tile_last": int(s % p.tile == p.tile - 1 or s == count - 1),
                 "job_last": int(s == count - 1)})
-    outputs, stats = run_streams(_TokensWithOffsets(p, offsets), {"i_stream": tokens},
+    outputs, stats = run_streams(TokenRegister(p), {"i_stream": tokens},
                                  {"o_stream": len(expected)}, stalls=stalls_for(stalls),
                                  seed=comparators)
     got = outputs["o_stream"]

@@ -65,10 +65,9 @@ def test_window_buffer_matches_model(window, lanes):
                         wants[0] = 1
                 wants = [w and rpos - o >= 0 for w, o in zip(wants, offsets, strict=True)]
                 ctx.set(dut.r_en, 1)
+                ctx.set(dut.r_pos, max(rpos, 0))
                 for j in range(lanes):
-                    # A lookup not wanted may name any position (the token register's lanes
-                    # past candidate 7 name the token's own).
-                    ctx.set(dut.r_q[j], (max(rpos, 0) - offsets[j]) % (1 << p.position_bits))
+                    ctx.set(dut.r_offset[j], offsets[j])
                 ctx.set(dut.r_want, sum(int(w) << j for j, w in enumerate(wants)))
                 new = []
                 for j in range(lanes):

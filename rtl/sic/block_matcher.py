@@ -99,7 +99,7 @@ class BlockMatcher(FocusBlock):
       the position check and the error path; tokens pass through combinationally.
     - :class:`~rtl.sic.token_register.TokenRegister` (1 cycle): the input register (two vector
       registers used in turn), the norm over the rounds, the tile bookkeeping, one beat per
-      round with its candidates' positions and whether each exists, registered.
+      round.
     - :class:`~rtl.sic.candidate_fetch.CandidateFetch` (2): the window lookups
       (:class:`~rtl.sic.window_buffer.WindowBuffer`: slots addressed by position, one read port
       per comparator, all of a round's candidates in one cycle, conflict-free for any FS, HS and
@@ -284,7 +284,7 @@ class BlockMatcher(FocusBlock):
         for stage in (tokens, fetch, bank, select, index, output):
             m.d.comb += stage.flush.eq(job.flush)
         m.d.comb += [
-            tokens.offsets.eq(job.offsets),
+            fetch.offsets.eq(job.offsets),
             fetch.x_store.eq(tokens.x_store),
             select.theta_sq.eq(job.theta_sq),
             output.mean.eq(job.mean),

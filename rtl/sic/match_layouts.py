@@ -23,9 +23,8 @@ from .similarity_comparator import vector_layout
 __all__ = [
     "CANDIDATES", "matcher_rounds", "tile_index_bits", "mean_sum_bits",
     "match_input_layout", "match_config_layout", "match_output_layout",
-    "offsets_layout", "lookup_layout", "round_layout", "round_tag_layout", "lane_layout",
-    "compare_layout", "candidate_layout", "scored_layout", "best_layout", "indexed_layout",
-    "group_sum_layout",
+    "offsets_layout", "round_layout", "round_tag_layout", "lane_layout", "compare_layout",
+    "candidate_layout", "scored_layout", "best_layout", "indexed_layout", "group_sum_layout",
     "map_code_config_layout", "map_symbol_layout", "frame_symbol_layout", "map_word_layout",
     "frame_stats_layout", "matcher_stage_members",
 ]
@@ -141,28 +140,21 @@ def offsets_layout(p):
     return data.ArrayLayout(unsigned(p.window_bits), CANDIDATES)
 
 
-def lookup_layout(p):
-    """One lane's window lookup in a round: the candidate's position ``q`` (the token's
-    position less the candidate's offset) and whether the candidate exists (``want``: c <= 7,
-    its offset is not 0 and it is in the token's tile)."""
-    return data.StructLayout({"q": unsigned(p.position_bits), "want": 1})
-
-
 def round_layout(p):
     """One round of a token's lookups (:class:`~rtl.sic.token_register.TokenRegister` to
     :class:`~rtl.sic.candidate_fetch.CandidateFetch`): the token; which of the token register's
     two vector registers holds it (``xsel``, with more than one round); whether it is not zero
     (``x_nonzero``, tested once as the token is taken); its squared norm (on the token's last
-    round: the norm unit is spread over the rounds); the round's ``comparators`` lookups
-    (:func:`lookup_layout`, lane j for candidate c = ``round * comparators + j + 1``), the
-    round number and where the token sits in its tile and job."""
+    round: the norm unit is spread over the rounds); its distance from its
+    tile's first position (clipped to ``2**window_bits - 1``), the round number (candidates
+    ``round * comparators + 1 ..``) and where the token sits in its tile and job."""
     return data.StructLayout({
         "x": vector_layout(p),
         "xsel": 1,
         "x_nonzero": 1,
         "nx": unsigned(p.norm_bits),
         "position": unsigned(p.position_bits),
-        "lookups": data.ArrayLayout(lookup_layout(p), p.comparators),
+        "distance": unsigned(p.window_bits),
         "round": unsigned(max(1, ceil_log2(matcher_rounds(p)))),
         "tile_first": 1,
         "tile_last": 1,

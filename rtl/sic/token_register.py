@@ -1,16 +1,14 @@
 """The block matcher's input register: a token's norm, its place in its tile, its rounds."""
 
-from amaranth.hdl import Array, Const, Module, Mux, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import Out
 
 from ..block import FocusBlock
 from .match_layouts import (
-    CANDIDATES,
     match_input_layout,
     matcher_rounds,
     matcher_stage_members,
-    offsets_layout,
     round_layout,
     tile_index_bits,
 )
@@ -35,12 +33,8 @@ class TokenRegister(FocusBlock):
     register and that copy).
 
     Tiles are runs of ``tile`` tokens in input order (a job's last token also ends a tile). Each
-    round carries its ``comparators`` window lookups, registered: lane j's candidate c = ``round
-    * comparators + j + 1`` is at position ``q = position - offsets[c - 1]`` and is wanted when
-    c <= 7, its offset is not 0 and it is in the tile (the offset is at most the token's
-    distance from its tile's first position, kept clipped to ``2**window_bits - 1``). Round 0's
-    lookups are formed as the token is taken, round r + 1's as round r leaves, so the candidate
-    fetch addresses the window from registers.
+    round carries the token's distance from its tile's first position, clipped to
+    ``2**window_bits - 1``: a candidate at offset d is in the tile exactly when d <= distance.
 
     Latency 1 (a token taken at a clock edge is offered after it), throughput one token per
     ``rounds`` cycles: the next token is taken in the cycle the last round leaves. Back-pressure:
@@ -58,9 +52,6 @@ class TokenRegister(FocusBlock):
     o_stream : Out(stream.Signature(round_layout(params)))
     x_store : Out(ArrayLayout(vector_layout(params), 2))
         The two vector registers (``x_store[xsel]`` is a round beat's ``x``).
-    offsets : In(offsets_layout(params))
-        The job's candidate offsets (held during the job: read as each token is taken and as
-        its rounds leave).
     clear : In(1)
         The job starts: the next token opens a tile.
     flush : In(1)
@@ -78,22 +69,7 @@ class TokenRegister(FocusBlock):
         super().__init__(params, lambda p: matcher_stage_members(
             match_input_layout(p), round_layout(p),
             x_store=Out(data.ArrayLayout(vector_layout(p), 2)),
-            offsets=In(offsets_layout(p)),
         ))
-
-    def _lookups(self, position, distance, rnd):
-        """The lookups (:func:`~rtl.sic.match_layouts.lookup_layout` values) of round ``rnd``
-        (an int, or a value: then a multiplexer over the rounds' offsets) of a token at
-        ``position`` whose clipped tile distance is ``distance``."""
-        p = self._params
-        k, rounds = p.comparators, matcher_rounds(p)
-        lookups = []
-        for j in range(k):
-            offs = [self.offsets[c - 1] if c <= CANDIDATES else Const(0, p.window_bits)
-                    for c in (r * k + j + 1 for r in range(rounds))]
-            off = offs[rnd] if isinstance(rnd, int) else Array(offs)[rnd]
-            lookups.append({"q": position - off, "want": (off != 0) & (distance >= off)})
-        return lookups
 
     def elaborate(self, platform):
         p = self._params
@@ -135,26 +111,8 @@ class TokenRegister(FocusBlock):
         pos = i.payload.position
         first = tile_idx == 0
         distance = Signal(p.position_bits)
-        clipped = Signal(wb)                    # the distance, clipped to the window's slots
-        held_distance = Signal(wb)
-        m.d.comb += [
-            distance.eq(pos - Mux(first, pos, tile_p0)),
-            clipped.eq(Mux(distance >> wb != 0, (1 << wb) - 1, distance[:wb])),
-        ]
-        if rounds > 1:
-            # The next round's lookups as a round leaves (after the token's last round they
-            # are not used: the next token's own replace them as it is taken).
-            next_round = Signal(range(rounds + 1))
-            m.d.comb += next_round.eq(rnd + 1)
-            with m.If(o.valid & o.ready):
-                for j, lookup in enumerate(self._lookups(held.position, held_distance,
-                                                         next_round)):
-                    m.d.sync += [held.lookups[j].q.eq(lookup["q"]),
-                                 held.lookups[j].want.eq(lookup["want"])]
+        m.d.comb += distance.eq(pos - Mux(first, pos, tile_p0))
         with m.If(i.valid & i.ready):
-            for j, lookup in enumerate(self._lookups(pos, clipped, 0)):
-                m.d.sync += [held.lookups[j].q.eq(lookup["q"]),
-                             held.lookups[j].want.eq(lookup["want"])]
             tile_last = (tile_idx == p.tile - 1) | i.payload.last
             # The other vector register: the current one may still be read for the last lookup.
             with m.If(held.xsel):
@@ -166,7 +124,7 @@ class TokenRegister(FocusBlock):
                 held.xsel.eq(~held.xsel),
                 held.x_nonzero.eq(i.payload.vector.as_value().any()),
                 held.position.eq(pos),
-                held_distance.eq(clipped),
+                held.distance.eq(Mux(distance >> wb != 0, (1 << wb) - 1, distance[:wb])),
                 held.tile_first.eq(first),
                 held.tile_last.eq(tile_last),
                 held.job_last.eq(i.payload.last),

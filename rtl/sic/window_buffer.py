@@ -81,8 +81,8 @@ class WindowBuffer(FocusBlock):
     sees every write of an earlier cycle and nothing needs forwarding. The per-slot ``live``
     and ``nonzero`` bits are sampled in the issue cycle too, in two steps: stage 1 registers
     the group of ``2**(window_bits // 2)`` bits that holds the slot's (a narrow multiplexer
-    on the lookup's position, where one 256:1 multiplexer after the address's subtraction
-    limited the board matcher on the ECP5), stage 2 the slot's bit among them.
+    after the address's subtraction, where one 256:1 multiplexer limited the board matcher on
+    the ECP5), stage 2 the slot's bit among them.
 
     Parameters
     ----------
@@ -101,12 +101,13 @@ class WindowBuffer(FocusBlock):
     r_en : In(1)
         Issue the lookups below and move the earlier ones on (their results appear after the
         next ``r_en`` cycle).
-    r_q : In(ArrayLayout(unsigned(position_bits), lanes))
-        Lane j looks up position ``r_q[j]`` (the block matcher's token register forms the
-        candidates' positions in registers, so the read address and the slot multiplexers
-        start at registers).
+    r_pos : In(position_bits)
+        The position p of the token whose candidates are looked up.
+    r_offset : In(ArrayLayout(unsigned(window_bits), lanes))
+        Lane j looks up position ``r_pos - r_offset[j]``.
     r_want : In(lanes)
-        Lane j's lookup counts only when its bit is set (the candidate exists in the tile).
+        Lane j's lookup counts only when its bit is set (the candidate exists in the tile; the
+        caller guarantees ``r_pos - r_offset[j] >= 0`` then).
     hit : Out(lanes)
         Lane j found its candidate (wanted, written in this job, tag equal).
     y : Out(ArrayLayout(vector_layout, lanes))
@@ -134,7 +135,8 @@ class WindowBuffer(FocusBlock):
             "w_norm": In(p.norm_bits),
             "w_nonzero": In(1),
             "r_en": In(1),
-            "r_q": In(data.ArrayLayout(unsigned(p.position_bits), lanes)),
+            "r_pos": In(p.position_bits),
+            "r_offset": In(data.ArrayLayout(slot, lanes)),
             "r_want": In(lanes),
             "hit": Out(lanes),
             "y": Out(data.ArrayLayout(vector_layout(p), lanes)),
@@ -177,8 +179,8 @@ class WindowBuffer(FocusBlock):
             m.d.sync += nonzero.bit_select(self.w_pos[:wb], 1).eq(self.w_nonzero)
 
         # The per-slot bits are looked up in two steps, one per stage: the issue cycle takes the
-        # 2**low bits of the slot's group of slots (a 2**(wb - low):1 multiplexer), the next
-        # stage the slot's bit among them.
+        # 2**low bits of the slot's group of slots (a 2**(wb - low):1 multiplexer after the
+        # address's subtraction), the next stage the slot's bit among them.
         low = wb // 2
 
         def pick(bits, part_slot):
@@ -186,13 +188,14 @@ class WindowBuffer(FocusBlock):
 
         for j in range(self._lanes):
             rp = mem.read_port()
-            q = self.r_q[j]
+            q = Signal(p.position_bits, name=f"q{j}")
             want = Signal(name=f"want{j}")
             tag = Signal(p.position_bits - wb, name=f"tag{j}")
             slot = Signal(wb, name=f"slot{j}")
             alive = Signal(1 << low, name=f"alive{j}")
             filled = Signal(1 << low, name=f"filled{j}")
             m.d.comb += [
+                q.eq(self.r_pos - self.r_offset[j]),
                 rp.addr.eq(q[:wb]),
                 rp.en.eq(self.r_en),
             ]
