@@ -208,10 +208,7 @@ def power_netlist(netlist, top, registers):
     cut = opensta.cut_memories(netlist, top)
     module = netlist["modules"][top]
     ports, cells = module["ports"], module["cells"]
-    next_bit = 1 + max((b for c in cells.values() for bits in c["connections"].values()
-                        for b in bits if isinstance(b, int)), default=1)
-    next_bit = max(next_bit, 1 + max((b for p in ports.values() for b in p["bits"]
-                                      if isinstance(b, int)), default=1))
+    next_bit = opensta.free_bit(module)
     # Every (net, bit) name of each bit: a flip-flop is named after one of the nets on its
     # output, and the simulation may know it by another (a register and a wider net that
     # contains it both drive the same bits).

@@ -182,6 +182,15 @@ def cut_memories(netlist, top):
     return {"memories": memories, "memory_inputs": mem_in, "memory_outputs": mem_out}
 
 
+def free_bit(module):
+    """The first net number above every net of ``module`` (a Yosys JSON module): new nets are
+    numbered from it."""
+    bits = [b for c in module["cells"].values() for bits in c["connections"].values()
+            for b in bits]
+    bits += [b for p in module["ports"].values() for b in p["bits"]]
+    return 1 + max((b for b in bits if isinstance(b, int)), default=1)
+
+
 def liberty_cells(text):
     """``{cell: {"area": um^2, "pins": {pin: direction}}}`` of a liberty file's text (the flat
     ``cell``/``pin``/``direction``/``area`` statements the OSU libraries use)."""
@@ -211,9 +220,9 @@ def buffer_register_fanout(module, cells, max_fanout=MAX_REGISTER_FANOUT, cell=F
 
     ``cells`` is :func:`liberty_cells`'s (pin directions and areas). Loads are the cells' input
     pins; an output port on the net stays on the register's own net and counts as a load. The
-    buffers are named ``<net>_fanout<k>`` after the register's net. Returns ``{"nets", "cells",
-    "area_um2"}``: the nets buffered, the buffers added and their area. The buffers are
-    ``<net>_fanbuf<k>``, driving ``<net>_fanout<k>``, after the register's net."""
+    buffers are ``<net>_fanbuf<k>``, driving ``<net>_fanout<k>``, after the register's net.
+    Returns ``{"nets", "cells", "area_um2"}``: the nets buffered, the buffers added and their
+    area."""
     pins = {name: info["pins"] for name, info in cells.items()}
     buf_in = next(p for p, d in pins[cell].items() if d == "input")
     buf_out = next(p for p, d in pins[cell].items() if d == "output")
@@ -235,10 +244,7 @@ def buffer_register_fanout(module, cells, max_fanout=MAX_REGISTER_FANOUT, cell=F
             for bit in port["bits"]:
                 if isinstance(bit, int):
                     port_loads[bit] = port_loads.get(bit, 0) + 1
-    every_bit = [b for c in module["cells"].values() for bits in c["connections"].values()
-                 for b in bits if isinstance(b, int)]
-    every_bit += [b for p in module["ports"].values() for b in p["bits"] if isinstance(b, int)]
-    next_bit = max(every_bit, default=1) + 1
+    next_bit = free_bit(module)
     added = {"nets": 0, "cells": 0, "area_um2": 0.0}
     taken = {*module["cells"], *module["netnames"], *module["ports"]}
     for bit, register in sorted(drivers.items()):
