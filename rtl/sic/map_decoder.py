@@ -59,8 +59,11 @@ def _slot_layout(p):
 
 
 def _token_layout(p):
-    """A parsed token on its way through the address, read and check stages."""
+    """A parsed token on its way through the address, read and check stages: its candidate's
+    position ``q`` (bit ``position_bits``: below 0) and whether its offset is 0 are formed in
+    the address stage, its slot (``q``'s low bits) in the parse."""
     return data.StructLayout({"code": unsigned(3), "q": unsigned(p.position_bits + 1),
+                              "slot": unsigned(p.window_bits),
                               "pos": unsigned(p.position_bits), "off_zero": 1, "last": 1,
                               "serial": unsigned(32)})
 
@@ -84,37 +87,42 @@ class MapDecoder(FocusBlock):
     position, in order.
 
     Structure: a bit buffer of ``word_bits + 32`` bits, which takes a word whenever it has room
-    (in parallel with the parsing); a parse step, combinational, that reads the header (one
-    cycle) or the next symbol (one per token) from the top of the buffer and forms the address
-    of its candidate's slot in a window memory of ``2**window_bits`` entries (each token's
-    position, tile serial number and map entry, stored at slot ``position mod 2**window_bits``);
-    an address stage that registers it and issues the read (so no decode runs into the block
-    RAM's address); a read stage that registers the memory's read data as it is (no logic
-    between the memory and that register), beside the slot writes the read missed: those of the
-    two tokens before (the read is not transparent; the later write wins); a check stage that
-    checks the candidate, forms the entry and writes the token's slot (also when the check
-    fails: the job then ends, and no later tile looks up that tile's serial number). Latency: a
-    token's entry is offered (``o_stream.valid``) 4 cycles after the cycle its position is taken
-    (parse, address, read and check stages); without stalls a job of m tokens takes m + 7 cycles
-    from its configuration beat to its last entry, inclusive (``tests/test_map_code.py`` checks
-    it), and the next configuration beat is taken the cycle after. Throughput: one token per
-    cycle while the buffer holds its symbol (a symbol waits for a word only while fewer than 5
-    bits, 3 with the fixed code, are buffered and the last word has not come); the header takes
-    a cycle and waits for 25 bits (or the last word). Back-pressure: parsing and the stages
-    stop while the entry register is full and not taken; the word and position streams wait.
+    (in parallel with the parsing) and shifts out what the parse consumes (the shift chosen by
+    the symbol's length alone, whether it is taken a last 2:1 choice); a parse step,
+    combinational, that reads the header (one cycle) or the next symbol (one per token) from the
+    top of the buffer and forms the slot of its candidate (only the position's low bits are
+    subtracted after the decode) in a window memory of ``2**window_bits`` entries (each token's
+    position, tile serial number and map entry, stored at slot ``position mod
+    2**window_bits``); an address stage that registers the slot and issues the read (so no
+    decode runs into the block RAM's address) while it forms the candidate's whole position; a
+    read stage that registers the memory's read data as it is (no logic between the memory and
+    that register), beside the slot writes the read missed: those of the two tokens before (the
+    read is not transparent; the later write wins); a check stage that checks the candidate,
+    forms the entry and writes the token's slot (also when the check fails: the job then ends,
+    and no later tile looks up that tile's serial number). Latency: a token's entry is offered
+    (``o_stream.valid``) 4 cycles after the cycle its position is taken (parse, address, read
+    and check stages); without stalls a job of m tokens takes m + 7 cycles from its
+    configuration beat to its last entry, inclusive (``tests/test_map_code.py`` checks it), and
+    the next configuration beat is taken the cycle after. Throughput: one token per cycle while
+    the buffer holds its symbol (a symbol waits for a word only while fewer than 5 bits, 3 with
+    the fixed code, are buffered and the last word has not come); the header takes a cycle and
+    waits for 25 bits (or the last word). Back-pressure: parsing and the stages stop while the
+    entry register is full and not taken; the word and position streams wait.
 
     Errors (``error`` rises with ``cause``, :class:`MapDecodeError`; no further entry is
     written; the rest of the job's words and positions are taken and dropped up to their
     ``last``; then the block is idle, ``error`` and ``cause`` holding until the next
-    configuration beat): ``CONFIG`` on the configuration beat; ``LENGTH`` as the last word
-    arrives; ``HEADER``, ``SHORT``, ``POSITION`` while parsing; ``CANDIDATE`` the cycle after
-    the check stage (the failed check is registered; the tokens already parsed behind it, up to
-    three, write nothing); ``TRAILING`` after the last token, once the last word is in. A fault
-    drops the tokens in the address, read and check stages whose entry has not been formed, so
-    the entries a failed job wrote are those of its first tokens, not always of all the tokens
-    parsed before the fault. Each is raised when the decoder reaches it, so with several faults
-    the reported one can differ from golden's (which checks ``LENGTH`` and the positions first);
-    whether a job is rejected never differs.
+    configuration beat): ``CONFIG`` the cycle after the configuration beat (checked on the
+    registered offsets); ``LENGTH`` the cycle after the last word arrives (the check is
+    registered; it wins over any other fault of that cycle); ``HEADER``, ``SHORT``,
+    ``POSITION`` while parsing; ``CANDIDATE`` the cycle after the check stage (the failed check
+    is registered; the tokens already parsed behind it, up to three, write nothing);
+    ``TRAILING`` after the last token, once the last word is in. A fault drops the tokens in
+    the address, read and check stages whose entry has not been formed, so the entries a failed
+    job wrote are those of its first tokens, not always of all the tokens parsed before the
+    fault. Each is raised when the decoder reaches it, so with several faults the reported one
+    can differ from golden's (which checks ``LENGTH`` and the positions first); whether a job is
+    rejected never differs.
 
     Members
     -------
@@ -169,18 +177,24 @@ class MapDecoder(FocusBlock):
         wide = Signal(cap + wb)
         m.d.comb += wide.eq(Cat(Const(0, wb), s.buf)
                             | Mux(arrive, Cat(Const(0, cap), i.payload.word) >> s.fill, 0))
-        # The new fill too is selected, among sums formed from the registered fill alone.
+        # The new fill too is selected, among sums formed from the registered fill alone. The
+        # shift is chosen by the length at the top of the buffer alone (``eat_bits``); whether
+        # it is taken (``eat``: the parse's control) is a last 2:1 choice.
         shifted = Signal(cap)
         rest, rest_in = Signal.like(s.fill), Signal.like(s.fill)
-        with m.Switch(s.consume):
-            for n in (0, *_SYMBOL_LENGTHS, _HEADER_VARIABLE):
+        with m.Switch(s.eat_bits):
+            for n in (*_SYMBOL_LENGTHS, _HEADER_VARIABLE):
                 with m.Case(n):
                     m.d.comb += [shifted.eq((wide << n)[wb:wb + cap]), rest.eq(s.fill - n),
                                  rest_in.eq(s.fill + wb - n)]
-        with m.If(arrive & ~s.tail):
-            m.d.sync += [s.buf.eq(shifted), s.fill.eq(rest_in)]
-        with m.Elif(~s.tail):
-            m.d.sync += [s.buf.eq(shifted), s.fill.eq(rest)]
+        m.d.comb += s.consume.eq(Mux(s.eat, s.eat_bits, 0))
+        with m.If(~s.tail):
+            with m.If(s.eat):
+                m.d.sync += [s.buf.eq(shifted), s.fill.eq(Mux(arrive, rest_in, rest))]
+            with m.Else():
+                m.d.sync += s.buf.eq(wide[wb:])
+                with m.If(arrive):
+                    m.d.sync += s.fill.eq(s.fill + wb)
         with m.If(arrive):
             m.d.sync += [s.loaded.eq(s.loaded_end), s.loaded_end.eq(s.loaded_end + wb)]
             with m.If(i.payload.last):
@@ -189,7 +203,7 @@ class MapDecoder(FocusBlock):
                 m.d.sync += s.nbits.eq(i.payload.nbits)
                 m.d.sync += [need.eq(pad + n) for n, need in s.need.items()]
                 with m.If((i.payload.nbits <= s.loaded) | (i.payload.nbits > s.loaded_end)):
-                    m.d.comb += s.fault.eq(MapDecodeError.LENGTH)
+                    m.d.sync += s.length_bad.eq(1)
         with m.If(i.valid & i.ready & i.payload.last):
             m.d.sync += s.words_done.eq(1)
 
@@ -217,49 +231,62 @@ class MapDecoder(FocusBlock):
             for n in _SYMBOL_LENGTHS:
                 with m.Case(n):
                     m.d.comb += enough.eq(s.has(n))
-        # The candidate's position for every c at once, then chosen by the symbol: the
-        # subtractions run beside the symbol's decode instead of after it.
-        q = Signal(p.position_bits + 1)
-        off_zero = Signal()
+        # Only the candidate's slot (its position's low bits) is formed after the symbol's
+        # decode: its whole position waits for the address stage.
+        wb = p.window_bits
+        slot = Signal(wb)
         with m.Switch(code):
             with m.Case(0):
-                m.d.comb += q.eq(pos.payload.position)
+                m.d.comb += slot.eq(pos.payload.position[:wb])
             for c in range(1, CANDIDATES + 1):
                 with m.Case(c):
-                    m.d.comb += [q.eq(pos.payload.position - s.offsets[c - 1]),
-                                 off_zero.eq(s.offsets[c - 1] == 0)]
+                    m.d.comb += slot.eq(pos.payload.position[:wb] - s.offsets[c - 1][:wb])
         go, ok = Signal(name="go"), Signal(name="ok")
         m.d.comb += [
             go.eq(s.parsing & pos.valid & ready_bits & s.advance),
             ok.eq(go & ~bad_pos & enough),
-            s.rd.addr.eq(s.a_tok.q[:p.window_bits]),
+            s.rd.addr.eq(s.a_tok.slot),
             s.rd.en.eq(s.advance),
         ]
         # The address stage: the slot's address is a register, so the symbol's decode and the
         # candidate's position do not run into the slot memory's address (the decoder's
         # critical path, mostly routing to the block RAM); the read is issued as the token
         # moves on to the read stage.
+        q, off_zero = Signal(p.position_bits + 1), Signal()
+        with m.Switch(s.a_tok.code):
+            with m.Case(0):
+                m.d.comb += q.eq(s.a_tok.pos)
+            for c in range(1, CANDIDATES + 1):
+                with m.Case(c):
+                    m.d.comb += [q.eq(s.a_tok.pos - s.offsets[c - 1]),
+                                 off_zero.eq(s.offsets[c - 1] == 0)]
         with m.If(s.advance):
-            m.d.sync += [s.a_valid.eq(0), s.r_valid.eq(s.a_valid), s.r_tok.eq(s.a_tok)]
+            m.d.sync += [s.a_valid.eq(0), s.r_valid.eq(s.a_valid), s.r_tok.eq(s.a_tok),
+                         s.r_tok.q.eq(q), s.r_tok.off_zero.eq(off_zero)]
         with m.If(go & bad_pos):
             m.d.comb += s.fault.eq(MapDecodeError.POSITION)
         with m.Elif(go & ~ok):
             m.d.comb += s.fault.eq(MapDecodeError.SHORT)
         # The symbol is consumed also when its position is bad: the job then fails and the
         # buffer is not read again (the position compare stays off the buffer's path).
+        m.d.comb += s.eat_bits.eq(sym_len)
         with m.If(go & enough):
-            m.d.comb += s.consume.eq(sym_len)
+            m.d.comb += s.eat.eq(1)
         first = s.tile_count == 0
+        # The address stage's token is loaded whenever the stages move, a token or not
+        # (``a_valid`` says which): its enable is not the symbol's decode.
+        with m.If(s.advance):
+            m.d.sync += [
+                s.a_tok.code.eq(code),
+                s.a_tok.slot.eq(slot),
+                s.a_tok.pos.eq(pos.payload.position),
+                s.a_tok.last.eq(pos.payload.last),
+                s.a_tok.serial.eq(Mux(first, s.serial + 1, s.serial)),
+            ]
         with m.If(ok):
             m.d.comb += pos.ready.eq(1)
             m.d.sync += [
                 s.a_valid.eq(1),
-                s.a_tok.code.eq(code),
-                s.a_tok.q.eq(q),
-                s.a_tok.pos.eq(pos.payload.position),
-                s.a_tok.off_zero.eq(off_zero),
-                s.a_tok.last.eq(pos.payload.last),
-                s.a_tok.serial.eq(Mux(first, s.serial + 1, s.serial)),
                 s.serial.eq(Mux(first, s.serial + 1, s.serial)),
                 s.tile_count.eq(Mux(s.tile_count == p.tile - 1, 0, s.tile_count + 1)),
                 s.started.eq(1),
@@ -342,6 +369,11 @@ class MapDecoder(FocusBlock):
 
         with m.If(s.cand_bad):
             m.d.comb += s.fault.eq(MapDecodeError.CANDIDATE)
+        # The last word's length check is registered (its compare stays off the stages' valid
+        # bits) and raised the cycle after the word, over any other fault of that cycle
+        # (golden checks it first).
+        with m.If(s.length_bad):
+            m.d.comb += s.fault.eq(MapDecodeError.LENGTH)
 
         def on_fault():
             with m.If(s.fault != MapDecodeError.NONE):
@@ -359,23 +391,24 @@ class MapDecoder(FocusBlock):
                                  s.loaded_end.eq(p.word_bits),
                                  s.words_done.eq(0), s.pos_done.eq(0), s.unique.eq(0),
                                  s.tile_count.eq(0), s.started.eq(0), s.tail.eq(0),
-                                 s.finished.eq(0), s.cand_bad.eq(0)]
+                                 s.finished.eq(0), s.cand_bad.eq(0), s.length_bad.eq(0)]
                     for c in range(1, CANDIDATES + 1):
                         f, dh, dw = c >> 2, (c >> 1) & 1, c & 1
                         m.d.sync += s.offsets[c - 1].eq((fs if f else 0) + (hs if dh else 0)
                                                         + dw)
-                    with m.If(fs + hs + 1 >= p.window):
-                        m.d.sync += [self.error.eq(1), self.cause.eq(MapDecodeError.CONFIG)]
-                        m.next = "DRAIN"
-                    with m.Else():
-                        m.next = "HEADER"
+                    m.next = "HEADER"
             with m.State("HEADER"):
-                m.d.comb += s.words_open.eq(1)
+                m.d.comb += [s.words_open.eq(1),
+                             s.eat_bits.eq(Mux(variable, _HEADER_VARIABLE, 1))]
+                # The geometry is checked on the registered offsets (c = 7's is FS + HS + 1), in
+                # the first cycle here, which cannot parse the header: the buffer is empty.
+                with m.If(s.offsets[CANDIDATES - 1] >= p.window):
+                    m.d.comb += s.fault.eq(MapDecodeError.CONFIG)
                 with m.If(s.words_done | (s.fill >= _HEADER_VARIABLE)):
                     with m.If(~s.has(1) | (variable & (~s.has(_HEADER_VARIABLE) | ~complete))):
                         m.d.comb += s.fault.eq(MapDecodeError.HEADER)
                     with m.Else():
-                        m.d.comb += s.consume.eq(Mux(variable, _HEADER_VARIABLE, 1))
+                        m.d.comb += s.eat.eq(1)
                         m.d.sync += [s.variable.eq(variable), s.parsing.eq(1)]
                         m.d.sync += [s.ranking[r].eq(ranking[r]) for r in range(8)]
                         m.next = "RUN"
@@ -407,7 +440,9 @@ class _State:
         self.cap = cap = p.word_bits + _SLACK
         self.buf = Signal(cap)
         self.fill = Signal(range(cap + 1))
-        self.consume = Signal(range(_HEADER_VARIABLE + 1))
+        self.consume = Signal(range(_HEADER_VARIABLE + 1))  # bits consumed this cycle:
+        self.eat = Signal()                             # ... if any,
+        self.eat_bits = Signal(range(_HEADER_VARIABLE + 1))  # ... this many
         self.loaded = Signal(pb + 1)                    # string bits in the words so far
         self.loaded_end = Signal(pb + 1, init=p.word_bits)  # ... and with the next word
         # After the last word: the fill that holds n valid bits, n + the last word's padding.
@@ -422,6 +457,7 @@ class _State:
         self.tail = Signal()                            # the last symbol parsed
         self.finished = Signal()                        # ... and its entry out
         self.cand_bad = Signal()                        # the last candidate check failed
+        self.length_bad = Signal()                      # the last word's nbits is not in it
         self.used = Signal(pb)                          # string bits consumed ...
         self.consumed = Signal.like(self.consume)       # ... but the last cycle's
         self.nbits = Signal(pb)                         # the last word's nbits

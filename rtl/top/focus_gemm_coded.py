@@ -14,6 +14,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock, job_status_members
+from ..lib.ready_slice import ReadySlice
 from ..sic.map_decoder import MapDecodeError, MapDecoder, map_position_layout
 from ..sic.match_layouts import map_word_layout
 from ..tile.focus_gemm import (
@@ -51,8 +52,10 @@ class FocusGemmCoded(FocusBlock):
     block ``final``. ``columns`` or ``passes`` 0 is an empty job.
 
     Structure: per chunk the job control gives the :class:`MapDecoder` a configuration beat
-    (FS, HS); the decoder's entries (the chunk's local map, one per row) go to a
-    :class:`MapBeatPacker`, whose beats are the tile's ``map_stream``.
+    (FS, HS); the decoder's entries (the chunk's local map, one per row) go through a
+    :class:`~rtl.lib.ready_slice.ReadySlice` (no latency; it cuts the scatter stage's ready
+    from the decoder's stages) to a :class:`MapBeatPacker`, whose beats are the tile's
+    ``map_stream``.
 
     Latency: a map entry reaches the scatter stage 4 cycles after its symbol is parsed (the
     decoder's address, read and check stages, the packer's beat); a block's last result leaves
@@ -102,11 +105,18 @@ class FocusGemmCoded(FocusBlock):
         m.submodules.gemm = gemm = FocusGemm(p)
         m.submodules.decoder = dec = MapDecoder(p)
         m.submodules.packer = packer = MapBeatPacker(p)
+        # The packer's ready comes from the scatter stage; the slice keeps that path out of the
+        # decoder's stage enables (the ECP5 limit of this tile without it).
+        m.submodules.map_cut = cut = ReadySlice(dec.o_stream.payload.shape())
         for name in ("w_stream", "u_stream", "o_stream"):
             wiring.connect(m, tile=getattr(gemm, name), port=wiring.flipped(getattr(self, name)))
         wiring.connect(m, decoder=dec.i_stream, port=wiring.flipped(self.code_stream))
         wiring.connect(m, decoder=dec.pos_stream, port=wiring.flipped(self.pos_stream))
-        wiring.connect(m, decoder=dec.o_stream, packer=packer.i_stream)
+        wiring.connect(m, decoder=dec.o_stream, cut=cut.i_stream)
+        wiring.connect(m, cut=cut.o_stream, packer=packer.i_stream)
+        # The decoder is done with a code once it is idle and its last entry has left the slice.
+        dec_busy = Signal(name="dec_busy")
+        m.d.comb += dec_busy.eq(dec.busy | cut.o_stream.valid)
         wiring.connect(m, packer=packer.o_stream, tile=gemm.map_stream)
 
         # ---- the job: one configuration beat, columns * passes map codes ---------------------
@@ -123,7 +133,7 @@ class FocusGemmCoded(FocusBlock):
         m.d.comb += [
             # The next job starts once the decoder is done with this one (a fault found after
             # the last entry, TRAILING, belongs to this job).
-            cfg.ready.eq(~active & ~chunk_open & ~dec.busy),
+            cfg.ready.eq(~active & ~chunk_open & ~dec_busy),
             dec.cfg_stream.payload.frame_stride.eq(job.frame_stride),
             dec.cfg_stream.payload.row_stride.eq(job.row_stride),
             dec.cfg_stream.valid.eq(active & ~chunk_open),
@@ -131,8 +141,8 @@ class FocusGemmCoded(FocusBlock):
             packer.rows.eq(rows),
             # The decoder is idle once it has taken the chunk's positions and words up to
             # their `last` and its entries have left: what it did not decode is filled.
-            packer.fill.eq(need_fill & chunk_open & ~dec.busy),
-            self.busy.eq(active | chunk_open | dec.busy),
+            packer.fill.eq(need_fill & chunk_open & ~dec_busy),
+            self.busy.eq(active | chunk_open | dec_busy),
         ]
         with m.If(cfg.valid & cfg.ready):
             m.d.sync += [job.eq(cfg.payload), col.eq(0), passes.eq(cfg.payload.passes),
