@@ -218,6 +218,15 @@ class AmaranthIO:
     def send(self, port, payloads):
         self.run.send(port, payloads)
 
+    def allow_withdrawal(self, port, cycle):
+        """Lets output ``port`` drop its offered beat in ``cycle`` without failing the stream
+        monitor (``CTRL.ABORT`` withdraws the unit's outputs the cycle after the write)."""
+        self.run.withdrawals[port].allow(cycle)
+
+    def withdrawn(self, port):
+        """The cycles in which ``port`` dropped an offered beat under :meth:`allow_withdrawal`."""
+        return list(self.run.withdrawals[port].done)
+
     async def wait_sent(self, port):
         while self.run.unsent[port]:
             await self.ctx.tick()

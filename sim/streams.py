@@ -43,7 +43,8 @@ from rtl.codecs import pack, unpack
 from rtl.flow.toolchain import BUILD_ROOT
 
 __all__ = ["Stalls", "stall_sources", "stall_patterns", "stall_bounds", "pack", "unpack",
-           "stream_put", "stream_get", "stream_monitor", "streams_monitor", "run_jobs", "JobRun",
+           "stream_put", "stream_get", "stream_monitor", "streams_monitor", "Withdrawals",
+           "run_jobs", "JobRun",
            "run_streams", "CLOCK_PERIOD", "RTLFailure", "rtl_failures"]
 
 #: Clock period of the harness, in seconds (10 ns, as in the cocotb testbenches).
@@ -211,11 +212,17 @@ def stream_monitor(stream, name, transfers=None, on_transfer=None):
     return streams_monitor({name: (stream, transfers, on_transfer)})
 
 
-def streams_monitor(ports):
+def streams_monitor(ports, withdrawals=None):
     """:func:`stream_monitor` of several streams in one testbench: ``ports`` maps each name to
     ``(stream, transfers, on_transfer)``. One testbench samples them all each cycle (the
-    simulator's cost is per testbench woken, not per signal), checking the ports in order."""
-    checkers = [_RuleChecker(name, *port) for name, port in ports.items()]
+    simulator's cost is per testbench woken, not per signal), checking the ports in order.
+
+    ``withdrawals`` (optional) maps a name to a :class:`Withdrawals`: the cycles in which that
+    port may drop an offered beat without a transfer (an abort's flush, the one exception a
+    block's contract may make to the stream rules), and the record of those it did drop."""
+    withdrawals = withdrawals or {}
+    checkers = [_RuleChecker(name, *port, withdrawals=withdrawals.get(name))
+                for name, port in ports.items()]
     signals = [sig for c in checkers for sig in (c.stream.valid, c.stream.ready, c.stream.payload)]
 
     async def monitor(ctx):
@@ -228,15 +235,33 @@ def streams_monitor(ports):
     return monitor
 
 
+class Withdrawals:
+    """The cycles in which a monitored port may withdraw an offered beat (``allowed``, a set
+    the test fills as it goes), and the cycles in which it did (``done``, a list)."""
+
+    def __init__(self):
+        self.allowed = set()
+        self.done = []
+
+    def allow(self, cycle):
+        """Lets the port drop its offered beat in ``cycle`` (the monitor's cycle numbering)."""
+        self.allowed.add(cycle)
+
+
 class _RuleChecker:
     """The stream rules of one port, fed one sampled cycle at a time."""
 
-    def __init__(self, name, stream, transfers=None, on_transfer=None):
+    def __init__(self, name, stream, transfers=None, on_transfer=None, withdrawals=None):
         self.name, self.stream = name, stream
         self.transfers, self.on_transfer = transfers, on_transfer
+        self.withdrawals = withdrawals
         self.held = None    # (payload bits, cycle) of a beat offered but not yet taken
 
     def step(self, cycle, valid, ready, payload):
+        w = self.withdrawals
+        if self.held is not None and not valid and w is not None and cycle in w.allowed:
+            w.done.append(cycle)
+            self.held = None
         if self.held is not None:
             bits, since = self.held
             if not valid:
@@ -316,11 +341,16 @@ class JobRun:
         Each probe's value once the run finished.
     result
         What ``program`` returned.
+    withdrawals : dict
+        ``{port: Withdrawals}``: the cycles in which the monitor lets a port drop an offered beat
+        (:meth:`Withdrawals.allow`, for a block whose abort withdraws its outputs) and those in
+        which it did.
     """
 
     def __init__(self, ports, inputs, outputs, trace, count):
         self._job_count = count
         self.transfers = {port: [] for port in ports}
+        self.withdrawals = {port: Withdrawals() for port in ports}
         self.beats = {port: [] for port in outputs}
         self.trace = {name: [] for name in trace}
         self.ends = []
@@ -491,8 +521,8 @@ def run_jobs(dut, jobs, *, inputs, outputs, feed="serial", end="outputs", stalls
         sim.add_testbench(helper, background=True)
 
     sim.add_testbench(streams_monitor({
-        port: (stream, run.transfers[port], on_transfer(port)) for port, stream in ports.items()}),
-        background=True)
+        port: (stream, run.transfers[port], on_transfer(port)) for port, stream in ports.items()},
+        withdrawals=run.withdrawals), background=True)
 
     if signals:
         async def recorder(ctx):

@@ -1,7 +1,9 @@
 # amaranth: UnusedElaboratable=no
 """The shared job runner (:func:`sim.streams.run_jobs`) on a small stage: how jobs are fed and
 split, where a job ends and the next one starts, the per-job cycle counts, the seeded stalls, the
-queue feed with a program, and the watchdog's message."""
+queue feed with a program, the watchdog's message, and the monitor's allowed withdrawals."""
+
+import functools
 
 import pytest
 from amaranth.hdl import Module, Signal
@@ -21,6 +23,8 @@ class _Stage(wiring.Component):
     o_stream: Out(stream.Signature(8))
     busy: Out(1)
 
+    drop: In(1)
+
     def __init__(self, hang=False):
         self.hang = hang
         super().__init__()
@@ -38,7 +42,7 @@ class _Stage(wiring.Component):
         with m.If(self.i_stream.valid & self.i_stream.ready):
             m.d.sync += [self.o_stream.valid.eq(1), left.eq(left - 1),
                          self.o_stream.payload.eq(self.i_stream.payload + 1)]
-        with m.Elif(self.o_stream.ready):
+        with m.Elif(self.o_stream.ready | self.drop):
             m.d.sync += self.o_stream.valid.eq(0)
         return m
 
@@ -114,6 +118,40 @@ def test_queue_feed_and_program():
     run = run_jobs(_Stage(), [], **PORTS, feed="queue", end=None, program=program, stalls=0.2)
     assert run.beats["o_stream"] == [2, 3, 4, 5]
     assert run.transfers["i_stream"][2] >= run.result
+
+
+@pytest.mark.parametrize("allowed", [True, False])
+def test_withdrawal_only_where_allowed(allowed):
+    """The monitor fails a beat withdrawn without a transfer, unless the test allowed that port
+    to withdraw in that very cycle; the withdrawal is then recorded and the rules go on."""
+    async def program(ctx, run):
+        run.send("cfg_stream", [2])
+        run.send("i_stream", [1, 2])
+        while not ctx.get(dut.o_stream.valid):
+            await ctx.tick()
+        for _ in range(3):                      # the sink holds ready low (its window)
+            await ctx.tick()
+        cycle = run.cycle + 1
+        if allowed:
+            run.withdrawals["o_stream"].allow(cycle)
+        ctx.set(dut.drop, 1)
+        await ctx.tick()
+        ctx.set(dut.drop, 0)
+        while len(run.beats["o_stream"]) < 1:
+            await ctx.tick()
+        return cycle
+
+    dut = _Stage()
+    run = functools.partial(run_jobs, dut, [], **PORTS, feed="queue", end=None, program=program,
+                            stalls={"o_stream": Stalls(windows=[(0, 20)])})
+    if not allowed:
+        with pytest.raises(AssertionError, match=r"o_stream: valid fell in cycle \d+ without a "
+                                                 r"transfer"):
+            run()
+        return
+    result = run()
+    assert result.withdrawals["o_stream"].done == [result.result]
+    assert result.beats["o_stream"] == [3]      # the second beat; the first was withdrawn
 
 
 def test_watchdog_names_the_transfers():
