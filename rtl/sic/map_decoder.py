@@ -309,18 +309,21 @@ class MapDecoder(FocusBlock):
         p = self._params
         slot = s.r_tok.q[:p.window_bits]
         late, early = Signal(name="late"), Signal(name="early")
-        src = Signal(_slot_layout(p))
         m.d.comb += [
             late.eq(s.wr.en & (s.wr.addr == slot)),
             early.eq(s.r_wen & (s.r_wslot == slot)),
-            src.eq(Mux(late, s.wr.data, s.r_wdata)),
         ]
+        # The candidate check against both writes, chosen after: the check of this cycle's
+        # write reads only registers (its tag and serial), so the write enable, which waits on
+        # the entry register's back-pressure, is followed by one 2:1 choice, not the compare.
         with m.If(s.advance):
             m.d.sync += [
                 s.r_wen.eq(s.wr.en), s.r_wslot.eq(s.wr.addr), s.r_wdata.eq(s.wr.data),
                 s.c_valid.eq(s.r_valid), s.c_tok.eq(s.r_tok), s.c_ram.eq(s.rd.data),
-                s.c_fwd.eq(late | early), s.c_fwd_map.eq(src.map),
-                s.c_fwd_found.eq(_found(p, src, s.r_tok)),
+                s.c_fwd.eq(late | early),
+                s.c_fwd_map.eq(Mux(late, s.wr.data.map, s.r_wdata.map)),
+                s.c_fwd_found.eq(Mux(late, _found(p, s.wr.data, s.r_tok),
+                                     _found(p, s.r_wdata, s.r_tok))),
             ]
 
     def _resolve(self, m, s):
