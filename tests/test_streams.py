@@ -16,13 +16,12 @@ from sim.streams import Stalls, run_jobs
 class _Stage(wiring.Component):
     """Takes a count n on ``cfg_stream`` when idle, then passes n beats from ``i_stream`` to
     ``o_stream`` (+1, one register stage); ``busy`` from the configuration beat to the last
-    output. ``hang``: never takes a data beat."""
+    output; ``drop`` withdraws the offered output beat. ``hang``: never takes a data beat."""
 
     cfg_stream: In(stream.Signature(8))
     i_stream: In(stream.Signature(8))
     o_stream: Out(stream.Signature(8))
     busy: Out(1)
-
     drop: In(1)
 
     def __init__(self, hang=False):

@@ -248,10 +248,10 @@ class MapDecoder(FocusBlock):
             s.rd.addr.eq(s.a_tok.slot),
             s.rd.en.eq(s.advance),
         ]
-        # The address stage: the slot's address is a register, so the symbol's decode and the
-        # candidate's position do not run into the slot memory's address (the decoder's
-        # critical path, mostly routing to the block RAM); the read is issued as the token
-        # moves on to the read stage.
+        # The address stage: the slot's address is a register, so the symbol's decode does not
+        # run into the slot memory's address (the decoder's critical path, mostly routing to
+        # the block RAM); the read is issued, and the candidate's whole position formed, as the
+        # token moves on to the read stage.
         q, off_zero = Signal(p.position_bits + 1), Signal()
         with m.Switch(s.a_tok.code):
             with m.Case(0):
@@ -272,7 +272,7 @@ class MapDecoder(FocusBlock):
         m.d.comb += s.eat_bits.eq(sym_len)
         with m.If(go & enough):
             m.d.comb += s.eat.eq(1)
-        first = s.tile_count == 0
+        serial = Mux(s.tile_count == 0, s.serial + 1, s.serial)   # a tile's first token opens it
         # The address stage's token is loaded whenever the stages move, a token or not
         # (``a_valid`` says which): its enable is not the symbol's decode.
         with m.If(s.advance):
@@ -281,13 +281,13 @@ class MapDecoder(FocusBlock):
                 s.a_tok.slot.eq(slot),
                 s.a_tok.pos.eq(pos.payload.position),
                 s.a_tok.last.eq(pos.payload.last),
-                s.a_tok.serial.eq(Mux(first, s.serial + 1, s.serial)),
+                s.a_tok.serial.eq(serial),
             ]
         with m.If(ok):
             m.d.comb += pos.ready.eq(1)
             m.d.sync += [
                 s.a_valid.eq(1),
-                s.serial.eq(Mux(first, s.serial + 1, s.serial)),
+                s.serial.eq(serial),
                 s.tile_count.eq(Mux(s.tile_count == p.tile - 1, 0, s.tile_count + 1)),
                 s.started.eq(1),
                 s.prev_pos.eq(pos.payload.position),
