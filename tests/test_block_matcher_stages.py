@@ -24,6 +24,7 @@ from rtl.sic.comparator_bank import ComparatorBank
 from rtl.sic.match_layouts import CANDIDATES, matcher_rounds
 from rtl.sic.mean_divider import MeanDivider
 from rtl.sic.output_stage import OutputStage
+from rtl.sic.serial_best_candidate import SerialBestCandidate
 from rtl.sic.threshold_table import ThresholdTable
 from rtl.sic.token_register import TokenRegister
 from rtl.sic.unique_indexer import UniqueIndexer
@@ -171,8 +172,8 @@ def scored_rounds(p, tokens, seed):
     return beats, expected, ties, below
 
 
-def run_select(p, beats, count, stalls="no-stalls", seed=0, theta_q=THETA_Q):
-    dut = BestCandidate(p)
+def run_select(p, beats, count, stalls="no-stalls", seed=0, theta_q=THETA_Q, select=BestCandidate):
+    dut = select(p)
     sources = stall_sources(stalls_for(stalls), ("i_stream", "o_stream"), seed)
     sim = Simulator(dut)
     sim.add_clock(CLOCK_PERIOD)
@@ -201,9 +202,20 @@ def test_best_candidate_breaks_ties_to_the_smallest_c(comparators, stalls):
     """The best candidate, and its threshold test, against golden's rule computed with exact
     rationals: ties between candidates go to the lowest c, a candidate exactly on the token's
     bound is not similar, and only the last round's norm counts."""
+    check_ties(BestCandidate, comparators, stalls)
+
+
+@pytest.mark.parametrize("stalls", STALL_IDS)
+def test_serial_best_candidate_breaks_ties_to_the_smallest_c(stalls):
+    """The same for the one-comparator selection's shared test (its schedule's seven tests)."""
+    check_ties(SerialBestCandidate, 1, stalls)
+
+
+def check_ties(select, comparators, stalls):
     p = small(comparators=comparators)
     beats, expected, ties, below = scored_rounds(p, 60, seed=comparators)
-    outputs, cycles = run_select(p, beats, len(expected), stalls, seed=comparators)
+    outputs, cycles = run_select(p, beats, len(expected), stalls, seed=comparators,
+                                 select=select)
     for n, (got, (best, tag)) in enumerate(zip(outputs, expected, strict=True)):
         assert got["tag"] == tag, f"token {n}: tag"
         assert got["match"] == (best is not None), f"token {n}: match"
@@ -221,31 +233,57 @@ def test_best_candidate_exact_tie_in_one_round_and_across_rounds():
     """Equal cosines from different numbers (4/2 = 2/1): c = 1 beats c = 2 with 7 comparators
     (one round) and with 1 comparator (across rounds); a strictly better c = 7 wins; a best
     candidate exactly on the threshold is not similar, and one just above it is."""
-    for comparators in (7, 1):
+    for select, comparators in ((BestCandidate, 7), (BestCandidate, 1),
+                                (SerialBestCandidate, 1)):
         p = small(comparators=comparators)
-        k, rounds = comparators, matcher_rounds(p)
 
-        def token(values, nx=1, p=p, k=k, rounds=rounds):
-            beats = []
-            for r in range(rounds):
-                lanes = []
-                for j in range(k):
-                    c = r * k + j + 1
-                    eligible, dsq, ny = values.get(c, (0, 0, 0))
-                    lanes.append({"eligible": eligible, "dsq": dsq, "ny": ny, "slot": c})
-                beats.append({"cands": lanes, "nx": nx,
-                              "tag": {"first": int(r == 0), "last": int(r == rounds - 1)}})
-            return beats
+        def token(values, nx=1, p=p):
+            return token_rounds(p, values, nx)
 
         tie = token({1: (1, 4, 2), 2: (1, 2, 1), 3: (0, 9, 1)})
         better = token({1: (1, 4, 2), 2: (1, 2, 1), 7: (1, 21, 10)})
         # nx = 8: the bound is exactly 2 (theta_q = 128), so 4/2 is not similar; 21/10 is.
         on_bound = token({1: (1, 4, 2), 2: (1, 2, 1)}, nx=8)
         above = token({1: (1, 4, 2), 2: (1, 2, 1), 5: (1, 21, 10)}, nx=8)
-        outputs, _ = run_select(p, tie + better + on_bound + above, 4)
+        outputs, _ = run_select(p, tie + better + on_bound + above, 4, select=select)
         assert [(b["match"], b["slot"]) for b in outputs][:2] == [(1, 1), (1, 7)]
         assert outputs[2]["match"] == 0
         assert (outputs[3]["match"], outputs[3]["slot"]) == (1, 5)
+
+
+def token_rounds(p, values, nx=1):
+    """One token's rounds: candidate c is ``values[c] = (eligible, dsq, ny)`` (missing ones are
+    not eligible, zero), in slot c."""
+    k, rounds = p.comparators, matcher_rounds(p)
+    beats = []
+    for r in range(rounds):
+        lanes = []
+        for j in range(k):
+            c = r * k + j + 1
+            eligible, dsq, ny = values.get(c, (0, 0, 0))
+            lanes.append({"eligible": eligible, "dsq": dsq, "ny": ny, "slot": c, "code": c})
+        beats.append({"cands": lanes, "nx": nx,
+                      "tag": {"first": int(r == 0), "last": int(r == rounds - 1)}})
+    return beats
+
+
+@pytest.mark.parametrize("select, comparators", [(BestCandidate, 1), (BestCandidate, 2),
+                                                 (BestCandidate, 7), (SerialBestCandidate, 1)],
+                         ids=["parallel-1", "parallel-2", "parallel-7", "serial-1"])
+def test_best_candidate_every_pair_of_candidates(select, comparators):
+    """For every pair c < d of the 7 candidates, with the others eligible and worse: equal
+    cosines (3/1 and 6/2) go to c, a strictly larger one (7/2 at d) to d, whatever the place
+    of the two in the rounds, the lanes or a tournament."""
+    p = small(comparators=comparators)
+    beats, want = [], []
+    for c in range(1, CANDIDATES + 1):
+        for d in range(c + 1, CANDIDATES + 1):
+            others = {e: (1, 1, 1) for e in range(1, CANDIDATES + 1)}
+            beats += token_rounds(p, {**others, c: (1, 3, 1), d: (1, 6, 2)})
+            beats += token_rounds(p, {**others, c: (1, 3, 1), d: (1, 7, 2)})
+            want += [c, d]
+    outputs, _ = run_select(p, beats, len(want), select=select)
+    assert [(b["match"], b["slot"]) for b in outputs] == [(1, w) for w in want]
 
 
 # ---- ComparatorBank ---------------------------------------------------------------------------

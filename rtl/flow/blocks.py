@@ -7,12 +7,12 @@ from ..sec.offset_decoder import OffsetDecoder
 from ..sec.offset_encoder import OffsetEncoder
 from ..sec.semantic_concentrator import SemanticConcentrator
 from ..sec.topk_selector import TopKSelector
-from ..sic.best_candidate import BestCandidate
 from ..sic.block_matcher import BlockMatcher
 from ..sic.dot_scorer import DotScorer
 from ..sic.frame_stats import FrameStats
 from ..sic.map_coder import MapCoder
 from ..sic.map_decoder import MapDecoder
+from ..sic.serial_best_candidate import best_candidate
 from ..sic.similarity_comparator import SimilarityComparator
 from ..tile.focus_gemm import FocusGemm
 from ..tile.fp16_multiplier import FP16Multiplier
@@ -66,7 +66,7 @@ REFERENCE_BLOCKS = {
     # Two of the block matcher's stages alone, to time them in minutes: one pair scorer (dot
     # product and dot**2) and the selection (the "better" tests and the threshold test).
     "dot_scorer": lambda p, icg_cell: DotScorer(p, icg_cell=icg_cell),
-    "best_candidate": lambda p, icg_cell: BestCandidate(p),
+    "best_candidate": lambda p, icg_cell: best_candidate(p),
 }
 
 

@@ -230,10 +230,6 @@ class BestCandidate(FocusBlock):
         assert rounds > 1 or levels > 0
         self._advance = advance = Signal()
 
-        # A token's tag waits in a queue, pushed with its last round and popped with its
-        # decision: the rounds carry only their last-round flag.
-        tags = fifo.SyncFIFOBuffered(width=round_tag_layout(p).size, depth=self.tag_depth(p))
-        m.submodules.tags = ResetInserter(self.flush)(tags)
         valid, last = i.valid, i.payload.tag.last
         cands = [i.payload.cands[j] for j in range(p.comparators)]
         thr = ("nx", i.payload.nx)
@@ -271,12 +267,23 @@ class BestCandidate(FocusBlock):
             o.payload.match.eq(decision.match),
             o.payload.slot.eq(decision.slot),
             o.payload.code.eq(decision.code),
+        ]
+        self._tag_queue(m)
+        return m
+
+    def _tag_queue(self, m):
+        """A token's tag waits in a queue, pushed with its last round and popped with its
+        decision: the rounds carry only their last-round flag."""
+        i, o = self.i_stream, self.o_stream
+        tags = fifo.SyncFIFOBuffered(width=round_tag_layout(self._params).size,
+                                     depth=self.tag_depth(self._params))
+        m.submodules.tags = ResetInserter(self.flush)(tags)
+        m.d.comb += [
             o.payload.tag.eq(tags.r_data),
             tags.w_data.eq(i.payload.tag),
             tags.w_en.eq(i.valid & i.ready & i.payload.tag.last),
             tags.r_en.eq(o.valid & o.ready),
         ]
-        return m
 
     def _carry_round(self, name, valid, last, thr, cands, order):
         """The round through one stage: valid, last-round flag, threshold, candidates, place."""

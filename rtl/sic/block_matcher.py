@@ -27,6 +27,7 @@ from .match_layouts import (
     tile_index_bits,
 )
 from .output_stage import OutputStage
+from .serial_best_candidate import best_candidate
 from .threshold_table import ThresholdTable
 from .token_register import TokenRegister
 from .unique_indexer import UniqueIndexer
@@ -276,7 +277,7 @@ class BlockMatcher(FocusBlock):
         m.submodules.tokens = tokens = TokenRegister(p)
         m.submodules.fetch = fetch = CandidateFetch(p)
         m.submodules.bank = bank = ComparatorBank(p, icg_cell=self._icg_cell, gate=self._gate)
-        m.submodules.select = select = BestCandidate(p)
+        m.submodules.select = select = best_candidate(p)
         m.submodules.index = index = UniqueIndexer(p)
         m.submodules.output = output = OutputStage(p)
         for stage in (tokens, fetch, bank, index):
