@@ -90,7 +90,9 @@ class BlockMatcher(FocusBlock):
     norm, with ceil(V / rounds) squarers over its rounds; one exact threshold test, on its best
     candidate only (theta_q**2 * nx formed once); the "better" tests between its candidates (a
     tree over a round's lanes, a running best over rounds in two accumulators, two tests a
-    round, one of which merges them in a cycle it has free per token). Per job: theta_q**2.
+    round, one of which merges them in a cycle it has free per token; at one comparator, one
+    test unit that does a token's seven tests, threshold included, in its seven cycles). Per
+    job: theta_q**2.
 
     Pipeline, one Component per stage, joined by streams (``wiring.connect``), each stage holding
     only under back-pressure from the next:
@@ -116,7 +118,10 @@ class BlockMatcher(FocusBlock):
       equality the lower c wins), a running best across rounds (two interleaved accumulators,
       each round tested against both of its possible values, merged after the token's last
       round), the threshold test of the winner (``dot**2 * 2**(2F) >
-      theta_q**2 * nx * ny``), delay stages.
+      theta_q**2 * nx * ny``), delay stages. At one comparator,
+      :class:`~rtl.sic.serial_best_candidate.SerialBestCandidate` instead: the same decisions
+      and timing from one shared test unit (:func:`~rtl.sic.serial_best_candidate.best_candidate`
+      chooses).
     - :class:`~rtl.sic.unique_indexer.UniqueIndexer` (1): the map lookup (each window slot's
       tile-local unique index, read with write-through so the previous token's decision is seen;
       map indices are ``tile base + tile-local index``).
