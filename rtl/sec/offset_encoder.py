@@ -479,14 +479,18 @@ class OffsetEncoder(FocusBlock):
         g_data = Signal.like(rd.data)
         g_first = Signal()              # dropped set: g_data is a whole gap, no code sent yet
         ones = Signal(p.count_bits)     # dropped set: kept tokens since the last dropped one
-        # The code register: a field's value, and its length unless it is an Exp-Golomb code,
-        # whose length 2 * bit_length(v) - 1 - e is found from the registered v on the way to
-        # the field register (the sum v = x + 2**e and the leading one after it were the
-        # encoder's critical path).
+        # The code register: a field's value, and its length unless it is an Exp-Golomb code.
+        # That one's length, 2 * bit_length(v) - 1 - e with v = x + 2**e, is found without the
+        # sum: with w = x | (2**e - 1), bit_length(v) = bit_length(w) + (w is all ones), both
+        # registered here and added on the way to the field register. (The sum, then the
+        # leading one after it, was the encoder's critical path, and then the leading one of
+        # the registered v.)
         c_valid = Signal()
         c_value = Signal.like(field.payload.value)
         c_length = Signal.like(field.payload.length)
         c_eg = Signal()
+        c_eg_bits = Signal(range(len(g_data) + 1))
+        c_eg_ones = Signal()
         with m.If(start):
             m.d.sync += [hdr_pending.eq(1), rd_ptr.eq(0), m_valid.eq(0), g_valid.eq(0),
                          c_valid.eq(0), field.valid.eq(0), ones.eq(0)]
@@ -496,12 +500,15 @@ class OffsetEncoder(FocusBlock):
             m.d.sync += [
                 field.valid.eq(c_valid),
                 field.payload.value.eq(c_value),
-                field.payload.length.eq(Mux(c_eg, 2 * bit_length(c_value) - 1 - e, c_length)),
+                field.payload.length.eq(Mux(c_eg, 2 * (c_eg_bits + c_eg_ones) - 1 - e,
+                                            c_length)),
             ]
         c_free = ~c_valid | f_free
         x = Signal.like(g_data)         # the value to code
         m.d.comb += x.eq(Mux(s, Mux(g_first, ones, 0), g_data))
         rice_value = (1 << e) | (x & ((1 << e) - 1))
+        w = Signal.like(x)
+        m.d.comb += w.eq(x | ((1 << e) - 1))
         rice_len = (x >> e) + 1 + e
         skip = s & (g_data == 0)        # dropped set, a kept token with gap 0: no code
         last_code = ~s | (g_data == 1)  # the gap's last code
@@ -516,7 +523,8 @@ class OffsetEncoder(FocusBlock):
             with m.Elif(g_valid & ~skip):
                 m.d.sync += [c_valid.eq(1), c_eg.eq(~f),
                              c_value.eq(Mux(f, rice_value, x + (1 << e))),
-                             c_length.eq(rice_len)]
+                             c_length.eq(rice_len),
+                             c_eg_bits.eq(bit_length(w)), c_eg_ones.eq((w & (w + 1)) == 0)]
             with m.Else():
                 m.d.sync += c_valid.eq(0)
         with m.If(run & c_free & ~hdr_pending & g_valid & s):
