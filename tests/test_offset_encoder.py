@@ -50,8 +50,13 @@ def tag(p):
     return p.tag
 
 
+#: A mask of at most 14 tokens: gaps of 4 bits, narrower than the highest orders' 2**e - 1.
+TINY = FocusParams(tokens=14, lanes=3, word_bits=8)
+
+
 @pytest.mark.parametrize("p", SHAPES + [SHAPES[0].replace(offset_schemes=NARROW),
-                                        SHAPES[-1].replace(offset_schemes=NARROW)], ids=tag)
+                                        SHAPES[-1].replace(offset_schemes=NARROW), TINY],
+                         ids=tag)
 def test_random_masks_match_golden(p):
     """Edges and random masks (M 1..tokens, densities 0..1, every scheme the encoder has and
     adaptive), back to back, no stalls; the cycles follow the documented ingest + emission model

@@ -489,7 +489,9 @@ class OffsetEncoder(FocusBlock):
         c_value = Signal.like(field.payload.value)
         c_length = Signal.like(field.payload.length)
         c_eg = Signal()
-        c_eg_bits = Signal(range(len(g_data) + 1))
+        # w holds 2**e - 1 whatever the gaps' width (e is up to 7).
+        w = Signal(max(len(g_data), _ORDERS - 1))
+        c_eg_bits = Signal(range(len(w) + 1))
         c_eg_ones = Signal()
         with m.If(start):
             m.d.sync += [hdr_pending.eq(1), rd_ptr.eq(0), m_valid.eq(0), g_valid.eq(0),
@@ -507,7 +509,6 @@ class OffsetEncoder(FocusBlock):
         x = Signal.like(g_data)         # the value to code
         m.d.comb += x.eq(Mux(s, Mux(g_first, ones, 0), g_data))
         rice_value = (1 << e) | (x & ((1 << e) - 1))
-        w = Signal.like(x)
         m.d.comb += w.eq(x | ((1 << e) - 1))
         rice_len = (x >> e) + 1 + e
         skip = s & (g_data == 0)        # dropped set, a kept token with gap 0: no code
