@@ -286,6 +286,57 @@ def test_best_candidate_every_pair_of_candidates(select, comparators):
     assert [(b["match"], b["slot"]) for b in outputs] == [(1, w) for w in want]
 
 
+@pytest.mark.parametrize("partial", [False, True], ids=["whole", "partial"])
+@pytest.mark.parametrize("select, comparators", [(BestCandidate, 1), (BestCandidate, 2),
+                                                 (SerialBestCandidate, 1)],
+                         ids=["parallel-1", "parallel-2", "serial-1"])
+def test_best_candidate_flush_drops_what_is_in_flight(select, comparators, partial):
+    """``flush`` drops everything in flight. With the output held, three whole tokens go in
+    (and a decision waits on the output), or two and three rounds of a third (the serial
+    selection then waits for the third's rounds); after a one-cycle flush nothing is offered,
+    the tokens that follow are decided as golden's rule says (their tags too), and nothing of
+    the dropped ones ever comes out."""
+    p = small(comparators=comparators)
+    rounds = matcher_rounds(p)
+    beats, expected, _, _ = scored_rounds(p, 10, seed=11)
+    dropped, kept = beats[:2 * rounds + 3] if partial else beats[:3 * rounds], beats[3 * rounds:]
+    want = expected[3:]
+    dut = select(p)
+    sim = Simulator(dut)
+    sim.add_clock(CLOCK_PERIOD)
+    received, after, flushed = [], [], []
+
+    async def testbench(ctx):
+        ctx.set(dut.theta_sq, THETA_Q * THETA_Q)
+        await stream_put(ctx, dut.i_stream, dropped)
+        await ctx.tick().repeat(SELECT_STAGES + 5)
+        assert partial or ctx.get(dut.o_stream.valid), "a decision should wait on the output"
+        ctx.set(dut.flush, 1)
+        await ctx.tick()
+        ctx.set(dut.flush, 0)
+        assert not ctx.get(dut.o_stream.valid)
+        flushed.append(True)
+        await stream_put(ctx, dut.i_stream, kept)
+
+    async def consumer(ctx):
+        while not flushed:
+            await ctx.tick()
+        received.extend(await stream_get(ctx, dut.o_stream, len(want)))
+        for _ in range(3 * SELECT_STAGES):
+            _, _, valid = await ctx.tick().sample(dut.o_stream.valid)
+            after.append(valid)
+
+    sim.add_testbench(testbench)
+    sim.add_testbench(consumer)
+    sim.add_testbench(watchdog(2000, "the selection hung after a flush"), background=True)
+    sim.run()
+    for n, (got, (best, tag)) in enumerate(zip(received, want, strict=True)):
+        assert got["tag"] == tag, f"token {n}: tag"
+        assert (got["match"], got["slot"] if best else None) == (int(best is not None), best), (
+            f"token {n}")
+    assert not any(after), "a dropped token was decided after the flush"
+
+
 # ---- ComparatorBank ---------------------------------------------------------------------------
 
 def run_with(dut, inputs, outputs, stalls, seed, settings, max_cycles=5000):
