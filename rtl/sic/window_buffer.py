@@ -179,9 +179,11 @@ class WindowBuffer(FocusBlock):
             m.d.sync += nonzero.bit_select(self.w_pos[:wb], 1).eq(self.w_nonzero)
 
         # The per-slot bits are looked up in two steps, one per stage: the issue cycle takes the
-        # 2**low bits of the slot's group of slots (a 2**(wb - low):1 multiplexer after the
-        # address's subtraction), the next stage the slot's bit among them.
-        low = wb // 2
+        # 2**low bits of the slot's group of slots (a 4:1 multiplexer after the address's
+        # subtraction, which is in the same cycle), the next stage the slot's bit among them
+        # (from registers). With the split at the middle (a 16:1 multiplexer after the
+        # subtraction at the board preset) this was the ECP5 limit of the block matcher.
+        low = max(0, wb - 2)
 
         def pick(bits, part_slot):
             return bits if low == 0 else bits.bit_select(part_slot[:low], 1)
