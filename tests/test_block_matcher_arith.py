@@ -132,16 +132,18 @@ def test_counting_records_what_is_built():
 def test_multiplier_bench_counts_the_matcher():
     """``sim.bench.multipliers.count`` at V = 4, one comparator: the widths of spec 1's derived
     table give each product (dot of 4 int8 products, dot**2 of norm_bits, 1 squarer of the norm
-    over 7 rounds, the running best's four dot_sq_bits x norm_bits products (two tests: against
-    the accumulator and against the previous same-parity round), the threshold test's
-    token_threshold_bits x norm_bits, theta**2 * nx, theta**2)."""
+    over 7 rounds, theta**2 * nx, theta**2) and the serial selection's one test unit: its
+    ``b.dsq * a.ny`` and ``b.ny * a.dsq``, with ``a`` wide enough for the threshold candidate
+    (``ny`` = 2**(2F), ``dsq`` = theta**2 * nx), so max(norm_bits, 2F + 1) x dot_sq_bits and
+    norm_bits x max(dot_sq_bits, 2F + norm_bits)."""
     p = FocusParams(dim=4, window=16, tile=24, layers=4, comparators=1)
     nb, dsq, f2 = p.norm_bits, p.dot_sq_bits, 2 * p.theta_bits
     assert (nb, dsq) == (17, 33)
     bit_products, _, parts = count(p)
     sizes = sorted((kind, bp) for (kind, _, bp, _), n in parts.items() for _ in range(n))
+    test_unit = [max(nb, f2 + 1) * dsq, nb * max(dsq, f2 + nb)]
     assert sizes == sorted([("dot", 4 * 64), ("square", nb * nb), ("squares", 64),
-                            *[("product", dsq * nb)] * 4, ("product", f2 * nb),
-                            ("product", (f2 + nb) * nb), ("square", 64)])
-    want = 4 * 64 + nb * nb + 64 + 4 * dsq * nb + f2 * nb + (f2 + nb) * nb + 64
+                            *[("product", bp) for bp in test_unit], ("product", f2 * nb),
+                            ("square", 64)])
+    want = 4 * 64 + nb * nb + 64 + sum(test_unit) + f2 * nb + 64
     assert bit_products == want
