@@ -36,10 +36,8 @@ _HOLD_WINNER = {"w12": 6, "w1234": 5, "final": 4}
 _HOLD_ODD = (1, 3, 5)
 _HOLD_C7 = 0
 #: The phase at which the token's threshold theta_q**2 * nx is taken from its pipeline (its
-#: norm, held from relative step 8 to 14, was in it at step 14), and the one at which the
-#: threshold test decides.
+#: norm, held from relative step 8 to 14, was in it at step 14).
 _THRESHOLD_READY = 2
-_DECISION = _DECIDED % CANDIDATES
 
 
 def best_candidate(p):
@@ -149,14 +147,15 @@ class SerialBestCandidate(BestCandidate):
             **{n: self._held(n, cand, {ph: winner}) for n, ph in _HOLD_WINNER.items()},
         }
         nx = self._held("nx", p.norm_bits, {_HOLD_C7: rin_nx})
-        def widen(c):
-            wide = Signal(operand, name=f"{c.as_value().name}_wide")
-            m.d.comb += [getattr(wide, f).eq(getattr(c, f)) for f, _ in cand]
-            return wide
-
-        bound = Signal(operand, name="bound")
-        m.d.comb += [bound.eligible.eq(1), bound.dsq.eq(self._threshold(nx)),
-                     bound.ny.eq(1 << shift)]
+        # The ``a`` operands' sources, widened once each (their fields zero-extended); the
+        # threshold's is the token's bound.
+        wide = {}
+        for name in dict.fromkeys(a for _, a, _ in SERIAL_SCHEDULE.values()):
+            wide[name] = w = Signal(operand, name=f"{name}_wide")
+            if name == "threshold":
+                m.d.comb += [w.eligible.eq(1), w.dsq.eq(self._threshold(nx)), w.ny.eq(1 << shift)]
+            else:
+                m.d.comb += [getattr(w, f).eq(getattr(sources[name], f)) for f, _ in cand]
 
         # The test: its operands, loaded by the schedule, then its stages; both candidates
         # ride beside it to the step that chooses.
@@ -164,8 +163,7 @@ class SerialBestCandidate(BestCandidate):
         with m.If(step), m.Switch(phase):
             for ph, (_, a, b) in SERIAL_SCHEDULE.items():
                 with m.Case(ph):
-                    m.d.sync += [op_a.eq(bound if a == "threshold" else widen(sources[a])),
-                                 op_b.eq(sources[b])]
+                    m.d.sync += [op_a.eq(wide[a]), op_b.eq(sources[b])]
         parts = self._better_parts("test", op_a, op_b)
         a, b = cand(Cat(op_a.eligible, op_a.dsq[:p.dot_sq_bits], op_a.ny[:p.norm_bits],
                         op_a.slot, op_a.code)), op_b
