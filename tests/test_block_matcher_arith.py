@@ -8,13 +8,14 @@ import itertools
 import numpy as np
 import pytest
 from amaranth.hdl import Module, Signal, signed, unsigned
-from amaranth.lib import wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
 from rtl.params import FocusParams
 from rtl.sic.arith import (
     booth_rows,
+    carry_save,
     counting,
     dot_product,
     product,
@@ -100,6 +101,77 @@ def test_random_and_extremes(n, ue):
     cases += [(*(int(v) for v in rng.integers(low, high + 1, 4)), int(rng.integers(0, 1 << ue)))
               for _ in range(300)]
     run(n, n, ue, cases)
+
+
+def _carry_save_rows(m, a, b, e, k, width, outputs):
+    """The carry-save rows of ``a * b - e * e + k`` (Booth rows, the square's negated)."""
+    plus, c_plus = booth_rows(m, a, b, x_signed=False, y_signed=True)
+    minus, c_minus = booth_rows(m, e, e, x_signed=False, y_signed=False)
+    return carry_save(m, plus, c_plus - c_minus + k, width, minus=minus, outputs=outputs)
+
+
+class CarrySave(wiring.Component):
+    """``a * b - e * e + k`` (``a`` unsigned, ``b`` signed) as the rows of :func:`carry_save`,
+    each row an output."""
+
+    def __init__(self, n, m, ue, k, outputs):
+        self._k, self._outputs = k, outputs
+        self.width = n + m + 2
+        count = len(_carry_save_rows(Module(), Signal(n), Signal(signed(m)), Signal(ue), k,
+                                     self.width, outputs))
+        super().__init__({
+            "a": In(unsigned(n)), "b": In(signed(m)), "e": In(unsigned(ue)),
+            "rows": Out(data.ArrayLayout(self.width, count)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        rows = _carry_save_rows(m, self.a, self.b, self.e, self._k, self.width, self._outputs)
+        m.d.comb += [self.rows[r].eq(row) for r, row in enumerate(rows)]
+        return m
+
+
+@pytest.mark.parametrize("n, m, ue, outputs", [(3, 3, 2, 2), (4, 3, 3, 3), (20, 20, 20, 2),
+                                                (20, 40, 20, "balanced"), (5, 7, 4, "balanced")])
+def test_carry_save_rows_add_up_to_the_sum(n, m, ue, outputs):
+    """The rows of :func:`carry_save` add up, modulo 2**width, to the sum of its rows minus the
+    ``minus`` rows plus the constant: exhaustively for narrow operands, on extremes and random
+    values for the selection's widths (a 20 x 40 product less a 20 x 20 square). With
+    ``"balanced"``, several rows come out (a first stage's), not two."""
+    k = -12345
+    dut = CarrySave(n, m, ue, k, outputs)
+    rows = [dut.rows[r] for r in range(len(dut.rows))]
+    if outputs != "balanced":
+        assert len(rows) == outputs
+    elif n > 10:
+        assert len(rows) > 2
+    a_values = [0, 1, (1 << n) - 1]
+    b_values = [-(1 << (m - 1)), -1, 0, 1, (1 << (m - 1)) - 1]
+    e_values = [0, 1, (1 << ue) - 1]
+    if n + m + ue <= 10:
+        cases = list(itertools.product(range(1 << n), range(-(1 << (m - 1)), 1 << (m - 1)),
+                                       range(1 << ue)))
+    else:
+        rng = np.random.default_rng(n + m + ue)
+        cases = list(itertools.product(a_values, b_values, e_values))
+        cases += [(int(rng.integers(0, 1 << n)), int(rng.integers(-(1 << (m - 1)), 1 << (m - 1))),
+                   int(rng.integers(0, 1 << ue))) for _ in range(300)]
+    bad = []
+
+    async def testbench(ctx):
+        for a, b, e in cases:
+            ctx.set(dut.a, a)
+            ctx.set(dut.b, b)
+            ctx.set(dut.e, e)
+            got = sum(ctx.get(r) for r in rows) % (1 << dut.width)
+            want = (a * b - e * e + k) % (1 << dut.width)
+            if got != want:
+                bad.append(((a, b, e), got, want))
+
+    sim = Simulator(dut)
+    sim.add_testbench(testbench)
+    sim.run()
+    assert not bad, bad[:5]
 
 
 def test_counting_records_what_is_built():

@@ -9,6 +9,10 @@ about half of its partial products (``a_i a_j`` and ``a_j a_i`` are one bit of t
 The results are exact: they equal the integer expressions bit for bit
 (``tests/test_block_matcher_arith.py`` checks them exhaustively for narrow operands).
 
+A sum that a pipeline spreads over stages should not end each stage in a carry-propagate adder
+(:func:`partial_sums` does: each group is a whole sum). :func:`carry_save` keeps it redundant
+instead: rows of full adders, no carry chain, so a stage's depth does not grow with the width.
+
 Every function takes the ``Module`` to put its intermediate signals in (the operands, the
 Booth digit selects and the sum are signals: the netlist reads well). Each row is one
 whole-row expression (a replicated bit ANDed with an operand), not one expression per bit:
@@ -24,7 +28,7 @@ from amaranth.hdl import Cat, Const, Signal
 
 __all__ = ["product_rows", "booth_rows", "square_rows", "row_sum", "product", "dot_product",
            "sum_of_squares", "unsigned_square", "counting", "product_terms", "dot_terms",
-           "unsigned_square_terms", "partial_sums", "split_groups"]
+           "unsigned_square_terms", "partial_sums", "split_groups", "carry_save"]
 
 _records = None
 
@@ -196,6 +200,93 @@ def partial_sums(m, rows, constant, width, groups, *, minus=(), name="part"):
         part = Signal(width, name=f"{name}{g}")
         m.d.comb += part.eq(value)
         sums.append(part)
+    return sums
+
+
+def _span(value, shift):
+    """The bits ``value << shift`` can be non-zero in, as ``(low, high)``."""
+    return shift, shift + len(value)
+
+
+def _packed(items, width):
+    """``items`` (``(value, shift)``) as fewer rows of ``width`` bits with the same sum: rows
+    whose spans do not overlap are ORed into one (the single-bit rows of a Booth product, one
+    per digit, make one row), the ones of near weights together."""
+    rows = []                                   # [(value, occupied (low, high) spans)]
+    for value, shift in sorted(items, key=lambda item: item[1]):
+        low, high = _span(value, shift)
+        high = min(high, width)
+        if low >= width:
+            continue
+        for n, (row, spans) in enumerate(rows):
+            if all(high <= a or low >= b for a, b in spans):
+                rows[n] = (row | (value << shift)[:width], [*spans, (low, high)])
+                break
+        else:
+            rows.append(((value << shift)[:width], [(low, high)]))
+    return [row for row, _ in rows]
+
+
+def _csa_levels(terms, outputs):
+    """Levels of 3:2 compressors that :func:`carry_save` takes from ``terms`` to ``outputs``."""
+    levels = 0
+    while terms > outputs:
+        terms -= min(terms // 3, terms - outputs)
+        levels += 1
+    return levels
+
+
+def _balanced_outputs(terms):
+    """The outputs of a first stage of compressors (after the partial products' selects, one
+    level's worth) such that its levels and those of a second stage down to two outputs are as
+    even as can be; the fewest such outputs (each is a register)."""
+    return min(range(2, max(terms, 2) + 1),
+               key=lambda o: (max(_csa_levels(terms, o) + 1, _csa_levels(o, 2)), o))
+
+
+def carry_save(m, rows, constant, width, *, minus=(), outputs=2, name="csa"):
+    """``sum(rows) + constant - sum(minus)`` modulo 2**width as ``outputs`` comb signals of
+    ``width`` bits (a redundant, carry-save form: their sum modulo 2**width is that value),
+    by levels of 3:2 compressors (full adders, ``a ^ b ^ c`` and the majority one place up),
+    with no carry propagation at all: its depth is that of about log1.5(rows / outputs) full
+    adders, whatever the width. For a pipeline that registers the outputs and reduces them
+    further, or adds them, in the next stages. ``rows`` and ``minus`` are ``(row, shift)``
+    lists as :func:`row_sum` takes; sparse rows are packed first (:func:`_packed`).
+    ``outputs="balanced"``: as many as put about half of the levels in each of two stages (the
+    first also selecting the partial products; :func:`_balanced_outputs`)."""
+    if outputs != "balanced" and outputs < 2:
+        raise ValueError("a carry-save form has at least two outputs")
+    mask = (1 << width) - 1
+    items = list(rows)
+    for row, shift in minus:
+        # -(r << s) = ~r << s, plus the ones ~ would have set outside r's span, plus 1.
+        low, high = _span(row, shift)
+        items.append((~row, shift))
+        constant += mask - (((1 << (high - low)) - 1) << low) + 1
+    items.append((Const(constant & mask, width), 0))
+    terms = _packed(items, width)
+    if outputs == "balanced":
+        outputs = _balanced_outputs(len(terms))
+    level = 0
+    while len(terms) > outputs:
+        # Compress as many triples as this level can, but not below ``outputs`` terms.
+        triples = min(len(terms) // 3, len(terms) - outputs)
+        out = []
+        for t in range(triples):
+            a, b, c = terms[3 * t:3 * t + 3]
+            s = Signal(width, name=f"{name}_l{level}_s{t}")
+            k = Signal(width, name=f"{name}_l{level}_c{t}")
+            m.d.comb += [s.eq(a ^ b ^ c), k.eq(((a & b) | (a & c) | (b & c)) << 1)]
+            out += [s, k]
+        terms = out + terms[3 * triples:]
+        level += 1
+    sums = []
+    for n, term in enumerate(terms):
+        sig = Signal(width, name=f"{name}{n}")
+        m.d.comb += sig.eq(term)
+        sums.append(sig)
+    while len(sums) < outputs:
+        sums.append(Const(0, width))
     return sums
 
 

@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In
 
 from ..block import FocusBlock
 from ..params import ceil_log2
-from .arith import partial_sums, product, product_terms, row_sum, split_groups
+from .arith import carry_save, product, product_terms, row_sum
 from .match_layouts import (
     best_layout,
     candidate_layout,
@@ -18,8 +18,9 @@ from .match_layouts import (
 
 __all__ = ["BestCandidate", "SELECT_STAGES", "TEST_STAGES", "keep_first", "better"]
 
-#: Register stages of each "better" or threshold test: its products' Booth rows added into
-#: registered groups, the groups added into two registered sums, those two added for the sign.
+#: Register stages of each "better" or threshold test: its products' Booth rows reduced by full
+#: adders to a few registered rows, those to two registered rows (carry-save, no carry chain),
+#: those two added for the sign.
 TEST_STAGES = 3
 
 #: Register stages of the selection for every comparator count: three per level of the tree of
@@ -65,11 +66,12 @@ class BestCandidate(FocusBlock):
     last round's ``tag``.
 
     Every test takes three register stages (:data:`TEST_STAGES`): the Booth rows of its two
-    products, one of them negated, are added into a few registered groups
-    (:func:`~rtl.sic.arith.partial_sums`), the next stage adds those into two registered sums,
-    and the third adds the two and takes the sign. So no cycle holds more than two levels of
-    carry-propagate adders, and the sign, the one carry chain of the third stage, is followed
-    only by the choice it makes (for the ECP5's 100 MHz target). Pipeline
+    products, one of them negated, are reduced by full adders to a few registered rows (a
+    carry-save form, :func:`~rtl.sic.arith.carry_save`), the next stage reduces those to two
+    registered rows, and the third adds the two and takes the sign. So the first two stages
+    hold no carry chain at all (about half of the full-adder levels each, whatever the width),
+    and the sign, the one carry chain of the third stage, is followed only by the choice it
+    makes. Pipeline
     (:data:`SELECT_STAGES` register stages, 21, for every comparator count):
 
     - a tree of ``ceil(log2(comparators))`` levels of pairwise "better" tests, three stages
@@ -159,19 +161,18 @@ class BestCandidate(FocusBlock):
         return reg
 
     def _difference(self, name, plus, constant, minus, width):
-        """The first of a test's three stages: registered groups of ``plus + constant - minus``
-        (row lists), ``width`` bits. The tests fold a -1 into ``constant``, so that "difference
-        > 0" is the sign bit of their sum (no wide zero test after its adders)."""
-        terms = len(plus) + len(minus) + 1
-        parts = partial_sums(self._m, plus, constant, width,
-                             split_groups(terms, TEST_STAGES), minus=minus, name=f"{name}_part")
+        """The first of a test's three stages: ``plus + constant - minus`` (row lists),
+        ``width`` bits, reduced by full adders to a few registered rows (a carry-save form,
+        :func:`~rtl.sic.arith.carry_save`; no carry runs the width). The tests fold a -1 into
+        ``constant``, so that "difference > 0" is the sign bit of their sum (no wide zero test
+        after its adders)."""
+        parts = carry_save(self._m, plus, constant, width, minus=minus, outputs="balanced",
+                           name=f"{name}_csa")
         return [self._register(f"{name}_group{g}", width, v) for g, v in enumerate(parts)]
 
     def _pair(self, name, parts, width):
-        """The second stage: the groups added into two registered sums."""
-        half = -(-len(parts) // 2)
-        sums = [row_sum(self._m, [(r, 0) for r in share], 0, width, signed=False)
-                for share in (parts[:half], parts[half:]) if share]
+        """The second stage: the rows reduced by full adders to two registered rows."""
+        sums = carry_save(self._m, [(r, 0) for r in parts], 0, width, name=f"{name}_pair")
         return [self._register(f"{name}_sum{n}", width, v) for n, v in enumerate(sums)]
 
     def _total(self, pair, width, signed):
