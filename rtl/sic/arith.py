@@ -28,7 +28,8 @@ from amaranth.hdl import Cat, Const, Signal
 
 __all__ = ["product_rows", "booth_rows", "square_rows", "row_sum", "product", "dot_product",
            "sum_of_squares", "unsigned_square", "counting", "product_terms", "dot_terms",
-           "unsigned_square_terms", "partial_sums", "split_groups", "carry_save"]
+           "unsigned_square_terms", "partial_sums", "split_groups", "carry_save",
+           "carry_save_sum"]
 
 _records = None
 
@@ -290,6 +291,14 @@ def carry_save(m, rows, constant, width, *, minus=(), outputs=2, name="csa"):
     return sums
 
 
+def carry_save_sum(m, rows, constant, width, *, signed=False, name="csa"):
+    """:func:`row_sum`'s result, with the rows reduced by full adders (:func:`carry_save`) to
+    two before the one carry-propagate adder: Yosys's own reduction of a sum of many sparse rows
+    is deeper."""
+    pair = carry_save(m, rows, constant, width, name=name)
+    return row_sum(m, [(r, 0) for r in pair], 0, width, signed=signed)
+
+
 def product_terms(m, x, y, *, x_signed=False, y_signed=False):
     """The rows and constant of the exact product ``x * y`` (:func:`booth_rows`, ``x``
     recoded), counted as a product (:func:`counting`): for :func:`row_sum` or
@@ -325,15 +334,17 @@ def dot_product(m, xs, ys, width):
     return row_sum(m, rows, constant, width, signed=True)
 
 
-def sum_of_squares(m, xs, width):
-    """The exact sum of squares of signed values, as ``width`` unsigned bits."""
+def sum_of_squares(m, xs, width, *, plus=()):
+    """The exact sum of squares of signed values, as ``width`` unsigned bits; with ``plus``
+    (``(row, shift)`` unsigned rows), their sum too. The rows are reduced by full adders
+    (:func:`carry_save`) to two, then added: one carry chain."""
     rows, constant = [], 0
     for a in xs:
         r, c = square_rows(m, a)
         rows += r
         constant += c
     _record("squares", len(xs), sum(len(a) ** 2 for a in xs), rows)
-    return row_sum(m, rows, constant, width, signed=False)
+    return carry_save_sum(m, [*rows, *plus], constant, width, name="squares_csa")
 
 
 def unsigned_square(m, a, width):

@@ -5,7 +5,7 @@ from amaranth.lib import data
 
 from ..block import FocusBlock
 from ..lib.clock_gate import ICG_CELL, activity_members, add_gated, gated_pipeline
-from .arith import dot_terms, partial_sums, row_sum, split_groups, unsigned_square_terms
+from .arith import carry_save, carry_save_sum, dot_terms, unsigned_square_terms
 from .match_layouts import matcher_stage_members
 from .similarity_comparator import vector_layout
 
@@ -55,12 +55,12 @@ SimilarityComparator`) that depends on the pair. The rest, ``dot**2 * 2**(2F) > 
 
     Latency 5 cycles (:data:`SCORER_LATENCY`), throughput one pair per cycle. The stages: the
     pair's registers (the window's read data goes no further in its cycle); the dot product's
-    Booth rows added into a few partial sums (:func:`~rtl.sic.arith.partial_sums`, a power of two
-    near the square root of the rows, so the adder levels split evenly); their sum, the dot;
-    dot**2's rows added into partial sums, and dot > 0; their sum, dot**2. Each stage is a few
-    carry-propagate adders deep (for the ECP5's 100 MHz target). Under ``o_stream``
-    back-pressure the pipeline holds; nothing is lost or duplicated, results leave in input
-    order.
+    Booth rows reduced by full adders to a few rows in carry-save form
+    (:func:`~rtl.sic.arith.carry_save`, as many as split the adder levels evenly between this
+    stage and the next), registered; those reduced to two and added, the dot; the same for
+    dot**2's rows, and dot > 0; dot**2. Only the second stage of each sum has a carry chain.
+    Under ``o_stream`` back-pressure the pipeline holds; nothing is lost or duplicated, results
+    leave in input order.
 
     Zero skip and clock gating as in the similarity comparator: a pair with a zero vector (or no
     candidate: ``y_nonzero`` low) passes as a control token only (``eligible = 0``), and each
@@ -162,13 +162,14 @@ SimilarityComparator`) that depends on the pair. The rest, ``dot**2 * 2**(2F) > 
 
     @staticmethod
     def _two_stages(m, stage, k, name, terms, width):
-        """The sum of ``terms`` (rows, constant) in two stages after stage ``k``: its partial
-        sums registered, then their sum registered; returns that register."""
+        """The sum of ``terms`` (rows, constant) in two stages after stage ``k``: the rows
+        reduced by full adders to a few registered rows (carry-save, no carry chain), then
+        those to two and added, registered; returns that register."""
         rows, constant = terms
-        parts = partial_sums(m, rows, constant, width, split_groups(len(rows) + 1),
-                             name=f"{name}_part")
+        parts = carry_save(m, rows, constant, width, outputs="balanced", name=f"{name}_csa")
         regs = [Signal(width, name=f"{name}_sum{g}", reset_less=True) for g in range(len(parts))]
         stage(k, f"{name}_parts", [r.eq(v) for r, v in zip(regs, parts, strict=True)])
         total = Signal(width, name=name, reset_less=True)
-        stage(k + 1, name, [total.eq(row_sum(m, [(r, 0) for r in regs], 0, width, signed=False))])
+        stage(k + 1, name, [total.eq(carry_save_sum(m, [(r, 0) for r in regs], 0, width,
+                                                    name=f"{name}_pair"))])
         return total

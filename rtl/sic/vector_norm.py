@@ -97,9 +97,10 @@ class VectorNorm(FocusBlock):
             with m.Elif(self.advance):
                 following = [element(x, r + 1, j) for r in range(steps - 1)]
                 m.d.sync += operand.eq(Array(following)[self.step])
-        partial = sum_of_squares(m, operands, p.norm_bits)
+        # The steps before are one more row of the squares' sum: a single carry chain.
         total = Signal(p.norm_bits)
-        m.d.comb += self.norm.eq(Mux(self.step == 0, 0, total) + partial)
+        m.d.comb += self.norm.eq(sum_of_squares(
+            m, operands, p.norm_bits, plus=[(Mux(self.step == 0, 0, total), 0)]))
         with m.If(self.advance):
             m.d.sync += total.eq(self.norm)
         return m
