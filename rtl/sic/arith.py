@@ -9,9 +9,9 @@ about half of its partial products (``a_i a_j`` and ``a_j a_i`` are one bit of t
 The results are exact: they equal the integer expressions bit for bit
 (``tests/test_block_matcher_arith.py`` checks them exhaustively for narrow operands).
 
-A sum that a pipeline spreads over stages should not end each stage in a carry-propagate adder
-(:func:`partial_sums` does: each group is a whole sum). :func:`carry_save` keeps it redundant
-instead: rows of full adders, no carry chain, so a stage's depth does not grow with the width.
+A sum that a pipeline spreads over stages should not end each stage in a carry-propagate adder.
+:func:`carry_save` keeps it redundant instead: rows of full adders, no carry chain, so a stage's
+depth does not grow with the width; only the last stage adds its two rows.
 
 Every function takes the ``Module`` to put its intermediate signals in (the operands, the
 Booth digit selects and the sum are signals: the netlist reads well). Each row is one
@@ -28,7 +28,7 @@ from amaranth.hdl import Cat, Const, Signal
 
 __all__ = ["product_rows", "booth_rows", "square_rows", "row_sum", "product", "dot_product",
            "sum_of_squares", "unsigned_square", "counting", "product_terms", "dot_terms",
-           "unsigned_square_terms", "partial_sums", "split_groups", "carry_save",
+           "unsigned_square_terms", "split_groups", "carry_save",
            "carry_save_sum"]
 
 _records = None
@@ -170,38 +170,12 @@ def _tree(terms):
 
 
 def split_groups(terms, stages=2):
-    """How many groups :func:`partial_sums` should make of ``terms`` summands so that the
-    adder levels fall evenly on its stage and the ``stages - 1`` stages summing the groups: a
+    """How many groups a pipelined sum of ``terms`` summands should be cut into (each group's
+    sum registered, the groups added in the next stages) so that the adder levels fall evenly
+    on the first stage and the ``stages - 1`` stages summing the groups: a
     power of two near ``terms ** ((stages - 1) / stages)`` (the square root for two stages)."""
     levels = max(1, (terms - 1).bit_length())
     return 1 << (levels - -(-levels // stages))
-
-
-def partial_sums(m, rows, constant, width, groups, *, minus=(), name="part"):
-    """``sum(rows) + constant - sum(minus)`` split into ``groups`` comb signals of ``width``
-    bits whose sum modulo 2**width is that value modulo 2**width: for a pipeline that
-    registers the groups and adds them (:func:`row_sum`) in the next stage. ``rows`` and
-    ``minus`` are ``(row, shift)`` lists as :func:`row_sum` takes; group ``g`` holds the
-    ``g``-th contiguous share of each (rows of near weights add in narrow adders), the
-    ``minus`` share subtracted, and group 0 the constant."""
-    rows, minus = list(rows), list(minus)
-    groups = max(1, min(groups, max(len(rows), len(minus))))
-
-    def share(items, g):
-        size = -(-len(items) // groups)
-        return [row << shift for row, shift in items[g * size:(g + 1) * size]]
-
-    sums = []
-    for g in range(groups):
-        plus = share(rows, g) + ([Const(constant % (1 << width), width)] if g == 0 else [])
-        value = _tree(plus) if plus else Const(0, width)
-        less = share(minus, g)
-        if less:
-            value = value - _tree(less)
-        part = Signal(width, name=f"{name}{g}")
-        m.d.comb += part.eq(value)
-        sums.append(part)
-    return sums
 
 
 def _span(value, shift):
@@ -302,7 +276,7 @@ def carry_save_sum(m, rows, constant, width, *, signed=False, name="csa"):
 def product_terms(m, x, y, *, x_signed=False, y_signed=False):
     """The rows and constant of the exact product ``x * y`` (:func:`booth_rows`, ``x``
     recoded), counted as a product (:func:`counting`): for :func:`row_sum` or
-    :func:`partial_sums`."""
+    :func:`carry_save`."""
     rows, constant = booth_rows(m, x, y, x_signed=x_signed, y_signed=y_signed)
     _record("product", 1, len(x) * len(y), rows)
     return rows, constant
