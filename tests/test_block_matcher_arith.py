@@ -16,6 +16,7 @@ from rtl.params import FocusParams
 from rtl.sic.arith import (
     booth_rows,
     carry_save,
+    carry_save_sum,
     counting,
     dot_product,
     product,
@@ -104,9 +105,14 @@ def test_random_and_extremes(n, ue):
 
 
 def _carry_save_rows(m, a, b, e, k, width, outputs):
-    """The carry-save rows of ``a * b - e * e + k`` (Booth rows, the square's negated)."""
+    """The carry-save rows of ``a * b - e * e + k`` (Booth rows, the square's negated);
+    ``outputs="sum"``: those rows (two of them) reduced and added again by
+    :func:`carry_save_sum`, with no constant (the path of a pipeline's later stages)."""
     plus, c_plus = booth_rows(m, a, b, x_signed=False, y_signed=True)
     minus, c_minus = booth_rows(m, e, e, x_signed=False, y_signed=False)
+    if outputs == "sum":
+        rows = carry_save(m, plus, c_plus - c_minus + k, width, minus=minus)
+        return [carry_save_sum(m, [(r, 0) for r in rows], 0, width)]
     return carry_save(m, plus, c_plus - c_minus + k, width, minus=minus, outputs=outputs)
 
 
@@ -114,9 +120,9 @@ class CarrySave(wiring.Component):
     """``a * b - e * e + k`` (``a`` unsigned, ``b`` signed) as the rows of :func:`carry_save`,
     each row an output."""
 
-    def __init__(self, n, m, ue, k, outputs):
+    def __init__(self, n, m, ue, k, outputs, width=None):
         self._k, self._outputs = k, outputs
-        self.width = n + m + 2
+        self.width = n + m + 2 if width is None else width
         count = len(_carry_save_rows(Module(), Signal(n), Signal(signed(m)), Signal(ue), k,
                                      self.width, outputs))
         super().__init__({
@@ -131,17 +137,25 @@ class CarrySave(wiring.Component):
         return m
 
 
-@pytest.mark.parametrize("n, m, ue, outputs", [(3, 3, 2, 2), (4, 3, 3, 3), (20, 20, 20, 2),
-                                                (20, 40, 20, "balanced"), (5, 7, 4, "balanced")])
-def test_carry_save_rows_add_up_to_the_sum(n, m, ue, outputs):
+@pytest.mark.parametrize("n, m, ue, outputs, k, width", [
+    (3, 3, 2, 2, -12345, None), (4, 3, 3, 3, -12345, None), (20, 20, 20, 2, -12345, None),
+    (20, 40, 20, "balanced", -12345, None), (5, 7, 4, "balanced", -12345, None),
+    (20, 40, 20, "sum", 0, None),                  # two stages, the second with no constant
+    (20, 40, 20, "balanced", 7, 40),               # rows and products wider than the result
+    (3, 3, 2, 24, 0, None),                        # more outputs than rows: zero rows padded
+])
+def test_carry_save_rows_add_up_to_the_sum(n, m, ue, outputs, k, width):
     """The rows of :func:`carry_save` add up, modulo 2**width, to the sum of its rows minus the
     ``minus`` rows plus the constant: exhaustively for narrow operands, on extremes and random
-    values for the selection's widths (a 20 x 40 product less a 20 x 20 square). With
-    ``"balanced"``, several rows come out (a first stage's), not two."""
-    k = -12345
-    dut = CarrySave(n, m, ue, k, outputs)
+    values for the selection's widths (a 20 x 40 product less a 20 x 20 square), also when the
+    rows run past the width, when more outputs are asked than there are rows, and through
+    :func:`carry_save_sum` after a first stage. With ``"balanced"``, several rows come out (a
+    first stage's), not two."""
+    dut = CarrySave(n, m, ue, k, outputs, width)
     rows = [dut.rows[r] for r in range(len(dut.rows))]
-    if outputs != "balanced":
+    if outputs == "sum":
+        assert len(rows) == 1
+    elif outputs != "balanced":
         assert len(rows) == outputs
     elif n > 10:
         assert len(rows) > 2
@@ -172,6 +186,18 @@ def test_carry_save_rows_add_up_to_the_sum(n, m, ue, outputs):
     sim.add_testbench(testbench)
     sim.run()
     assert not bad, bad[:5]
+
+
+def test_carry_save_rejects_signed_rows():
+    """``carry_save`` places and negates rows as unsigned values, so a signed row is an error,
+    not a silently wrong sum; so is a form of fewer than two rows."""
+    m = Module()
+    with pytest.raises(ValueError, match="unsigned rows only"):
+        carry_save(m, [(Signal(signed(4)), 0)], 0, 8)
+    with pytest.raises(ValueError, match="unsigned rows only"):
+        carry_save(m, [(Signal(4), 0)], 0, 8, minus=[(Signal(signed(4)), 1)])
+    with pytest.raises(ValueError, match="at least two outputs"):
+        carry_save(m, [(Signal(4), 0)], 0, 8, outputs=1)
 
 
 def test_counting_records_what_is_built():

@@ -24,7 +24,7 @@ Amaranth's simulator compiles per-bit trees slowly.
 
 from contextlib import contextmanager
 
-from amaranth.hdl import Cat, Const, Signal
+from amaranth.hdl import Cat, Const, Signal, Value
 
 __all__ = ["product_rows", "booth_rows", "square_rows", "row_sum", "product", "dot_product",
            "sum_of_squares", "unsigned_square", "counting", "product_terms", "dot_terms",
@@ -231,6 +231,10 @@ def carry_save(m, rows, constant, width, *, minus=(), outputs=2, name="csa"):
     first also selecting the partial products; :func:`_balanced_outputs`)."""
     if outputs != "balanced" and outputs < 2:
         raise ValueError("a carry-save form has at least two outputs")
+    rows, minus = list(rows), list(minus)
+    if any(Value.cast(row).shape().signed for row, _ in (*rows, *minus)):
+        # The rows are placed and negated as unsigned values (no sign extension).
+        raise ValueError("carry_save takes unsigned rows only")
     mask = (1 << width) - 1
     items = list(rows)
     for row, shift in minus:

@@ -176,13 +176,13 @@ class BestCandidate(FocusBlock):
         return [self._register(f"{name}_sum{n}", width, v) for n, v in enumerate(sums)]
 
     def _total(self, pair, width, signed):
-        """The third stage: the two sums added."""
+        """The third stage: the two carry-save rows added."""
         return row_sum(self._m, [(r, 0) for r in pair], 0, width, signed=signed)
 
     def _better_parts(self, name, a, b, *, ties=False):
         """The first stage of "``b`` has the larger cosine than ``a``" (with ``ties``: or an
-        equal one and a lower c): groups of ``b.dsq * a.ny - a.dsq * b.ny - 1`` (plus 1 with
-        ``ties`` when ``b.code < a.code``), non-negative when it does."""
+        equal one and a lower c): carry-save rows of ``b.dsq * a.ny - a.dsq * b.ny - 1`` (plus 1
+        with ``ties`` when ``b.code < a.code``), non-negative when it does."""
         plus, c_plus = product_terms(self._m, a.ny, b.dsq)
         minus, c_minus = product_terms(self._m, b.ny, a.dsq)
         if ties:
@@ -197,15 +197,15 @@ class BestCandidate(FocusBlock):
 
     def _carry_threshold(self, name, thr):
         """One stage of the token's threshold theta_q**2 * nx, carried beside its rounds:
-        ``("nx", nx)`` to its product's groups, those to two sums, those to their sum
+        ``("nx", nx)`` to its product's carry-save rows, those to two rows, those to their sum
         (``("thr", value)``), which then rides on."""
         p = self._params
         kind, value = thr
         width = p.token_threshold_bits
         if kind == "nx":
             rows, constant = product_terms(self._m, self.theta_sq, value)
-            return ("groups", self._difference(f"{name}_thr", rows, constant, [], width))
-        if kind == "groups":
+            return ("rows", self._difference(f"{name}_thr", rows, constant, [], width))
+        if kind == "rows":
             return ("pair", self._pair(f"{name}_thr", value, width))
         if kind == "pair":
             value = self._total(value, width, signed=False)

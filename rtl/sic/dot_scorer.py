@@ -53,14 +53,13 @@ SimilarityComparator`) that depends on the pair. The rest, ``dot**2 * 2**(2F) > 
     :func:`~rtl.sic.arith.dot_terms`, added over two stages), one squarer of the positive dot
     (``norm_bits`` wide: dot <= nx, ny) and nothing else.
 
-    Latency 5 cycles (:data:`SCORER_LATENCY`), throughput one pair per cycle. The stages: the
-    pair's registers (the window's read data goes no further in its cycle); the dot product's
-    Booth rows reduced by full adders to a few rows in carry-save form
-    (:func:`~rtl.sic.arith.carry_save`, as many as split the adder levels evenly between this
-    stage and the next), registered; those reduced to two and added, the dot; the same for
-    dot**2's rows, and dot > 0; dot**2. Only the second stage of each sum has a carry chain.
-    Under ``o_stream`` back-pressure the pipeline holds; nothing is lost or duplicated, results
-    leave in input order.
+    Latency 5 cycles (:data:`SCORER_LATENCY`), throughput one pair per cycle. The stages: the pair's
+    registers (the window's read data goes no further in its cycle); the dot product's Booth rows
+    reduced by full adders to a few rows in carry-save form (:func:`~rtl.sic.arith.carry_save`, as
+    many as split the full-adder levels evenly between this stage and the next, which also has the
+    carry chain), registered; those reduced to two and added, the dot; the same for dot**2's rows,
+    and dot > 0; dot**2. Only the second stage of each sum has a carry chain. Under ``o_stream``
+    back-pressure the pipeline holds; nothing is lost or duplicated, results leave in input order.
 
     Zero skip and clock gating as in the similarity comparator: a pair with a zero vector (or no
     candidate: ``y_nonzero`` low) passes as a control token only (``eligible = 0``), and each
