@@ -236,7 +236,7 @@ def carry_save(m, rows, constant, width, *, minus=(), outputs=2, name="csa"):
         # The rows are placed and negated as unsigned values (no sign extension).
         raise ValueError("carry_save takes unsigned rows only")
     mask = (1 << width) - 1
-    items = list(rows)
+    items = rows                                # our own copy: the negated rows join it
     for row, shift in minus:
         # -(r << s) = ~r << s, plus the ones ~ would have set outside r's span, plus 1.
         low, high = _span(row, shift)
