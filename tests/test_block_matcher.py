@@ -602,6 +602,81 @@ def test_bad_position_is_taken_under_back_pressure():
     sim.run()
 
 
+@pytest.mark.parametrize("comparators", [7, 2])
+def test_bad_position_drops_what_is_in_flight(comparators):
+    """With tokens offered back to back and the output always ready, a bad position taken in
+    cycle t drops everything in flight: at most one map beat leaves after t (the one in the
+    output register, in cycle t + 1), the beats are golden's map of the tokens before the bad
+    one, in order, and the next job's map is golden's. The stages before the output are flushed
+    a cycle late, so this also checks that nothing they pass on in between reaches the output
+    (it would wait there without its vector and leave with the next job's). Bad tokens at
+    several phases of the rounds, then with random input idles (the phase of the beats)."""
+    p = small(comparators=comparators, representatives="first")
+    rng = np.random.default_rng(comparators)
+    rounds = matcher_rounds(p)
+    first_bad = matcher_latency(p) // rounds + 4    # the pipeline is full and beats leave
+    count, theta = first_bad + 2 * rounds + 12, 200
+    vectors = rng.integers(-2, 3, (count, p.dim))
+    vectors[::3] = vectors[0]               # repeats, so that some tokens match
+    cfg = {"frame_stride": 4, "row_stride": 2, "layer": 0, "mean": 0}
+
+    def golden_map(n, positions):
+        return golden.block_match(vectors[:n], positions[:n], frame_stride=4, row_stride=2,
+                                  theta_q=theta, tile=p.tile, window=p.window)[0].tolist()
+
+    async def run_job(ctx, dut, positions, bad=None, idles=None):
+        """Configure, offer the tokens (``idles``: an idle cycle before a token is offered, else
+        every cycle); returns (cycle, map) of every beat, and the cycle the token ``bad`` was
+        taken."""
+        await stream_put(ctx, dut.cfg_stream, [cfg])
+        k, beats, bad_cycle, offered = 0, [], None, False
+        for cycle in range(len(positions) * 16 + 100):
+            offered = offered or not (idles is not None and idles.random() < 0.3)
+            ctx.set(dut.i_stream.valid, k < len(positions) and offered)
+            if k < len(positions):
+                ctx.set(dut.i_stream.payload.vector, vectors[k].tolist())
+                ctx.set(dut.i_stream.payload.position, int(positions[k]))
+                ctx.set(dut.i_stream.payload.last, int(k == len(positions) - 1))
+            taken = k < len(positions) and offered and ctx.get(dut.i_stream.ready)
+            if ctx.get(dut.o_stream.valid):
+                beats.append((cycle, ctx.get(dut.o_stream.payload.map)))
+            await ctx.tick()
+            if taken:
+                bad_cycle = cycle if k == bad else bad_cycle
+                k, offered = k + 1, False
+        return beats, bad_cycle
+
+    good = np.arange(12)
+    for bad, idles in [(bad, None) for bad in range(first_bad, first_bad + rounds + 1)] + [
+            (first_bad + n, np.random.default_rng(n)) for n in range(8)]:
+        positions = np.arange(count)
+        positions[bad] = positions[bad - 1]
+        dut = BlockMatcher(p, icg_cell=None)
+        seen = {}
+
+        async def testbench(ctx, dut=dut, positions=positions, bad=bad, idles=idles, seen=seen):
+            ctx.set(dut.theta_we, 1)
+            ctx.set(dut.theta_data, theta)
+            await ctx.tick()
+            ctx.set(dut.theta_we, 0)
+            ctx.set(dut.o_stream.ready, 1)
+            seen["beats"], seen["bad_cycle"] = await run_job(ctx, dut, positions, bad, idles)
+            seen["error"], seen["busy"] = ctx.get(dut.error), ctx.get(dut.busy)
+            seen["next"], _ = await run_job(ctx, dut, good)
+
+        sim = Simulator(dut)
+        sim.add_clock(CLOCK_PERIOD)
+        sim.add_testbench(testbench)
+        sim.run()
+        assert seen["error"] and not seen["busy"]
+        t = seen["bad_cycle"]
+        late = [c for c, _ in seen["beats"] if c > t]
+        assert late in ([], [t + 1]), f"bad token {bad} taken in cycle {t}: beats in {late}"
+        got = [m for _, m in seen["beats"]]
+        assert 0 < len(got) < bad and got == golden_map(bad, positions)[:len(got)], bad
+        assert [m for _, m in seen["next"]] == golden_map(len(good), good), f"after {bad}"
+
+
 def test_sim_api_rejects_mean_without_the_unit():
     """``sim.block_match`` and ``sim.sic`` raise ``ValueError`` naming the parameter (golden
     would compute the mean; this build cannot), before running anything."""

@@ -145,7 +145,11 @@ class BlockMatcher(FocusBlock):
     beat is accepted): ``frame_stride + row_stride + 1 >= window`` (``GEOMETRY``), ``layer >=
     layers`` (``LAYER``), ``mean`` without the mean unit (``MEAN``), all on the configuration
     beat, and a position not greater than the previous one (``POSITION``: that token and
-    everything in flight is dropped).
+    everything in flight is dropped). The stages before the output are cleared a cycle after
+    the bad position (from a register: the position compare into every stage's reset was the
+    ECP5 limit) and pass nothing on meanwhile, so the beats, the map code, the frame statistics
+    and ``uniques`` are those of a flush in the same cycle; ``active`` and ``gated`` may count a
+    round the scorers take in that cycle.
 
     Parameters
     ----------
@@ -287,8 +291,17 @@ class BlockMatcher(FocusBlock):
         m.submodules.output = output = OutputStage(p)
         for stage in (tokens, fetch, bank, index):
             m.d.comb += stage.clear.eq(job.start)
-        for stage in (tokens, fetch, bank, select, index, output):
-            m.d.comb += stage.flush.eq(job.flush)
+        # The stages before the output drop what they hold a cycle after the bad position
+        # (``stage_flush``, a register): ``flush`` follows the position compare of the token
+        # offered, and as the reset of every stage's registers it was the matcher's ECP5 limit.
+        # They may move on in between, so in that cycle no beat leaves the unique indexer; the
+        # output stage, the map coder and the frame statistics take ``flush`` as it comes, so a
+        # failed job delivers the same beats as with every stage flushed at once.
+        stage_flush = Signal()
+        m.d.sync += stage_flush.eq(job.flush)
+        for stage in (tokens, fetch, bank, select, index):
+            m.d.comb += stage.flush.eq(stage_flush)
+        m.d.comb += output.flush.eq(job.flush)
         m.d.comb += [
             fetch.offsets.eq(job.offsets),
             fetch.x_store.eq(tokens.x_store),
@@ -315,7 +328,7 @@ class BlockMatcher(FocusBlock):
             if type(stage) in _READY_CUTS:
                 cut = ReadySlice(stage.o_stream.payload.shape())
                 m.submodules[f"{type(stage).__name__}_ready"] = ResetInserter(
-                    {"sync": job.flush})(cut)
+                    {"sync": stage_flush})(cut)
                 wiring.connect(m, stage.o_stream, cut.i_stream)
                 outs[stage] = cut.o_stream
                 cuts.append(cut)
@@ -333,16 +346,24 @@ class BlockMatcher(FocusBlock):
 
         wiring.connect(m, job.o_stream, fork.i_stream)
         wiring.connect(m, fork.o_streams[0], tokens.i_stream)
-        for stage, after in zip(stages[:4], stages[1:5], strict=True):
+        for stage, after in zip(stages[:3], stages[1:4], strict=True):
             wiring.connect(m, outs[stage], after.i_stream)
+        # The unique indexer's beats, held back in the cycle its stage flush is pending.
+        resolved = stream.Signature(indexed_layout(p)).create(path=("resolved",))
+        wiring.connect(m, outs[select], index.i_stream)
+        m.d.comb += [
+            resolved.valid.eq(index.o_stream.valid & ~stage_flush),
+            resolved.payload.eq(index.o_stream.payload),
+            index.o_stream.ready.eq(resolved.ready & ~stage_flush),
+        ]
         if extras is None:
-            wiring.connect(m, outs[index], output.i_stream)
+            wiring.connect(m, resolved, output.i_stream)
         else:
             # Each resolved token goes to the output stage and to the map coder and/or the frame
             # statistics; the fork drops its beat with the rest of a flushed job.
             fork = StreamFork(indexed_layout(p), 1 + len(extra_inputs))
             m.submodules.symbols = ResetInserter({"sync": job.flush})(fork)
-            wiring.connect(m, outs[index], fork.i_stream)
+            wiring.connect(m, resolved, fork.i_stream)
             wiring.connect(m, fork.o_streams[0], output.i_stream)
             for k, sink in enumerate(extra_inputs):
                 src = fork.o_streams[k + 1]

@@ -62,7 +62,8 @@ class OutputStage(FocusBlock):
     mean : In(1)
         The job's representative is ``mean`` (held during the job).
     flush : In(1)
-        Stops a drain and drops its state; a beat already offered is still delivered.
+        Stops a drain and drops its state (the divider's registers a cycle later); a beat
+        already offered is still delivered.
     v_flush : Out(1)
         Empty the vector FIFO at this clock edge: with ``flush``, or, when a map beat is still
         on offer after it or taken in with it (its vector is the FIFO's head), as that beat
@@ -198,7 +199,11 @@ class OutputStage(FocusBlock):
         # data leave 5.8 ns after the clock), which the divider takes; the next group is read as
         # the divider takes one, so its sums wait in the register while it divides.
         divider = MeanDivider(p)
-        m.submodules.divider = ResetInserter({"sync": flush})(divider)
+        # The divider is reset a cycle after ``flush``, from a register (its reset reaches all of
+        # its registers): the drain stops at ``flush``, so nothing enters or leaves it between.
+        divider_flush = Signal(name="divider_flush")
+        m.d.sync += divider_flush.eq(flush)
+        m.submodules.divider = ResetInserter({"sync": divider_flush})(divider)
         read_valid = Signal()       # the read data are a drain read's (issued the cycle before)
         d_sums = Signal.like(sum_rp.data, name="d_sums")
         loaded = Signal()           # d_sums holds a group for the divider

@@ -108,10 +108,14 @@ class TokenRegister(FocusBlock):
         with m.If(done):
             m.d.sync += valid.eq(0)
 
+        # The distance from the tile's first position, capped at 2**wb - 1: the low bits'
+        # difference, and beside it a compare with the tile's first position + 2**wb, so that no
+        # carry chain follows another (``first``, tile_idx == 0 for the next token, a register).
         pos = i.payload.position
-        first = tile_idx == 0
-        distance = Signal(p.position_bits)
-        m.d.comb += distance.eq(pos - Mux(first, pos, tile_p0))
+        first = Signal(init=1)
+        tile_far = Signal(p.position_bits + 1)      # tile_p0 + 2**wb
+        far = Signal()
+        m.d.comb += far.eq(pos >= tile_far)
         with m.If(i.valid & i.ready):
             tile_last = (tile_idx == p.tile - 1) | i.payload.last
             # The other vector register: the current one may still be read for the last lookup.
@@ -124,15 +128,18 @@ class TokenRegister(FocusBlock):
                 held.xsel.eq(~held.xsel),
                 held.x_nonzero.eq(i.payload.vector.as_value().any()),
                 held.position.eq(pos),
-                held.distance.eq(Mux(distance >> wb != 0, (1 << wb) - 1, distance[:wb])),
+                held.distance.eq(Mux(first, 0, Mux(far, (1 << wb) - 1,
+                                                   (pos[:wb] - tile_p0[:wb])[:wb]))),
                 held.tile_first.eq(first),
                 held.tile_last.eq(tile_last),
                 held.job_last.eq(i.payload.last),
                 tile_idx.eq(Mux(tile_last, 0, tile_idx + 1)),
-                tile_p0.eq(Mux(first, pos, tile_p0)),
+                first.eq(tile_last),
             ]
+            with m.If(first):
+                m.d.sync += [tile_p0.eq(pos), tile_far.eq(pos + (1 << wb))]
         with m.If(self.clear):
-            m.d.sync += tile_idx.eq(0)
+            m.d.sync += [tile_idx.eq(0), first.eq(1)]
         with m.If(self.flush):
             m.d.sync += [valid.eq(0), rnd.eq(0)]
         return m
