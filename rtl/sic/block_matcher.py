@@ -346,11 +346,10 @@ class BlockMatcher(FocusBlock):
 
         wiring.connect(m, job.o_stream, fork.i_stream)
         wiring.connect(m, fork.o_streams[0], tokens.i_stream)
-        for stage, after in zip(stages[:3], stages[1:4], strict=True):
+        for stage, after in zip(stages[:4], stages[1:5], strict=True):
             wiring.connect(m, outs[stage], after.i_stream)
         # The unique indexer's beats, held back in the cycle its stage flush is pending.
         resolved = stream.Signature(indexed_layout(p)).create(path=("resolved",))
-        wiring.connect(m, outs[select], index.i_stream)
         m.d.comb += [
             resolved.valid.eq(index.o_stream.valid & ~stage_flush),
             resolved.payload.eq(index.o_stream.payload),
