@@ -220,9 +220,9 @@ class StreamEngine(wiring.Component):
     port's one-beat output register in order (2 cycles a byte, then the wait for the register to
     empty); valid and payload hold until the transfer and are never withdrawn, also not on a
     timeout (the push timeout: the register stayed full that many cycles). PULL: ``ready`` is high
-    only while waiting for a beat; up to ``n`` beats (clamped to what the buffer holds) are
-    written to the buffer from byte 0 on (1 cycle a byte), until a beat does not come within the
-    pull timeout. A job is taken when its result is.
+    only while waiting for a beat, and comes from a register; up to ``n`` beats (clamped to what
+    the buffer holds) are written to the buffer from byte 0 on (1 cycle a byte), until a beat
+    does not come within the pull timeout. A job is taken when its result is.
 
     Parameters
     ----------
@@ -275,6 +275,12 @@ class StreamEngine(wiring.Component):
         for p in pushes:
             with m.If(p.ready):
                 m.d.sync += p.valid.eq(0)
+        # Bit i is pull port i's ready: in PULL_WAIT on port i while beats < count, set by the
+        # transitions into that state, so the design's ready is a register, not this FSM's
+        # decode (on the UP5K that decode was the board's longest path, into the encoder's).
+        pulling = Signal(max(1, self._n_pull))
+        m.d.comb += [p.ready.eq(pulling[i]) for i, p in enumerate(pulls)]
+        m.d.sync += pulling.eq(0)
 
         def done(timed_out=0):
             m.d.sync += timeout.eq(timed_out)
@@ -287,9 +293,10 @@ class StreamEngine(wiring.Component):
                     with m.If(job.pull):
                         m.d.sync += idx.eq(0)               # the first byte of the reply data
                         with m.Switch(job.port):
-                            for _, nb in _per_port(m, pulls):
-                                m.d.sync += count.eq(Mux(job.n > max_len // nb, max_len // nb,
-                                                         job.n))
+                            for i, (_, nb) in enumerate(_per_port(m, pulls)):
+                                m.d.sync += [count.eq(Mux(job.n > max_len // nb, max_len // nb,
+                                                          job.n)),
+                                             pulling.eq(Mux(job.n == 0, 0, 1 << i))]
                         m.next = "PULL_WAIT"
                     with m.Else():
                         m.d.sync += idx.eq(1)               # the first beat, after the port
@@ -331,22 +338,22 @@ class StreamEngine(wiring.Component):
                     done()
                 with m.Else():
                     with m.Switch(job.port):
-                        for p, _ in _per_port(m, pulls):
-                            m.d.comb += p.ready.eq(1)
+                        for i, (p, _) in enumerate(_per_port(m, pulls)):
                             with m.If(p.valid):
                                 m.d.sync += [beat.eq(Value.cast(p.payload)), beat_pos.eq(0)]
                                 m.next = "PULL_STORE"
                             with m.Elif(timer == self._pull_timeout):
                                 done()
                             with m.Else():
-                                m.d.sync += timer.eq(timer + 1)
+                                m.d.sync += [timer.eq(timer + 1), pulling.eq(1 << i)]
             with m.State("PULL_STORE"):
                 m.d.comb += [buf.w_addr.eq(idx), buf.w_data.eq(beat[:8]), buf.w_en.eq(1)]
                 m.d.sync += [idx.eq(idx + 1), beat.eq(beat >> 8)]
                 with m.Switch(job.port):
-                    for _, nb in _per_port(m, pulls):
+                    for i, (_, nb) in enumerate(_per_port(m, pulls)):
                         with m.If(beat_pos == nb - 1):
-                            m.d.sync += [beats.eq(beats + 1), timer.eq(0)]
+                            m.d.sync += [beats.eq(beats + 1), timer.eq(0),
+                                         pulling.eq(Mux(beats + 1 == count, 0, 1 << i))]
                             m.next = "PULL_WAIT"
                         with m.Else():
                             m.d.sync += beat_pos.eq(beat_pos + 1)
