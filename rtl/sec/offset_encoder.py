@@ -150,9 +150,9 @@ class OffsetEncoder(FocusBlock):
     config beat to its last word, inclusive (44 when no code follows the header; 24 fewer with
     ``offset_schemes = "kept-exp-golomb"``; the tests check this; compare
     :func:`golden.cycles.encode_cycles`, an estimate). Jobs do not overlap,
-    except that the next config beat is accepted while the previous job's last word still
-    waits in the output register. Under ``o_stream`` back-pressure the packer holds; nothing is
-    lost or duplicated.
+    except that the next config beat is accepted from the cycle after the previous job's last
+    word is first offered, even while it still waits in the output register. Under
+    ``o_stream`` back-pressure the packer holds; nothing is lost or duplicated.
 
     Restricted build: with ``params.offset_schemes = "kept-exp-golomb"`` the encoder has only
     the 8 kept-set Exp-Golomb schemes (indices 0..7): 8 totals (no dropped-set or Rice
@@ -257,10 +257,14 @@ class OffsetEncoder(FocusBlock):
         counting = Signal()             # stage B or C still holds a gap
         ingested = ing.got_final & ing.tail_sent & ~ing.cur_valid & ~ing.a_valid & ~counting
         chosen, refused = Signal(name="chosen"), Signal(name="refused")
+        # The emission ends a cycle after the packer's final word: its ``done`` comes through
+        # the flush and the output handshake, too long a path into the state's enable.
+        emitted = Signal()
+        m.d.sync += emitted.eq(packer.done)
         idle, ingest, choose, emit, drain = _control(
             m, start=cfg_fire, bad_cfg=bad_cfg, bad_beat=beat_fire & bad_beat,
             last=i.payload.last, ingested=ingested, chosen=chosen, refused=refused,
-            emitted=packer.done, drained=i.valid & i.payload.last)
+            emitted=emitted, drained=i.valid & i.payload.last)
 
         error = Signal()
         cause = Signal(EncodeError)

@@ -6,6 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock, job_status_members
 from ..layouts import mask_beat_layout, offset_word_layout, score_beat_layout
+from ..lib.ready_slice import ReadySlice
 from ..lib.stream_fork import StreamFork
 from .importance_analyzer import ROWS_BITS, Dataflow, ImportanceAnalyzer
 from .importance_buffer import ImportanceBuffer
@@ -54,7 +55,8 @@ class SemanticConcentrator(FocusBlock):
     :class:`rtl.sec.importance_buffer.ImportanceBuffer`; at the analyzer's ``done`` the buffer is
     handed to :class:`rtl.sec.topk_selector.TopKSelector` (``buffer="external"``, ``preloaded=1``),
     which reads it in place (no copy) and streams the mask in index order; a
-    :class:`rtl.lib.stream_fork.StreamFork` gives every mask beat to ``mask_stream`` and to the
+    :class:`rtl.lib.stream_fork.StreamFork` gives every mask beat to ``mask_stream`` and,
+    through a :class:`rtl.lib.ready_slice.ReadySlice`, to the
     :class:`rtl.sec.offset_encoder.OffsetEncoder`, whose words leave on ``code_stream``. The
     selector's and encoder's configuration beats are issued by SEC from its own one.
 
@@ -73,8 +75,9 @@ class SemanticConcentrator(FocusBlock):
       analyzer's ``done``, 3 cycles after the last score beat;
     - the selector then runs as on its own, minus the loading (``preloaded``), and streams the
       mask one beat per cycle, except that the encoder takes one kept token per cycle: a mask
-      beat with p >= 2 kept tokens holds the mask (both outputs: the fork moves a beat on only
-      when both have taken it) for p - 1 more cycles;
+      beat with p >= 2 kept tokens holds the encoder for p - 1 more cycles, and the mask too
+      once it is two beats ahead (the fork moves a beat on only when both have taken it, and
+      the encoder's input has a one-beat ready slice);
     - after the final mask beat the encoder writes the header and one code per cycle, at most
       one word per cycle.
 
@@ -166,7 +169,11 @@ class SemanticConcentrator(FocusBlock):
         wiring.connect(m, wiring.flipped(self.i_stream), an.i_stream)
         wiring.connect(m, se.o_stream, fork.i_stream)
         wiring.connect(m, fork.o_streams[0], wiring.flipped(self.mask_stream))
-        wiring.connect(m, fork.o_streams[1], enc.i_stream)
+        # The encoder's ``i_stream.ready`` follows its current beat's kept tokens: a ready slice
+        # keeps that out of the fork and the selector's sweep.
+        m.submodules.encoder_input = cut = ReadySlice(mask_beat_layout(p))
+        wiring.connect(m, fork.o_streams[1], cut.i_stream)
+        wiring.connect(m, cut.o_stream, enc.i_stream)
         wiring.connect(m, enc.o_stream, wiring.flipped(self.code_stream))
         # Unused directions: the analyzer never reads out, the selector is always preloaded.
         m.d.comb += [an.o_stream.ready.eq(0), se.i_stream.valid.eq(0)]
