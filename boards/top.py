@@ -15,8 +15,10 @@ Boards (:data:`BOARDS`)
     of 5 280 logic cells and 38 of 8 DSPs; the smallest shape tried, ``tokens=128 lanes=1 dim=1
     comparators=1 window=16 tile=64``, still 8 313), so the iCEBreaker's unit is built with
     ``sic=False``, and with ``offset_schemes = "kept-exp-golomb"`` (:func:`board_params`: the
-    offset encoder has the 8 kept-set Exp-Golomb schemes, not 32): 4 826 of 5 280 logic cells
-    (91 %) with the bridge, 28.3 MHz at 12 MHz; with all 32 schemes 6 240, which does not fit.
+    offset encoder has the 8 kept-set Exp-Golomb schemes, not 32): 4 860 of 5 280 logic cells
+    (92 %) with the bridge, Fmax 32.9 MHz at its 12 MHz clock (``focus-rtl board build --board
+    icebreaker`` on ``e3c9e1b``); with all 32 schemes 6 240, which does not fit. SIC cannot
+    fit beside it whatever its comparator: the offset decoder it needs is 2 457 LUTs alone.
 ``ulx3s``
     Radiona ULX3S with the LFE5U-85F (``ulx3s`` is the 85F; the 12F/25F/45F are ``ulx3s-12f``,
     ``ulx3s-25f``, ``ulx3s-45f``), 25 MHz oscillator, the FT231X as the UART. Bitstream ``.bit``,
