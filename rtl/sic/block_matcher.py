@@ -73,10 +73,9 @@ class BlockMatcher(FocusBlock):
     cycles for a group of one token, which needs no division), and the next tile waits for them.
     Back-pressure: under ``o_stream`` back-pressure the stages fill up and hold
     (``i_stream.ready`` falls once they are full); nothing is lost or duplicated, however long
-    the stall. ``ready`` runs combinationally only inside the five segments that ready slices
-    (:class:`~rtl.lib.ready_slice.ReadySlice`: no latency, one beat of storage) cut before the
-    token register and after the candidate fetch, the comparator bank and the best-candidate
-    selection.
+    the stall. ``ready`` runs combinationally only inside the four segments that ready slices
+    (:class:`~rtl.lib.ready_slice.ReadySlice`: no latency, one beat of storage) cut after the
+    candidate fetch, the comparator bank and the best-candidate selection.
 
     A job is one ``cfg_stream`` beat (:func:`match_config_layout`), then tokens on ``i_stream``
     (:func:`match_input_layout`) up to the one with ``last``. Tiles are runs of ``tile`` tokens;
@@ -129,10 +128,9 @@ class BlockMatcher(FocusBlock):
     - :class:`~rtl.sic.output_stage.OutputStage` (1): the output register, the ``mean`` sums
       and the end-of-tile drain through the :class:`~rtl.sic.mean_divider.MeanDivider`.
 
-    Vectors wait in a FIFO, behind a register, from the input register to the output register
-    instead of riding every stage (a :class:`~rtl.lib.stream_fork.StreamFork` gives each token
-    to both), and leave from the FIFO's head with their map beats; its depth is derived from the
-    stages' capacities.
+    Vectors wait in a FIFO from the input register to the output register instead of riding
+    every stage (a :class:`~rtl.lib.stream_fork.StreamFork` gives each token to both), and leave
+    from the FIFO's head with their map beats; its depth is derived from the stages' capacities.
 
     ``mean`` (only with ``representatives = "first+mean"``): a memory of ``tile`` entries holds
     each group's element sums and count, costing ``tile * (dim * mean_sum_bits +
@@ -334,19 +332,20 @@ class BlockMatcher(FocusBlock):
                 wiring.connect(m, stage.o_stream, cut.i_stream)
                 outs[stage] = cut.o_stream
                 cuts.append(cut)
-        # The token register takes its tokens through a ready slice too: the job control's
-        # state then waits on the slice's and the FIFO's registered ``ready`` only, not on the
-        # token register's rounds and the fetch behind it.
-        token_cut = ReadySlice(match_input_layout(p))
-        m.submodules.token_ready = ResetInserter({"sync": stage_flush})(token_cut)
-        cuts.append(token_cut)
         depth = sum(s.capacity for s in (*stages, *cuts)) + 1
+        vectors = fifo.SyncFIFOBuffered(width=p.dim * p.elem_bits, depth=depth)
+        m.submodules.vectors = ResetInserter({"sync": output.v_flush})(vectors)
         m.submodules.fork = fork = StreamFork(match_input_layout(p), 2)
-        self._vector_queue(m, fork.o_streams[1], output, depth)
+        # The FIFO keeps only the vector of the fork's token beats.
+        token_beat, vector_in = fork.o_streams[1], vectors.w_stream
+        m.d.comb += [
+            vector_in.valid.eq(token_beat.valid),
+            vector_in.payload.eq(token_beat.payload.vector),
+            token_beat.ready.eq(vector_in.ready),
+        ]
 
         wiring.connect(m, job.o_stream, fork.i_stream)
-        wiring.connect(m, fork.o_streams[0], token_cut.i_stream)
-        wiring.connect(m, token_cut.o_stream, tokens.i_stream)
+        wiring.connect(m, fork.o_streams[0], tokens.i_stream)
         for stage, after in zip(stages[:4], stages[1:5], strict=True):
             wiring.connect(m, outs[stage], after.i_stream)
         # The unique indexer's beats, held back in the cycle its stage flush is pending.
@@ -375,38 +374,9 @@ class BlockMatcher(FocusBlock):
                       if "position" in sink.payload.shape().members else []),
                     src.ready.eq(sink.ready),
                 ]
+        wiring.connect(m, vectors.r_stream, output.v_stream)
         wiring.connect(m, output.o_stream, wiring.flipped(self.o_stream))
         return m
-
-    def _vector_queue(self, m, token_beat, output, depth):
-        """The vectors of the fork's token beats (``token_beat``), in a FIFO of ``depth`` behind
-        a register, to the output stage's ``v_stream``.
-
-        The register loads its vector whenever it is free, whatever the beat's ``valid``, so the
-        job control's position compare reaches only its ``valid`` bit, not the FIFO's write
-        enable or a wide load enable. A vector enters the FIFO a cycle after its token passes
-        the fork, at least a pipeline's latency before its map beat reads it. The FIFO and the
-        register are emptied a cycle after the output stage asks (``v_flush`` comes from the
-        position compare too): no vector enters or leaves them in between, since the job's
-        tokens stop at the compare and ``v_flush`` waits while a map beat with a vector is on
-        offer or taken in."""
-        p = self._params
-        vectors = fifo.SyncFIFOBuffered(width=p.dim * p.elem_bits, depth=depth)
-        flush = Signal(name="vectors_flush")
-        m.d.sync += flush.eq(output.v_flush)
-        m.submodules.vectors = ResetInserter({"sync": flush})(vectors)
-        held, held_valid = Signal.like(vectors.w_stream.payload), Signal(name="vector_valid")
-        free = ~held_valid | vectors.w_stream.ready
-        m.d.comb += [
-            token_beat.ready.eq(free),
-            vectors.w_stream.valid.eq(held_valid),
-            vectors.w_stream.payload.eq(held),
-        ]
-        with m.If(free):
-            m.d.sync += [held.eq(token_beat.payload.vector), held_valid.eq(token_beat.valid)]
-        with m.If(flush):
-            m.d.sync += held_valid.eq(0)
-        wiring.connect(m, vectors.r_stream, output.v_stream)
 
     def _extras(self, m, job):
         """The map coder and the frame statistics, as built: None, or (all of them idle, their

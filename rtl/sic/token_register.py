@@ -82,6 +82,7 @@ class TokenRegister(FocusBlock):
         held = Signal(round_layout(p))          # the token (its x, norm and round: below)
         rnd = Signal(range(rounds))
         tile_idx = Signal(tile_index_bits(p))   # tokens of the current tile taken so far
+        tile_p0 = Signal(p.position_bits)       # the current tile's first position
         x = self.x_store[held.xsel]
         m.submodules.norm_unit = norm = VectorNorm(p, rounds)
         m.d.comb += [
@@ -110,10 +111,9 @@ class TokenRegister(FocusBlock):
         # The distance from the tile's first position, capped at 2**wb - 1: the low bits'
         # difference, and beside it a compare with the tile's first position + 2**wb, so that no
         # carry chain follows another (``first``, tile_idx == 0 for the next token, a register).
-        # The sum's low wb bits are the first position's own, so it is the only register kept.
         pos = i.payload.position
         first = Signal(init=1)
-        tile_far = Signal(p.position_bits + 1)      # the tile's first position + 2**wb
+        tile_far = Signal(p.position_bits + 1)      # tile_p0 + 2**wb
         far = Signal()
         m.d.comb += far.eq(pos >= tile_far)
         with m.If(i.valid & i.ready):
@@ -129,7 +129,7 @@ class TokenRegister(FocusBlock):
                 held.x_nonzero.eq(i.payload.vector.as_value().any()),
                 held.position.eq(pos),
                 held.distance.eq(Mux(first, 0, Mux(far, (1 << wb) - 1,
-                                                   (pos[:wb] - tile_far[:wb])[:wb]))),
+                                                   (pos[:wb] - tile_p0[:wb])[:wb]))),
                 held.tile_first.eq(first),
                 held.tile_last.eq(tile_last),
                 held.job_last.eq(i.payload.last),
@@ -137,7 +137,7 @@ class TokenRegister(FocusBlock):
                 first.eq(tile_last),
             ]
             with m.If(first):
-                m.d.sync += tile_far.eq(pos + (1 << wb))
+                m.d.sync += [tile_p0.eq(pos), tile_far.eq(pos + (1 << wb))]
         with m.If(self.clear):
             m.d.sync += [tile_idx.eq(0), first.eq(1)]
         with m.If(self.flush):
