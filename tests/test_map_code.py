@@ -383,6 +383,9 @@ def test_decoder_rejections_name_golden_causes():
         "CANDIDATE0": DecodeJob(ok, nbits, pos, 0, 2),         # c = 4 at offset FS = 0
         "HEADER": DecodeJob([var[0] ^ (1 << 12)] + var[1:], vbits, pos, 4, 2),   # rank repeats
         "HEADER_SHORT": DecodeJob([1 << 15, 0], 20, pos, 4, 2),
+        # One word for 20 bits, and a variable header that does not fit in it: the header's
+        # check falls in the cycle of the registered length check, which wins.
+        "LENGTH_HEADER": DecodeJob([1 << 15], 20, pos, 4, 2),
         "POSITION": DecodeJob(ok, nbits, np.array([0, 1, 1, 6]), 4, 2),
         "CONFIG": DecodeJob(ok, nbits, pos, 10, 5),
         "SHORT_VAR": DecodeJob(var, vbits - 2, pos, 4, 2),

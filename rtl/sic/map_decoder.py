@@ -372,11 +372,6 @@ class MapDecoder(FocusBlock):
 
         with m.If(s.cand_bad):
             m.d.comb += s.fault.eq(MapDecodeError.CANDIDATE)
-        # The last word's length check is registered (its compare stays off the stages' valid
-        # bits) and raised the cycle after the word, over any other fault of that cycle
-        # (golden checks it first).
-        with m.If(s.length_bad):
-            m.d.comb += s.fault.eq(MapDecodeError.LENGTH)
 
         def on_fault():
             with m.If(s.fault != MapDecodeError.NONE):
@@ -429,6 +424,11 @@ class MapDecoder(FocusBlock):
                 m.d.comb += s.drain.eq(1)
                 with m.If(s.words_done & s.pos_done):
                     m.next = "IDLE"
+        # The last word's length check is registered (its compare stays off the stages' valid
+        # bits) and raised the cycle after the word, over any other fault of that cycle
+        # (golden checks it first): assigned after the states' own faults, so that it wins.
+        with m.If(s.length_bad):
+            m.d.comb += s.fault.eq(MapDecodeError.LENGTH)
 
 
 class _State:
