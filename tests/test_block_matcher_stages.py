@@ -14,6 +14,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from amaranth.hdl import Module
+from amaranth.lib import wiring
 from amaranth.sim import Simulator
 from helpers import stall_cross
 
@@ -514,15 +516,37 @@ def test_unique_indexer_numbers_groups_in_order(stalls):
 
 # ---- TokenRegister ----------------------------------------------------------------------------
 
+class _TokenRegisterWithOffsets(wiring.Component):
+    """A :class:`TokenRegister` whose job offsets are the constants ``offsets``."""
+
+    def __init__(self, p, offsets):
+        self._dut, self._offsets = TokenRegister(p), offsets
+        super().__init__({"i_stream": wiring.In(self._dut.i_stream.signature.flip()),
+                          "o_stream": wiring.Out(self._dut.o_stream.signature)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.dut = self._dut
+        wiring.connect(m, wiring.flipped(self.i_stream), self._dut.i_stream)
+        wiring.connect(m, self._dut.o_stream, wiring.flipped(self.o_stream))
+        m.d.comb += [self._dut.offsets[c].eq(off) for c, off in enumerate(self._offsets)]
+        return m
+
+
 @pytest.mark.parametrize("comparators, stalls", stall_cross([1, 3, 7], STALL_IDS))
 def test_token_register_rounds_tiles_and_distances(comparators, stalls):
     """Every token as ``rounds`` beats with its norm (on its last round: the norm unit is spread
     over the rounds), its vector register (the two in turn), its tile flags (tiles of 24, and
-    the job's last token ends one) and its distance from its tile's first position, clipped to
-    the window's slots. Vectors include the most negative element everywhere (the largest
-    norm)."""
+    the job's last token ends one), its distance from its tile's first position, clipped to
+    the window's slots, and its round's candidate offsets (lane j of round r: candidate r *
+    comparators + j + 1, none past 7). Vectors include the most negative element everywhere
+    (the largest norm)."""
     p = small(comparators=comparators)
     rounds, clip = matcher_rounds(p), (1 << p.window_bits) - 1
+    offsets = [3, 1, 15, 7, 9, 4, 13]       # distinct, so a lane or round mixed up shows
+    lane_offsets = [[offsets[c - 1] if c <= CANDIDATES else 0
+                     for c in range(r * comparators + 1, (r + 1) * comparators + 1)]
+                    for r in range(rounds)]
     rng = np.random.default_rng(comparators)
     count = 70
     pos = np.cumsum(rng.integers(1, 4, count)).tolist()
@@ -541,10 +565,10 @@ def test_token_register_rounds_tiles_and_distances(comparators, stalls):
                 "x": vec[s], "xsel": (s + 1) % 2, "x_nonzero": int(any(vec[s])),
                 "nx": sum(e * e for e in vec[s]) if last else None, "position": pos[s],
                 "distance": min(pos[s] - pos[start], clip), "round": r,
-                "tile_first": int(s == start),
+                "offsets": lane_offsets[r], "tile_first": int(s == start),
                 "tile_last": int(s % p.tile == p.tile - 1 or s == count - 1),
                 "job_last": int(s == count - 1)})
-    outputs, stats = run_streams(TokenRegister(p), {"i_stream": tokens},
+    outputs, stats = run_streams(_TokenRegisterWithOffsets(p, offsets), {"i_stream": tokens},
                                  {"o_stream": len(expected)}, stalls=stalls_for(stalls),
                                  seed=comparators)
     got = outputs["o_stream"]

@@ -303,7 +303,7 @@ class BlockMatcher(FocusBlock):
             m.d.comb += stage.flush.eq(stage_flush)
         m.d.comb += output.flush.eq(job.flush)
         m.d.comb += [
-            fetch.offsets.eq(job.offsets),
+            tokens.offsets.eq(job.offsets),
             fetch.x_store.eq(tokens.x_store),
             select.theta_sq.eq(job.theta_sq),
             output.mean.eq(job.mean),

@@ -10,7 +10,6 @@ from .match_layouts import (
     compare_layout,
     matcher_rounds,
     matcher_stage_members,
-    offsets_layout,
     round_layout,
     round_tag_layout,
 )
@@ -26,10 +25,11 @@ class CandidateFetch(FocusBlock):
     comparison beat.
 
     Lane j of round r looks up candidate c = r * comparators + j + 1 at the position
-    ``offsets[c - 1]`` before the token's; it exists when c <= 7, its offset is not 0 and it is
-    in the tile (offset <= the round's ``distance``), and it is then found when the window holds
-    it (a missing candidate has norm 0, which the comparators skip). The token itself enters the
-    window as its last round is taken, so every later token sees it.
+    ``offsets[c - 1]`` before the token's (the round beat's ``offsets[j]``); it exists when c <=
+    7, its offset is not 0 and it is in the tile (offset <= the round's ``distance``), and it is
+    then found when the window holds it (a missing candidate has norm 0, which the comparators
+    skip). The token itself enters the window as its last round is taken, so every later token
+    sees it.
 
     Two stages, D and E, moving together. D: the window's read (its synchronous read ports)
     with the token's side data beside it. E: the read data registered straight out of the
@@ -56,8 +56,6 @@ class CandidateFetch(FocusBlock):
     o_stream : Out(stream.Signature(compare_layout(params)))
     x_store : In(ArrayLayout(vector_layout(params), 2))
         The token register's two vector registers.
-    offsets : In(offsets_layout(params))
-        The job's candidate offsets (held during the job).
     clear : In(1)
         The job starts: the window forgets every token.
     flush : In(1)
@@ -74,7 +72,6 @@ class CandidateFetch(FocusBlock):
         super().__init__(params, lambda p: matcher_stage_members(
             round_layout(p), compare_layout(p),
             x_store=In(data.ArrayLayout(vector_layout(p), 2)),
-            offsets=In(offsets_layout(p)),
         ))
 
     def elaborate(self, platform):
@@ -104,9 +101,7 @@ class CandidateFetch(FocusBlock):
             window.r_pos.eq(i.payload.position),
         ]
         for j in range(k):
-            cands = [r * k + j + 1 for r in range(rounds)]
-            offs = [self.offsets[c - 1] if c <= CANDIDATES else Const(0, wb) for c in cands]
-            off = Array(offs)[rnd] if rounds > 1 else offs[0]
+            off = i.payload.offsets[j]          # a register (the token register's)
             m.d.comb += [
                 window.r_offset[j].eq(off),
                 window.r_want[j].eq((off != 0) & (i.payload.distance >= off)),

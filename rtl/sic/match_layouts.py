@@ -12,7 +12,7 @@ Each stream's producer and consumer use the same factory, so ``wiring.connect`` 
 for bit. Side data that a stage does not use rides in the ``tag`` field of its payload.
 """
 
-from amaranth.hdl import signed, unsigned
+from amaranth.hdl import Const, signed, unsigned
 from amaranth.lib import data
 from amaranth.lib.wiring import In
 
@@ -23,7 +23,8 @@ from .similarity_comparator import vector_layout
 __all__ = [
     "CANDIDATES", "matcher_rounds", "tile_index_bits", "mean_sum_bits",
     "match_input_layout", "match_config_layout", "match_output_layout",
-    "offsets_layout", "round_layout", "round_tag_layout", "lane_layout", "compare_layout",
+    "offsets_layout", "round_offsets", "round_layout", "round_tag_layout", "lane_layout",
+    "compare_layout",
     "candidate_layout", "scored_layout", "best_layout", "indexed_layout", "group_sum_layout",
     "map_code_config_layout", "map_symbol_layout", "frame_symbol_layout", "map_word_layout",
     "frame_stats_layout", "matcher_stage_members",
@@ -140,6 +141,13 @@ def offsets_layout(p):
     return data.ArrayLayout(unsigned(p.window_bits), CANDIDATES)
 
 
+def round_offsets(p, offsets, r):
+    """Round r's candidate offsets, one per lane: lane j looks up candidate c = r * comparators
+    + j + 1 at ``offsets[c - 1]`` (:func:`offsets_layout`), or nothing (offset 0) past c = 7."""
+    cands = (r * p.comparators + j + 1 for j in range(p.comparators))
+    return [offsets[c - 1] if c <= CANDIDATES else Const(0, p.window_bits) for c in cands]
+
+
 def round_layout(p):
     """One round of a token's lookups (:class:`~rtl.sic.token_register.TokenRegister` to
     :class:`~rtl.sic.candidate_fetch.CandidateFetch`): the token; which of the token register's
@@ -147,7 +155,9 @@ def round_layout(p):
     (``x_nonzero``, tested once as the token is taken); its squared norm (on the token's last
     round: the norm unit is spread over the rounds); its distance from its
     tile's first position (clipped to ``2**window_bits - 1``), the round number (candidates
-    ``round * comparators + 1 ..``) and where the token sits in its tile and job."""
+    ``round * comparators + 1 ..``), the round's candidate offsets (lane j: candidate ``round *
+    comparators + j + 1``'s, 0 past c = 7; :func:`round_offsets`) and where the token sits in
+    its tile and job."""
     return data.StructLayout({
         "x": vector_layout(p),
         "xsel": 1,
@@ -156,6 +166,7 @@ def round_layout(p):
         "position": unsigned(p.position_bits),
         "distance": unsigned(p.window_bits),
         "round": unsigned(max(1, ceil_log2(matcher_rounds(p)))),
+        "offsets": data.ArrayLayout(unsigned(p.window_bits), p.comparators),
         "tile_first": 1,
         "tile_last": 1,
         "job_last": 1,

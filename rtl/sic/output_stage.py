@@ -65,11 +65,13 @@ class OutputStage(FocusBlock):
         Stops a drain and drops its state (the divider's registers a cycle later); a beat
         already offered is still delivered.
     v_flush : Out(1)
-        Empty the vector FIFO at this clock edge: with ``flush``, or, when a map beat is still
-        on offer after it or taken in with it (its vector is the FIFO's head), as that beat
-        leaves. No vector enters the
-        FIFO in between (the job control drops the rest of a flushed job), and the stage takes
-        no token until it is done.
+        Empty the vector FIFO at this clock edge: a register, high the cycle after ``flush``,
+        or, when a map beat is still on offer after it or taken in with it (its vector is the
+        FIFO's head), the cycle after that beat leaves. No vector enters the FIFO in between
+        (the job control drops the rest of a flushed job, and takes the next job's
+        configuration only once no beat is on offer), and none leaves it: the stage holds no
+        beat then and takes no token until the FIFO is empty (so the position compare behind
+        ``flush`` does not run into the FIFO's reset).
     """
 
     #: Cycles from a token's input transfer to its map beat being offered.
@@ -105,18 +107,16 @@ class OutputStage(FocusBlock):
         # taken in (it is delivered, with its vector, the FIFO's head): then the FIFO is emptied
         # as that beat leaves.
         v_flush_pending, v_keep = Signal(name="v_flush_pending"), Signal(name="v_keep")
-        m.d.comb += [
-            v_keep.eq((o_valid & o_beat.token & ~o_take) | accept),
-            self.v_flush.eq((flush | v_flush_pending) & ~v_keep),
-        ]
-        m.d.sync += v_flush_pending.eq((flush | v_flush_pending) & v_keep)
+        m.d.comb += v_keep.eq((o_valid & o_beat.token & ~o_take) | accept)
+        m.d.sync += [v_flush_pending.eq((flush | v_flush_pending) & v_keep),
+                     self.v_flush.eq((flush | v_flush_pending) & ~v_keep)]
         m.d.comb += [
             out.valid.eq(o_valid & (~o_beat.token | v.valid)),
             out.payload.eq(o_beat),
             out.payload.vector.eq(v.payload),
             v.ready.eq(o_take & o_beat.token),
             o_take.eq(out.valid & out.ready),
-            can_take.eq(~drain & ~v_flush_pending
+            can_take.eq(~drain & ~v_flush_pending & ~self.v_flush
                         & (~o_valid | (o_take & ~(o_tile_last & mean)))),
             i.ready.eq(can_take),
             accept.eq(can_take & i.valid),

@@ -1,15 +1,17 @@
 """The block matcher's input register: a token's norm, its place in its tile, its rounds."""
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Array, Module, Mux, Signal
 from amaranth.lib import data
-from amaranth.lib.wiring import Out
+from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
 from .match_layouts import (
     match_input_layout,
     matcher_rounds,
     matcher_stage_members,
+    offsets_layout,
     round_layout,
+    round_offsets,
     tile_index_bits,
 )
 from .similarity_comparator import vector_layout
@@ -32,6 +34,11 @@ class TokenRegister(FocusBlock):
     first stage and copies the vector as a round leaves it: at most two tokens are between this
     register and that copy).
 
+    Each round beat carries its lanes' candidate offsets (:func:`round_offsets` of the job's
+    ``offsets``). With several rounds they are registered as the token is taken and as each
+    round leaves, so that the candidate fetch's address subtraction starts from a register, not
+    from a select by the round number (on the block matcher's longest ECP5 path before).
+
     Tiles are runs of ``tile`` tokens in input order (a job's last token also ends a tile). Each
     round carries the token's distance from its tile's first position, clipped to
     ``2**window_bits - 1``: a candidate at offset d is in the tile exactly when d <= distance.
@@ -52,6 +59,8 @@ class TokenRegister(FocusBlock):
     o_stream : Out(stream.Signature(round_layout(params)))
     x_store : Out(ArrayLayout(vector_layout(params), 2))
         The two vector registers (``x_store[xsel]`` is a round beat's ``x``).
+    offsets : In(offsets_layout(params))
+        The job's candidate offsets (held during the job).
     clear : In(1)
         The job starts: the next token opens a tile.
     flush : In(1)
@@ -69,6 +78,7 @@ class TokenRegister(FocusBlock):
         super().__init__(params, lambda p: matcher_stage_members(
             match_input_layout(p), round_layout(p),
             x_store=Out(data.ArrayLayout(vector_layout(p), 2)),
+            offsets=In(offsets_layout(p)),
         ))
 
     def elaborate(self, platform):
@@ -103,6 +113,18 @@ class TokenRegister(FocusBlock):
             done.eq(o.valid & o.ready & last_round),
             i.ready.eq(~valid | done),
         ]
+        # The round's offsets: with one round, the job's (held during the job); with several,
+        # a register loaded with the first round's as a token is taken and with the next
+        # round's as a round leaves.
+        per_round = [round_offsets(p, self.offsets, r) for r in range(rounds)]
+        if rounds == 1:
+            m.d.comb += [o.payload.offsets[j].eq(off) for j, off in enumerate(per_round[0])]
+        else:
+            following = Array(per_round[1:] + per_round[:1])[rnd]
+            with m.If(i.valid & i.ready):
+                m.d.sync += [held.offsets[j].eq(off) for j, off in enumerate(per_round[0])]
+            with m.Elif(o.valid & o.ready):
+                m.d.sync += [held.offsets[j].eq(following[j]) for j in range(p.comparators)]
         with m.If(o.valid & o.ready):
             m.d.sync += rnd.eq(Mux(last_round, 0, rnd + 1))
         with m.If(done):
