@@ -134,21 +134,29 @@ def test_vector_norm_is_exact(p):
     assert p.dim * low * low < 1 << p.norm_bits
 
 
-@pytest.mark.parametrize("steps", [2, 3, 7, 9])
+@pytest.mark.parametrize("steps, registered",
+                         [(2, False), (3, False), (7, False), (9, False),
+                          (1, True), (2, True), (3, True), (6, True), (9, True)])
 @pytest.mark.parametrize("p", [FocusParams(dim=32, elem_bits=8), FocusParams(dim=5, elem_bits=2),
                                FocusParams(dim=3, elem_bits=16)], ids=lambda p: p.tag)
-def test_vector_norm_spread_over_steps(p, steps):
-    """With ``steps`` > 1: ceil(V / steps) squarers, the norm after the last step, for steps
-    that divide V or not, more steps than elements (squarers idle in the last steps), a step
-    held over several cycles (``advance`` low: the sum holds), a new vector loaded at the last
-    step's ``advance`` of the previous one (``x`` changing with the edge) and one loaded after
-    idle cycles, in which ``x`` holds the last vector and ``advance`` is high."""
+def test_vector_norm_spread_over_steps(p, steps, registered):
+    """With ``steps`` > 1, or ``registered``: ceil(V / steps) squarers, the norm in the last
+    step (combinational) or from the clock edge that ends it (``registered``), for steps that
+    divide V or not, more steps than elements (squarers idle in the last steps), a step held
+    over several cycles (``advance`` low: the sum holds), a new vector loaded at the last step's
+    ``advance`` of the previous one (``x`` changing with the edge) and one loaded after idle
+    cycles, in which ``x`` holds the last vector (and ``advance`` is high, except with
+    ``registered``, whose user holds it low there, as the block matcher's input register
+    does)."""
     rng = np.random.default_rng(p.dim + steps)
     low, high = -(1 << (p.elem_bits - 1)), (1 << (p.elem_bits - 1)) - 1
     vectors = [[low] * p.dim, [high] * p.dim, [0] * p.dim]
     vectors += rng.integers(low, high + 1, (30, p.dim)).tolist()
-    dut = VectorNorm(p, steps)
+    dut = VectorNorm(p, steps, registered=registered)
     assert norm_squarers(p, steps) == -(-p.dim // steps)
+
+    async def check_norm(ctx, vec):
+        assert ctx.get(dut.norm) == sum(v * v for v in vec), vec
 
     async def testbench(ctx):
         ctx.set(dut.x_next, vectors[0])
@@ -164,16 +172,25 @@ def test_vector_norm_spread_over_steps(p, steps):
                     await ctx.tick()
                 ctx.set(dut.advance, 1)
                 if step == steps - 1:
-                    await ctx.delay(1e-9)
-                    assert ctx.get(dut.norm) == sum(v * v for v in vec), vec
+                    if not registered:
+                        await ctx.delay(1e-9)
+                        await check_norm(ctx, vec)
                     if n + 1 < len(vectors):
                         if n % 3 == 2:              # idle cycles before the next vector
                             await ctx.tick()
                             ctx.set(dut.step, 0)
+                            if registered:
+                                await check_norm(ctx, vec)
+                                ctx.set(dut.advance, 0)
                             await ctx.tick().repeat(n % 2 + 1)
+                            if registered:
+                                await check_norm(ctx, vec)      # held while idle
+                                ctx.set(dut.advance, 1)
                         ctx.set(dut.x_next, vectors[n + 1])
                         ctx.set(dut.load, 1)
                 await ctx.tick()
+                if registered and step == steps - 1 and not (n % 3 == 2 and n + 1 < len(vectors)):
+                    await check_norm(ctx, vec)
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)

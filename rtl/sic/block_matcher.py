@@ -85,14 +85,14 @@ class BlockMatcher(FocusBlock):
     its last map beat. The final beat has ``last``.
 
     Every unit is sized to the rate it must sustain: a token has ``rounds`` cycles, and the work
-    that is per token, not per pair, is done once per token. Per pair (7 per token): a dot product
-    of V products and dot**2 (:class:`~rtl.sic.dot_scorer.DotScorer`). Per token: its squared
-    norm, with ceil(V / rounds) squarers over its rounds; one exact threshold test, on its best
-    candidate only (theta_q**2 * nx formed once); the "better" tests between its candidates (a
-    tree over a round's lanes, a running best over rounds in two accumulators, two tests a
-    round, one of which merges them in a cycle it has free per token; at one comparator, one
-    test unit that does a token's seven tests, threshold included, in its seven cycles). Per
-    job: theta_q**2.
+    that is per token, not per pair, is done once per token. Per pair (7 per token): a dot
+    product of V products and dot**2 (:class:`~rtl.sic.dot_scorer.DotScorer`). Per token: its
+    squared norm, with ceil(V / (rounds - 1)) squarers over its first rounds (V with one round);
+    one exact threshold test, on its best candidate only (theta_q**2 * nx formed once); the
+    "better" tests between its candidates (a tree over a round's lanes, a running best over
+    rounds in two accumulators, two tests a round, one of which merges them in a cycle it has
+    free per token; at one comparator, one test unit that does a token's seven tests, threshold
+    included, in its seven cycles). Per job: theta_q**2.
 
     Pipeline, one Component per stage, joined by streams (``wiring.connect``), each stage holding
     only under back-pressure from the next:

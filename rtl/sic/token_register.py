@@ -24,9 +24,11 @@ class TokenRegister(FocusBlock):
     """Registers each token and offers it as ``rounds = ceil(7 / comparators)`` round beats, one
     per group of ``comparators`` candidates, with its squared norm and its place in its tile.
 
-    The norm (:class:`~rtl.sic.vector_norm.VectorNorm`) is spread over the rounds: ceil(V /
-    rounds) squarers, one step per round, so the round beats' ``nx`` is the norm on the token's
-    last round (earlier rounds carry partial sums, which no stage uses).
+    The norm (:class:`~rtl.sic.vector_norm.VectorNorm`) is spread over the rounds: with one
+    round, V squarers in that cycle; with R > 1 rounds, ceil(V / (R - 1)) squarers, one step in
+    each of the first R - 1 rounds, and the sum register on the last, so the last round's
+    ``nx`` (written into the window and carried to the comparators in that cycle) comes
+    straight from a register (earlier rounds carry partial sums, which no stage uses).
 
     Vectors: two registers, ``x_store``, written in turn (``xsel`` on the round beats says
     which holds the token), so that the next token can be taken while the candidate fetch still
@@ -94,7 +96,9 @@ class TokenRegister(FocusBlock):
         tile_idx = Signal(tile_index_bits(p))   # tokens of the current tile taken so far
         tile_p0 = Signal(p.position_bits)       # the current tile's first position
         x = self.x_store[held.xsel]
-        m.submodules.norm_unit = norm = VectorNorm(p, rounds)
+        # With several rounds the norm takes the first rounds - 1 and is a register on the last.
+        steps = max(1, rounds - 1)
+        m.submodules.norm_unit = norm = VectorNorm(p, steps, registered=rounds > 1)
         m.d.comb += [
             norm.x.eq(x),
             o.valid.eq(valid),
@@ -103,11 +107,11 @@ class TokenRegister(FocusBlock):
             o.payload.nx.eq(norm.norm),
             o.payload.round.eq(rnd),
         ]
+        last_round = rnd == rounds - 1
         if rounds > 1:
-            m.d.comb += [norm.step.eq(rnd), norm.advance.eq(o.valid & o.ready),
+            m.d.comb += [norm.step.eq(rnd), norm.advance.eq(o.valid & o.ready & ~last_round),
                          norm.load.eq(i.valid & i.ready), norm.x_next.eq(i.payload.vector)]
 
-        last_round = rnd == rounds - 1
         done = Signal()             # the token's last round leaves
         m.d.comb += [
             done.eq(o.valid & o.ready & last_round),

@@ -35,6 +35,13 @@ class VectorNorm(FocusBlock):
     one step per round of a token (``rounds = ceil(7 / comparators)`` cycles per token), so
     with one comparator 5 squarers do the work of 32.
 
+    ``registered=True``: ``norm`` is the sum register itself, the norm from the clock edge that
+    ends the last step, so nothing but a register stands before it; with ``steps = 1`` too (the
+    squarers' operands then loaded with ``load`` only). The block matcher's input register
+    uses it so with several rounds: ``rounds - 1`` steps, and the norm read from the register
+    on the last round, where it is written into the window and carried to the comparators in
+    that cycle.
+
     The block matcher writes the norm into the window next to the vector, so each candidate's
     norm is read, never recomputed; it is used only by the selection and the threshold test,
     late enough to wait for the last step.
@@ -45,29 +52,34 @@ class VectorNorm(FocusBlock):
         Uses ``dim`` and ``elem_bits``.
     steps : int
         Cycles the norm is spread over, 1 or more.
+    registered : bool
+        ``norm`` is a register, valid after the last step (``step``, ``advance``, ``load`` and
+        ``x_next`` are then members even with one step).
 
     Members
     -------
     x : In(vector_layout(params))
         Held through the steps of one vector.
     step : In(range(steps))
-        The step of this cycle (``steps > 1`` only).
+        The step of this cycle (``steps > 1`` or ``registered`` only).
     advance : In(1)
-        The step ends at this clock edge (``steps > 1`` only).
+        The step ends at this clock edge (``steps > 1`` or ``registered`` only).
     load, x_next : In(1), In(vector_layout(params))
-        A new vector, ``x_next``, starts at step 0 after this clock edge (``steps > 1`` only).
+        A new vector, ``x_next``, starts at step 0 after this clock edge (``steps > 1`` or
+        ``registered`` only).
     norm : Out(params.norm_bits)
         Zero exactly when ``x`` is the zero vector (after the last step).
     """
 
-    def __init__(self, params=None, steps=1):
+    def __init__(self, params=None, steps=1, *, registered=False):
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
             raise ValueError(f"steps must be a positive integer, not {steps!r}")
-        self._steps = steps
+        self._steps, self._registered = steps, bool(registered)
+        spread = steps > 1 or registered
         super().__init__(params, lambda p: {
             "x": In(vector_layout(p)),
             **({"step": In(range(steps)), "advance": In(1), "load": In(1),
-                "x_next": In(vector_layout(p))} if steps > 1 else {}),
+                "x_next": In(vector_layout(p))} if spread else {}),
             "norm": Out(p.norm_bits),
         })
 
@@ -79,7 +91,7 @@ class VectorNorm(FocusBlock):
         p = self._params
         m = Module()
         x = self.x
-        if self._steps == 1:
+        if self._steps == 1 and not self._registered:
             m.d.comb += self.norm.eq(sum_of_squares(m, [x[i] for i in range(p.dim)], p.norm_bits))
             return m
 
@@ -94,13 +106,15 @@ class VectorNorm(FocusBlock):
         for j, operand in enumerate(operands):
             with m.If(self.load):
                 m.d.sync += operand.eq(element(self.x_next, 0, j))
-            with m.Elif(self.advance):
-                following = [element(x, r + 1, j) for r in range(steps - 1)]
-                m.d.sync += operand.eq(Array(following)[self.step])
+            if steps > 1:
+                with m.Elif(self.advance):
+                    following = [element(x, r + 1, j) for r in range(steps - 1)]
+                    m.d.sync += operand.eq(Array(following)[self.step])
         # The steps before are one more row of the squares' sum: a single carry chain.
-        total = Signal(p.norm_bits)
-        m.d.comb += self.norm.eq(sum_of_squares(
-            m, operands, p.norm_bits, plus=[(Mux(self.step == 0, 0, total), 0)]))
+        total, partial = Signal(p.norm_bits, name="total"), Signal(p.norm_bits, name="partial")
+        before = [(Mux(self.step == 0, 0, total), 0)] if steps > 1 else []
+        m.d.comb += partial.eq(sum_of_squares(m, operands, p.norm_bits, plus=before))
         with m.If(self.advance):
-            m.d.sync += total.eq(self.norm)
+            m.d.sync += total.eq(partial)
+        m.d.comb += self.norm.eq(total if self._registered else partial)
         return m
