@@ -6,10 +6,10 @@ from amaranth.lib.wiring import In
 
 from ..block import FocusBlock
 from .match_layouts import (
-    CANDIDATES,
     compare_layout,
     matcher_rounds,
     matcher_stage_members,
+    round_candidates,
     round_layout,
     round_tag_layout,
 )
@@ -155,8 +155,7 @@ class CandidateFetch(FocusBlock):
                 o.payload.lanes[j].nonzero.eq(window.nonzero[j]),
                 o.payload.lanes[j].slot.eq(window.slot[j]),
             ]
-            codes = [Const(c if c <= CANDIDATES else 0, 3) for c in
-                     (r * k + j + 1 for r in range(rounds))]
+            codes = [Const(round_candidates(p, r)[j], 3) for r in range(rounds)]
             m.d.comb += o.payload.lanes[j].code.eq(Array(codes)[e_round] if rounds > 1
                                                    else codes[0])
 

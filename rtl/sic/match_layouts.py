@@ -23,8 +23,8 @@ from .similarity_comparator import vector_layout
 __all__ = [
     "CANDIDATES", "matcher_rounds", "tile_index_bits", "mean_sum_bits",
     "match_input_layout", "match_config_layout", "match_output_layout",
-    "offsets_layout", "round_offsets", "round_layout", "round_tag_layout", "lane_layout",
-    "compare_layout",
+    "offsets_layout", "round_candidates", "round_offsets", "round_layout", "round_tag_layout",
+    "lane_layout", "compare_layout",
     "candidate_layout", "scored_layout", "best_layout", "indexed_layout", "group_sum_layout",
     "map_code_config_layout", "map_symbol_layout", "frame_symbol_layout", "map_word_layout",
     "frame_stats_layout", "matcher_stage_members",
@@ -141,11 +141,17 @@ def offsets_layout(p):
     return data.ArrayLayout(unsigned(p.window_bits), CANDIDATES)
 
 
-def round_offsets(p, offsets, r):
-    """Round r's candidate offsets, one per lane: lane j looks up candidate c = r * comparators
-    + j + 1 at ``offsets[c - 1]`` (:func:`offsets_layout`), or nothing (offset 0) past c = 7."""
+def round_candidates(p, r):
+    """Round r's candidates, one per lane: lane j looks up candidate c = r * comparators + j +
+    1, or none (0) past c = 7."""
     cands = (r * p.comparators + j + 1 for j in range(p.comparators))
-    return [offsets[c - 1] if c <= CANDIDATES else Const(0, p.window_bits) for c in cands]
+    return [c if c <= CANDIDATES else 0 for c in cands]
+
+
+def round_offsets(p, offsets, r):
+    """Round r's candidate offsets, one per lane (:func:`round_candidates`): ``offsets[c - 1]``
+    (:func:`offsets_layout`), or 0 for no candidate."""
+    return [offsets[c - 1] if c else Const(0, p.window_bits) for c in round_candidates(p, r)]
 
 
 def round_layout(p):
