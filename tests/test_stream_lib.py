@@ -50,13 +50,18 @@ def stalls_for(pattern, inputs, outputs):
 
 # ---- StreamBuffer --------------------------------------------------------------------------------
 
+KEEP_LAST = pytest.mark.parametrize("keep_last", [True, False], ids=["keep", "load"])
+
+
+@KEEP_LAST
 @pytest.mark.parametrize("skid", [False, True], ids=["register", "skid"])
 @pytest.mark.parametrize("pattern", [p for p, _ in PATTERNS])
-def test_buffer_is_identity(skid, pattern):
+def test_buffer_is_identity(skid, pattern, keep_last):
     """Every beat leaves once, in order (the model: the identity), under each stall pattern."""
-    seed = 10 * skid + len(pattern)
+    seed = 10 * skid + len(pattern) + 100 * keep_last
     want = beats(300, seed)
-    got, stats = run_streams(StreamBuffer(BEAT, skid=skid), {"i_stream": want},
+    got, stats = run_streams(StreamBuffer(BEAT, skid=skid, keep_last=keep_last),
+                             {"i_stream": want},
                              {"o_stream": len(want)},
                              stalls=stalls_for(pattern, ["i_stream"], ["o_stream"]), seed=seed)
     assert got["o_stream"] == want
@@ -64,22 +69,24 @@ def test_buffer_is_identity(skid, pattern):
         assert stats["cycles"] == len(want) + 1          # latency 1, one beat per cycle
 
 
+@KEEP_LAST
 @pytest.mark.parametrize("skid", [False, True], ids=["register", "skid"])
-def test_buffer_long_stall(skid):
+def test_buffer_long_stall(skid, keep_last):
     """A consumer that holds ``ready`` low for 200 cycles (longer than any storage)."""
     want = beats(50, 3)
     stalls = {"i_stream": Stalls(0.2, 1), "o_stream": Stalls(0.2, 2, windows=[(5, 200)])}
-    got, _ = run_streams(StreamBuffer(BEAT, skid=skid), {"i_stream": want},
+    got, _ = run_streams(StreamBuffer(BEAT, skid=skid, keep_last=keep_last), {"i_stream": want},
                          {"o_stream": len(want)}, stalls=stalls)
     assert got["o_stream"] == want
 
 
+@KEEP_LAST
 @pytest.mark.parametrize("skid, storage", [(False, 1), (True, 2)], ids=["register", "skid"])
-def test_buffer_storage_and_ready_path(skid, storage):
+def test_buffer_storage_and_ready_path(skid, storage, keep_last):
     """With ``o_stream`` stalled the buffer takes ``storage`` beats and then stops; the skid
     buffer's ``i_stream.ready`` does not follow ``o_stream.ready`` within a cycle (it is a
     register), the output register's does."""
-    dut = StreamBuffer(8, skid=skid)
+    dut = StreamBuffer(8, skid=skid, keep_last=keep_last)
     result = {}
 
     async def testbench(ctx):
@@ -104,9 +111,36 @@ def test_buffer_storage_and_ready_path(skid, storage):
     assert result["follows"] == (not skid)
 
 
-def test_buffer_rejects_bad_skid():
-    with pytest.raises(TypeError, match=r"^skid must be a bool, not 1$"):
-        StreamBuffer(8, skid=1)
+@pytest.mark.parametrize("skid", [False, True], ids=["register", "skid"])
+def test_buffer_payload_between_beats(skid):
+    """After a beat has left and while nothing is offered, ``keep_last`` keeps the beat in the
+    output payload register; without it the register follows whatever ``i_stream`` carries."""
+    seen = {}
+    for keep_last in (True, False):
+        dut = StreamBuffer(8, skid=skid, keep_last=keep_last)
+
+        async def testbench(ctx, dut=dut, keep_last=keep_last):
+            i, o = dut.i_stream, dut.o_stream
+            ctx.set(o.ready, 1)
+            ctx.set(i.valid, 1)
+            ctx.set(i.payload, 0x5A)
+            await ctx.tick()
+            ctx.set(i.valid, 0)
+            ctx.set(i.payload, 0x33)
+            await ctx.tick().repeat(3)
+            seen[keep_last] = (ctx.get(o.valid), ctx.get(o.payload))
+
+        sim = Simulator(dut)
+        sim.add_clock(CLOCK_PERIOD)
+        sim.add_testbench(testbench)
+        sim.run()
+    assert seen == {True: (0, 0x5A), False: (0, 0x33)}
+
+
+@pytest.mark.parametrize("name", ["skid", "keep_last"])
+def test_buffer_rejects_bad_flags(name):
+    with pytest.raises(TypeError, match=rf"^{name} must be a bool, not 1$"):
+        StreamBuffer(8, **{name: 1})
 
 
 # ---- StreamQueue ---------------------------------------------------------------------------------

@@ -25,7 +25,11 @@ class StreamBuffer(wiring.Component):
 
     Either way ``o_stream.valid`` and ``o_stream.payload`` are registers, so the stream rules hold
     on ``o_stream`` whatever ``o_stream.ready`` does, and on ``i_stream`` ``ready`` never waits for
-    anything but ``o_stream``. The output payload register keeps the last beat after it has left.
+    anything but ``o_stream``. With ``keep_last`` the output payload register keeps the last beat
+    after it has left; without, it loads whatever ``i_stream`` offers whenever it has room, beat
+    or not, so that ``i_stream.valid`` reaches only ``o_stream.valid``, not the enable of every
+    payload flip-flop (a late ``valid`` and a wide payload made that enable a long path), and
+    ``o_stream.payload`` means nothing while ``o_stream.valid`` is low.
 
     Parameters
     ----------
@@ -33,6 +37,9 @@ class StreamBuffer(wiring.Component):
         The payload shape.
     skid : bool
         Build a skid buffer (registered ``ready``) instead of a plain output register.
+    keep_last : bool
+        Load the output payload register on transfers only, so it keeps the last beat (default);
+        False loads it whenever it has room (the skid register still loads on transfers only).
 
     Members
     -------
@@ -40,11 +47,13 @@ class StreamBuffer(wiring.Component):
     o_stream : Out(stream.Signature(shape))
     """
 
-    def __init__(self, shape, *, skid=False):
-        if not isinstance(skid, bool):
-            raise TypeError(f"skid must be a bool, not {skid!r}")
+    def __init__(self, shape, *, skid=False, keep_last=True):
+        for name, value in (("skid", skid), ("keep_last", keep_last)):
+            if not isinstance(value, bool):
+                raise TypeError(f"{name} must be a bool, not {value!r}")
         self._shape = shape
         self._skid = skid
+        self._keep_last = keep_last
         super().__init__(stage_members(shape, shape))
 
     @property
@@ -57,10 +66,20 @@ class StreamBuffer(wiring.Component):
         """Whether this is a skid buffer (registered ``i_stream.ready``)."""
         return self._skid
 
+    @property
+    def keep_last(self):
+        """Whether the output payload register loads on transfers only."""
+        return self._keep_last
+
     def elaborate(self, platform):
         m = Module()
         i, o = self.i_stream, self.o_stream
         if not self._skid:
+            if not self._keep_last:
+                m.d.comb += i.ready.eq(~o.valid | o.ready)
+                with m.If(i.ready):
+                    m.d.sync += [o.payload.eq(i.payload), o.valid.eq(i.valid)]
+                return m
             with m.If(i.valid & (~o.valid | o.ready)):
                 m.d.comb += i.ready.eq(1)
                 m.d.sync += [o.payload.eq(i.payload), o.valid.eq(1)]
@@ -80,7 +99,10 @@ class StreamBuffer(wiring.Component):
                 m.d.sync += [o.payload.eq(skid), o.valid.eq(1), skid_valid.eq(0)]
             with m.Else():
                 m.d.sync += o.valid.eq(i.valid)
-                with m.If(i.valid):
+                if self._keep_last:
+                    with m.If(i.valid):
+                        m.d.sync += o.payload.eq(i.payload)
+                else:
                     m.d.sync += o.payload.eq(i.payload)
         with m.Elif(i.valid & i.ready):
             m.d.sync += [skid.eq(i.payload), skid_valid.eq(1)]

@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 from ..block import FocusBlock
 from ..lib.clock_gate import ICG_CELL, activity_members
 from ..lib.ready_slice import ReadySlice
+from ..lib.stream_buffer import StreamBuffer
 from ..lib.stream_fork import StreamFork
 from .best_candidate import BestCandidate
 from .candidate_fetch import CandidateFetch
@@ -129,8 +130,9 @@ class BlockMatcher(FocusBlock):
       and the end-of-tile drain through the :class:`~rtl.sic.mean_divider.MeanDivider`.
 
     Vectors wait in a FIFO from the input register to the output register instead of riding
-    every stage (a :class:`~rtl.lib.stream_fork.StreamFork` gives each token to both), and leave
-    from the FIFO's head with their map beats; its depth is derived from the stages' capacities.
+    every stage (a :class:`~rtl.lib.stream_fork.StreamFork` gives each token to both; a register
+    stage in front of the FIFO takes it a cycle later), and leave from the FIFO's head with their
+    map beats; its depth is derived from the stages' capacities.
 
     ``mean`` (only with ``representatives = "first+mean"``): a memory of ``tile`` entries holds
     each group's element sums and count, costing ``tile * (dim * mean_sum_bits +
@@ -333,16 +335,8 @@ class BlockMatcher(FocusBlock):
                 outs[stage] = cut.o_stream
                 cuts.append(cut)
         depth = sum(s.capacity for s in (*stages, *cuts)) + 1
-        vectors = fifo.SyncFIFOBuffered(width=p.dim * p.elem_bits, depth=depth)
-        m.submodules.vectors = ResetInserter({"sync": output.v_flush})(vectors)
         m.submodules.fork = fork = StreamFork(match_input_layout(p), 2)
-        # The FIFO keeps only the vector of the fork's token beats.
-        token_beat, vector_in = fork.o_streams[1], vectors.w_stream
-        m.d.comb += [
-            vector_in.valid.eq(token_beat.valid),
-            vector_in.payload.eq(token_beat.payload.vector),
-            token_beat.ready.eq(vector_in.ready),
-        ]
+        vectors = self._vector_queue(m, fork.o_streams[1], depth, output.v_flush)
 
         wiring.connect(m, job.o_stream, fork.i_stream)
         wiring.connect(m, fork.o_streams[0], tokens.i_stream)
@@ -377,6 +371,26 @@ class BlockMatcher(FocusBlock):
         wiring.connect(m, vectors.r_stream, output.v_stream)
         wiring.connect(m, output.o_stream, wiring.flipped(self.o_stream))
         return m
+
+    def _vector_queue(self, m, token_beat, depth, flush):
+        """The FIFO of the tokens' vectors, written from ``token_beat`` (a fork's output)
+        through a register stage, both cleared by ``flush``: its stream."""
+        p = self._params
+        width = p.dim * p.elem_bits
+        # The register loads every offered vector while it has room, so the position check
+        # behind ``valid`` reaches one flip-flop, not the FIFO's write enable (a limit before).
+        # A vector then waits one cycle more; it is read a map beat (30 cycles or more) later.
+        buffer = StreamBuffer(width, keep_last=False)
+        vectors = fifo.SyncFIFOBuffered(width=width, depth=depth)
+        m.submodules.vector_register = ResetInserter({"sync": flush})(buffer)
+        m.submodules.vectors = ResetInserter({"sync": flush})(vectors)
+        m.d.comb += [
+            buffer.i_stream.valid.eq(token_beat.valid),
+            buffer.i_stream.payload.eq(token_beat.payload.vector),
+            token_beat.ready.eq(buffer.i_stream.ready),
+        ]
+        wiring.connect(m, buffer.o_stream, vectors.w_stream)
+        return vectors
 
     def _extras(self, m, job):
         """The map coder and the frame statistics, as built: None, or (all of them idle, their

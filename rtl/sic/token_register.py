@@ -110,7 +110,7 @@ class TokenRegister(FocusBlock):
         last_round = rnd == rounds - 1
         if rounds > 1:
             m.d.comb += [norm.step.eq(rnd), norm.advance.eq(o.valid & o.ready & ~last_round),
-                         norm.load.eq(i.valid & i.ready), norm.x_next.eq(i.payload.vector)]
+                         norm.load.eq(i.ready), norm.x_next.eq(i.payload.vector)]
 
         done = Signal()             # the token's last round leaves
         m.d.comb += [
@@ -125,7 +125,7 @@ class TokenRegister(FocusBlock):
             m.d.comb += [o.payload.offsets[j].eq(off) for j, off in enumerate(per_round[0])]
         else:
             following = Array(per_round[1:] + per_round[:1])[rnd]
-            with m.If(i.valid & i.ready):
+            with m.If(i.ready):
                 m.d.sync += [held.offsets[j].eq(off) for j, off in enumerate(per_round[0])]
             with m.Elif(o.valid & o.ready):
                 m.d.sync += [held.offsets[j].eq(following[j]) for j in range(p.comparators)]
@@ -142,16 +142,18 @@ class TokenRegister(FocusBlock):
         tile_far = Signal(p.position_bits + 1)      # tile_p0 + 2**wb
         far = Signal()
         m.d.comb += far.eq(pos >= tile_far)
-        with m.If(i.valid & i.ready):
-            tile_last = (tile_idx == p.tile - 1) | i.payload.last
-            # The other vector register: the current one may still be read for the last lookup.
+        tile_last = (tile_idx == p.tile - 1) | i.payload.last
+        # The data registers load whatever is offered while there is room (``i.ready``, which
+        # does not wait on ``i.valid``: the job control's position check gates that, and it
+        # would otherwise reach every data register's enable); only ``valid`` and the tile
+        # bookkeeping wait for a transfer. The other vector register is free then: the current
+        # one may still be read for the last lookup.
+        with m.If(i.ready):
             with m.If(held.xsel):
                 m.d.sync += self.x_store[0].eq(i.payload.vector)
             with m.Else():
                 m.d.sync += self.x_store[1].eq(i.payload.vector)
             m.d.sync += [
-                valid.eq(1),
-                held.xsel.eq(~held.xsel),
                 held.x_nonzero.eq(i.payload.vector.as_value().any()),
                 held.position.eq(pos),
                 held.distance.eq(Mux(first, 0, Mux(far, (1 << wb) - 1,
@@ -159,6 +161,11 @@ class TokenRegister(FocusBlock):
                 held.tile_first.eq(first),
                 held.tile_last.eq(tile_last),
                 held.job_last.eq(i.payload.last),
+            ]
+        with m.If(i.valid & i.ready):
+            m.d.sync += [
+                valid.eq(1),
+                held.xsel.eq(~held.xsel),
                 tile_idx.eq(Mux(tile_last, 0, tile_idx + 1)),
                 first.eq(tile_last),
             ]
