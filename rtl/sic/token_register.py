@@ -37,9 +37,16 @@ class TokenRegister(FocusBlock):
     register and that copy).
 
     Each round beat carries its lanes' candidate offsets (:func:`round_offsets` of the job's
-    ``offsets``). With several rounds they are registered as the token is taken and as each
-    round leaves, so that the candidate fetch's address subtraction starts from a register, not
+    ``offsets``). With several rounds they are a register, loaded with the first round's while
+    the register has room (so as a token is taken) and with the next round's as each round
+    leaves, so that the candidate fetch's address subtraction starts from a register, not
     from a select by the round number (on the block matcher's longest ECP5 path before).
+
+    The data registers (the free vector register, the held fields, the offsets, the norm's
+    operands) load whatever ``i_stream`` carries whenever ``i_stream.ready`` is high, offered or
+    not; only ``valid``, ``xsel`` and the tile bookkeeping wait for a transfer. So the job
+    control's position check, which gates ``i_stream.valid``, reaches no data register's
+    enable. A load without a transfer is never read: no round beat is offered until a transfer.
 
     Tiles are runs of ``tile`` tokens in input order (a job's last token also ends a tile). Each
     round carries the token's distance from its tile's first position, clipped to
