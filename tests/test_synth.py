@@ -228,6 +228,79 @@ def test_seed_summary_takes_the_lower_median_run():
                                            "median": 70.0, "max": 70.0, "run": 0}
 
 
+def _fake_nextpnr(outcomes, calls):
+    """A stand-in for :func:`rtl.flow.tools.nextpnr`: seed k's outcome is ``outcomes[k]``, an
+    Fmax (a report is written) or a failing status; every call is logged in ``calls``."""
+
+    def nextpnr(target, workdir, freq, timeout, seed=1):
+        calls.append(seed)
+        outcome = outcomes[seed]
+        if isinstance(outcome, str):
+            return outcome, f"nextpnr-{target} {outcome} (fake)", float(timeout)
+        report = {"fmax": {"clk": {"achieved": outcome, "constraint": freq}}}
+        (workdir / "nextpnr.json").write_text(json.dumps(report))
+        return "ok", None, 2.0
+
+    return nextpnr
+
+
+def test_place_and_route_moves_past_a_seed_that_times_out(work, monkeypatch):
+    """A seed whose routing times out is replaced by the next seed, at most
+    PNR_TIMEOUT_RETRIES times; the seeds that ran and those that timed out are reported.
+    The tools are faked (a real timeout costs the whole timeout)."""
+    calls = []
+    monkeypatch.setattr(fpga, "nextpnr", _fake_nextpnr(
+        {1: "timeout", 2: 91.0, 3: 88.0, 4: 80.0, 5: 70.0}, calls))
+    work.mkdir(parents=True, exist_ok=True)
+    status, error, seconds, report, spread, runs, timeouts = fpga._place_and_route(
+        "ecp5", work, 100, 1500, 1)
+    assert (status, error, spread) == ("ok", None, None)
+    assert calls == [1, 2] and runs == [2] and timeouts == [{"seed": 1, "seconds": 1500.0}]
+    assert fpga._report_fmax(report) == 91.0 and seconds == 1502.0
+
+    calls.clear()
+    status, _, _, report, spread, runs, timeouts = fpga._place_and_route("ecp5", work, 100,
+                                                                         1500, 3)
+    assert status == "ok" and calls == [1, 2, 3, 4] and runs == spread["seeds"] == [2, 3, 4]
+    assert spread["median"] == 88.0 == fpga._report_fmax(report)
+    assert not (work / "nextpnr.seed1.json").exists()
+
+    # Out of retries: the last timeout is the result, and its error names every seed tried.
+    calls.clear()
+    monkeypatch.setattr(fpga, "nextpnr", _fake_nextpnr({1: "timeout", 2: "timeout",
+                                                        3: "timeout", 4: 90.0}, calls))
+    status, error, _, report, _, runs, timeouts = fpga._place_and_route("ecp5", work, 100, 60, 1)
+    assert fpga.PNR_TIMEOUT_RETRIES == 2 and calls == [1, 2, 3]
+    assert (status, report, runs) == ("timeout", {}, [])
+    assert error == "nextpnr-ecp5 timeout (fake) at seed 3, as at seeds 1, 2"
+    assert [t["seed"] for t in timeouts] == [1, 2]
+
+    # Any other failure is the design's, not the seed's: no retry.
+    calls.clear()
+    monkeypatch.setattr(fpga, "nextpnr", _fake_nextpnr({1: "pnr_failed", 2: 90.0}, calls))
+    status, *_ = fpga._place_and_route("ecp5", work, 100, 60, 1)
+    assert status == "pnr_failed" and calls == [1]
+
+
+def test_a_retried_seed_is_shown_in_every_report():
+    """The CLI's line, the synth report's Fmax cell and the QoR table say which seed the Fmax
+    is from when an earlier seed timed out, and say nothing when none did."""
+    from rtl.flow import qor
+
+    result = {"status": "ok", "error": None, "fmax_mhz": 91.0, "pnr_seeds": [2],
+              "pnr_timeouts": [{"seed": 1, "seconds": 1500.2}],
+              "block": {"lut": 10, "ff": 5, "bram": 0, "dsp": 0}}
+    assert fpga.timeout_note(result) == "seed 2; seed 1 timed out after 1500 s"
+    assert synth._summary(result).endswith("91.0 MHz (seed 2; seed 1 timed out after 1500 s)")
+    assert flow_report._fmax_cell(result) == "91.0 (seed 2; seed 1 timed out after 1500 s)"
+    assert qor._fpga_cells(qor._fpga_summary(result))[-1] == "91.0 (seed 2)"
+    plain = {**result, "pnr_seeds": [1]}
+    del plain["pnr_timeouts"]
+    assert fpga.timeout_note(plain) == ""
+    assert synth._summary(plain).endswith("91.0 MHz")
+    assert qor._fpga_cells(qor._fpga_summary(plain))[-1] == "91.0"
+
+
 @pytest.mark.synth
 def test_fpga_flow_over_several_seeds(work):
     """Three nextpnr seeds: each run's report is kept, the Fmax and critical path are the

@@ -109,28 +109,61 @@ def seed_summary(runs):
             "median": runs[middle]["fmax_mhz"], "max": max(values), "run": middle}
 
 
+def timeout_note(result):
+    """``""``, or which seeds' place and route timed out before the seeds that finished, for
+    reports: ``"seed 2; seed 1 timed out after 1500 s"``."""
+    timeouts = result.get("pnr_timeouts")
+    if not timeouts:
+        return ""
+    finished = result.get("pnr_seeds") or []
+    lost = ", ".join(str(t["seed"]) for t in timeouts)
+    slowest = max(t["seconds"] for t in timeouts)
+    head = (f"seed{'s' if len(finished) > 1 else ''} {', '.join(map(str, finished))}; "
+            if finished else "")
+    return (f"{head}seed{'s' if len(timeouts) > 1 else ''} {lost} timed out after "
+            f"{slowest:.0f} s")
+
+
+#: How many more seeds place and route tries, in all, when a seed's nextpnr run times out. Router1
+#: sometimes does not converge on one seed's placement of a netlist that routes in a minute at
+#: the next seed (``focus_gemm_coded`` on the ECP5, docs/timing-closure.md); each try is given
+#: the whole timeout again.
+PNR_TIMEOUT_RETRIES = 2
+
+
 def _place_and_route(target, workdir, freq, timeout, seeds):
-    """nextpnr once per seed 1..``seeds``, each report kept as ``nextpnr.seed<k>.json`` and the
-    median run's copied to ``nextpnr.json``: ``(status, error, seconds, report, spread)``, with
-    ``spread`` :func:`seed_summary` when there are several seeds (the first failure ends it)."""
-    runs, total = [], 0.0
-    for seed in range(1, seeds + 1):
+    """nextpnr until ``seeds`` runs have finished, with seeds 1, 2, ... in turn; each report kept
+    as ``nextpnr.seed<k>.json`` and the median run's copied to ``nextpnr.json`` when ``seeds``
+    > 1. A seed whose run times out is skipped for the next one, :data:`PNR_TIMEOUT_RETRIES`
+    times at most; any other failure ends it. Returns ``(status, error, seconds, report,
+    spread, runs, timeouts)``: ``spread`` is :func:`seed_summary` when ``seeds`` > 1, ``runs``
+    the seeds that finished and ``timeouts`` ``[{"seed", "seconds"}]`` of those that did not."""
+    runs, timeouts, total, seed = [], [], 0.0, 0
+    while len(runs) < seeds:
+        seed += 1
         status, error, seconds = nextpnr(target, workdir, freq, timeout, seed=seed)
         total += seconds
+        if status == "timeout" and len(timeouts) < PNR_TIMEOUT_RETRIES:
+            timeouts.append({"seed": seed, "seconds": round(seconds, 2)})
+            continue
         if status != "ok":
-            return status, error, round(total, 2), {}, None
+            if status == "timeout" and timeouts:
+                error += f" at seed {seed}, as at seed{'s' if len(timeouts) > 1 else ''} " + \
+                    ", ".join(str(t["seed"]) for t in timeouts)
+            return status, error, round(total, 2), {}, None, [r["seed"] for r in runs], timeouts
         text = (workdir / "nextpnr.json").read_text()
         report = json.loads(text)
         if seeds > 1:
             (workdir / f"nextpnr.seed{seed}.json").write_text(text)
         runs.append({"seed": seed, "fmax_mhz": _report_fmax(report) or 0.0, "report": report,
                      "text": text})
+    finished = [run["seed"] for run in runs]
     if seeds == 1:
-        return "ok", None, round(total, 2), runs[0]["report"], None
+        return "ok", None, round(total, 2), runs[0]["report"], None, finished, timeouts
     spread = seed_summary(runs)
     median = runs[spread.pop("run")]
     (workdir / "nextpnr.json").write_text(median["text"])
-    return "ok", None, round(total, 2), median["report"], spread
+    return "ok", None, round(total, 2), median["report"], spread, finished, timeouts
 
 
 def _fpga_attempt(target, block, params, workdir, dsp, freq, timeout, seeds=1):
@@ -170,9 +203,11 @@ def _fpga_attempt(target, block, params, workdir, dsp, freq, timeout, seeds=1):
                               if k in ("lut", "ff")})
     result["block_cells"] = dict(sorted(block_cells.items()))
 
-    status, error, seconds, report, spread = _place_and_route(target, workdir, freq, timeout,
-                                                              seeds)
-    result.update(status=status, error=error)
+    status, error, seconds, report, spread, finished, timeouts = _place_and_route(
+        target, workdir, freq, timeout, seeds)
+    result.update(status=status, error=error, pnr_seeds=finished)
+    if timeouts:
+        result["pnr_timeouts"] = timeouts
     result["seconds"]["nextpnr"] = seconds
     utilization = report.get("utilization") or log_utilization(workdir)
     result["device"] = {cell: use for cell, use in sorted(utilization.items())

@@ -42,6 +42,9 @@ def _fpga_summary(result):
         out[key] = block.get(key)
     out["fmax_mhz"] = result.get("fmax_mhz") if result["status"] == "ok" else None
     out["lut_multipliers"] = bool(result.get("dsp_fallback"))
+    if result.get("pnr_timeouts"):
+        out["pnr_seeds"] = result.get("pnr_seeds")
+        out["pnr_timeouts"] = [t["seed"] for t in result["pnr_timeouts"]]
     path = result.get("critical_path") if result["status"] == "ok" else None
     if path:
         out["critical_path"] = {"delay_ns": path["delay_ns"], "start": path["start"]["cell"],
@@ -153,6 +156,8 @@ def _fpga_cells(summary):
     counts = [_num(summary.get(k)) for k in ("lut", "ff", "bram", "dsp")]
     if status == "ok":
         fmax = _num(summary["fmax_mhz"], "{:.1f}")
+        if summary.get("pnr_timeouts"):
+            fmax += f" (seed {', '.join(map(str, summary['pnr_seeds']))})"
     elif summary.get("lut") is not None:
         # Yosys's counts exist when the placer then found the design too large.
         counts = [f"*{c}*" for c in counts]

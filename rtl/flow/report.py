@@ -3,6 +3,7 @@
 import json
 from pathlib import Path
 
+from .fpga import timeout_note
 from .pareto import pareto_markdown, run_label
 from .targets import DEVICES, LIBERTY_TARGETS, SHARE_METRICS
 
@@ -135,7 +136,8 @@ def _fmax_cell(result):
     spread = result.get("fmax_seeds")
     if spread and result.get("fmax_mhz") is not None:
         text += f" ({spread['min']:.1f}-{spread['max']:.1f}, {len(spread['seeds'])} seeds)"
-    return text
+    note = timeout_note(result)
+    return text + (f" ({note})" if note else "")
 
 
 def _fpga_row(prefix, result):

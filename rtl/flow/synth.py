@@ -77,7 +77,8 @@ error line, its device utilization and the block's counts). ``dsp="on"`` and ``d
 it. The two attempts run in the ``dsp`` and ``nodsp`` subdirectories of the work directory.
 
 Each result has a ``status``: ``"ok"``; ``"does_not_fit"`` (the placer ran out of a resource);
-``"pnr_failed"`` (any other place-and-route error); ``"timeout"``; ``"tool_crashed"`` (the
+``"pnr_failed"`` (any other place-and-route error); ``"timeout"`` (for nextpnr: when the next
+seeds, :data:`rtl.flow.fpga.PNR_TIMEOUT_RETRIES` of them, timed out too); ``"tool_crashed"`` (the
 WebAssembly Yosys died without an error message, as it does when a very large design exhausts its
 memory); ``"synth_failed"`` (Yosys rejected the design with an ``ERROR:``: a real error); or
 ``"no_liberty"`` (``osu018`` without its liberty file: nothing ran), ``"no_sta"``
@@ -112,7 +113,7 @@ from .asic import generic_flow, liberty_info, osu018_flow
 from .blocks import BLOCKS, REFERENCE_BLOCKS
 from .cycles import job_cycles
 from .dist import ResultCache, execute
-from .fpga import fpga_flow
+from .fpga import fpga_flow, timeout_note
 from .harness import TimingHarness, harness_verilog
 from .pareto import pareto_front
 from .report import plot_sweep, report_markdown, sweep_markdown, write_json
@@ -170,7 +171,8 @@ def synth_block(block, target, params, *, work_root=None, dsp="auto", freq=None,
         FPGA targets: place and route once per nextpnr seed 1..``seeds``; ``fmax_mhz`` and the
         critical path are then the median run's, ``fmax_seeds`` lists every run
         (:func:`rtl.flow.fpga.seed_summary`). A single run's Fmax moves by up to about 10 %
-        with the seed.
+        with the seed. A seed whose nextpnr run times out is replaced by the next one
+        (``pnr_timeouts`` lists those seeds, ``pnr_seeds`` the seeds of the runs reported).
     """
     if block not in BLOCKS and block not in REFERENCE_BLOCKS:
         raise ValueError(f"Unknown block {block!r}: blocks are "
@@ -232,8 +234,10 @@ def _summary(result):
     spread = result.get("fmax_seeds")
     seeds = (f" (median of {len(spread['seeds'])} seeds, {spread['min']:.1f} to "
              f"{spread['max']:.1f})" if spread else "")
+    note = timeout_note(result)
     return (f"ok, {b['lut']} LUT, {b['ff']} FF, {b['dsp']} DSP"
-            + (f", {fmax:.1f} MHz{seeds}" if fmax else ", no Fmax"))
+            + (f", {fmax:.1f} MHz{seeds}" if fmax else ", no Fmax")
+            + (f" ({note})" if note else ""))
 
 
 def _run_tasks(tasks, jobs, progress, options, executor="threads", scheduler=None, cache=None):
