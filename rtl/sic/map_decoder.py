@@ -16,6 +16,8 @@ _SLACK = 32
 _HEADER_VARIABLE = 25
 #: A symbol's lengths: 1, 3 or 5 bits with the variable code, 3 with the fixed one.
 _SYMBOL_LENGTHS = (1, 3, 5)
+#: The next bits the parse reads: a symbol's longest.
+_HEAD_BITS = 5
 
 
 class MapDecodeError(enum.Enum, shape=3):
@@ -86,13 +88,14 @@ class MapDecoder(FocusBlock):
     the positions on ``pos_stream`` up to the one with ``last``; one ``o_stream`` beat per
     position, in order.
 
-    Structure: a bit buffer of ``word_bits + 32`` bits, which takes a word whenever it has room
-    (in parallel with the parsing) and shifts out what the parse consumes (the shift chosen by
-    the symbol's length alone, whether it is taken a last 2:1 choice); a parse step,
-    combinational, that reads the header (one cycle) or the next symbol (one per token) from the
-    top of the buffer and forms the slot of its candidate (only the position's low bits are
-    subtracted after the decode) in a window memory of ``2**window_bits`` entries (each token's
-    position, tile serial number and map entry, stored at slot ``position mod
+    Structure: a bit buffer that holds up to ``word_bits + 32`` bits and takes a word whenever
+    it has room (in parallel with the parsing), kept as a ring of word slots: a word is written
+    to its slot as it is (no shifter), and the next 5 bits wait in a register, reloaded each
+    cycle from the ring at a pointer that moves by what the parse consumes; a parse step,
+    combinational, that reads the header (one cycle, at the ring's start) or the next symbol
+    (one per token) from that register and forms the slot of its candidate (only the position's
+    low bits are subtracted after the decode) in a window memory of ``2**window_bits`` entries
+    (each token's position, tile serial number and map entry, stored at slot ``position mod
     2**window_bits``); an address stage that registers the slot and issues the read (so no
     decode runs into the block RAM's address) while it forms the candidate's whole position; a
     read stage that registers the memory's read data as it is (no logic between the memory and
@@ -114,9 +117,11 @@ class MapDecoder(FocusBlock):
     ``last``; then the block is idle, ``error`` and ``cause`` holding until the next
     configuration beat): ``CONFIG`` the cycle after the configuration beat (checked on the
     registered offsets); ``LENGTH`` the cycle after the last word arrives (the check is
-    registered; it wins over any other fault of that cycle); ``HEADER``, ``SHORT``,
-    ``POSITION`` while parsing; ``CANDIDATE`` the cycle after the check stage (the failed check
-    is registered; the tokens already parsed behind it, up to three, write nothing);
+    registered; it wins over any other fault of that cycle); ``HEADER`` while parsing the
+    header; ``SHORT`` and ``POSITION`` the cycle after the parse meets them (registered; the
+    token waits meanwhile; they win over a ``CANDIDATE`` of that cycle); ``CANDIDATE`` the
+    cycle after the check stage (the failed check is registered; the tokens already parsed
+    behind it, up to three, write nothing);
     ``TRAILING`` after the last token, once the last word is in. A fault drops the tokens in
     the address, read and check stages whose entry has not been formed, so the entries a failed
     job wrote are those of its first tokens, not always of all the tokens parsed before the
@@ -159,49 +164,87 @@ class MapDecoder(FocusBlock):
 
     def _buffer(self, m, s):
         """Words in; ``consume`` bits out of the top each cycle. After the last token's symbol
-        (``tail``) words are only counted, for the ``LENGTH`` and ``TRAILING`` checks."""
+        (``tail``) words are only counted, for the ``LENGTH`` and ``TRAILING`` checks.
+
+        The buffer is a ring of whole words (``ring``): a word is written to the next word slot
+        as it is, and the string's next bits are read at a pointer that moves by the bits
+        consumed. The parse reads them from a register (``head``), which is reloaded each cycle
+        with the bits after the pointer for every length the parse may consume, the choice
+        made last; so the parse's loop is the symbol's decode and that choice, with no shifter
+        of the word or the buffer in it."""
         p, i = self._params, self.i_stream
         wb, cap = p.word_bits, s.cap
         take = Signal()
         m.d.comb += [
-            take.eq(s.words_open & ~s.words_done & ((s.fill <= cap - wb) | s.tail)),
+            take.eq(s.words_open & ~s.words_done & (s.room | s.tail)),
             i.ready.eq(take | (s.drain & ~s.words_done)),
         ]
         # The count of bits used only serves the TRAILING check, at least two cycles after the
         # last consume: it adds each cycle's consume a cycle late, off the parse's path.
         m.d.sync += [s.consumed.eq(s.consume), s.used.eq(s.used + s.consumed)]
         arrive = take & i.valid
-        # The word is placed behind the buffered bits at the registered fill (beside the parse),
-        # then buffer and word are shifted together by the bits consumed: a select over the
-        # few lengths a symbol or the header can have, not a shifter after an adder.
-        wide = Signal(cap + wb)
-        m.d.comb += wide.eq(Cat(Const(0, wb), s.buf)
-                            | Mux(arrive, Cat(Const(0, cap), i.payload.word) >> s.fill, 0))
-        # The new fill too is selected, among sums formed from the registered fill alone. The
-        # shift is chosen by the length at the top of the buffer alone (``eat_bits``); whether
-        # it is taken (``eat``: the parse's control) is a last 2:1 choice.
-        shifted = Signal(cap)
+        # The ring's bit j is the string's bit j (mod its size); a word's first bit is its MSB.
+        size = len(s.ring)
+        slots = size // wb
+        m.d.comb += s.ring_next.eq(s.ring)
+        with m.If(arrive & ~s.tail):
+            with m.Switch(s.slot):
+                for k in range(slots):
+                    with m.Case(k):
+                        m.d.comb += s.ring_next[k * wb:(k + 1) * wb].eq(i.payload.word[::-1])
+            m.d.sync += s.slot.eq(Mux(s.slot == slots - 1, 0, s.slot + 1))
+        m.d.sync += s.ring.eq(s.ring_next)
+        # The bits after the pointer, each read from the ring and from the word as it would sit
+        # in the ring, both by the registered pointer; whether the word arrives into that
+        # bit's slot is a last 2:1 choice (the arrival waits on the input's valid).
+        ahead = Signal(_HEAD_BITS + max(_SYMBOL_LENGTHS))
+        from_ring = Cat(s.ring, s.ring).bit_select(s.ptr, len(ahead))
+        image = Cat(*[i.payload.word[::-1]] * (2 * slots))
+        from_word = image.bit_select(s.ptr, len(ahead))
+        in_slot = Cat(*[s.slot == k // wb for k in range(size)] * 2).bit_select(s.ptr, len(ahead))
+        m.d.comb += ahead.eq(Mux(arrive & ~s.tail, (from_word & in_slot) | (from_ring & ~in_slot),
+                                 from_ring))
+        turned = Signal.like(s.ptr)
         rest, rest_in = Signal.like(s.fill), Signal.like(s.fill)
+        # Whether a word fits (fill <= cap - wb) is registered with the fill: formed for every
+        # value the fill may take, as compares of the registered fill with constants, and
+        # chosen as the fill is.
+        room_rest, room_rest_in = Signal(), Signal()
         with m.Switch(s.eat_bits):
             for n in (*_SYMBOL_LENGTHS, _HEADER_VARIABLE):
                 with m.Case(n):
-                    m.d.comb += [shifted.eq((wide << n)[wb:wb + cap]), rest.eq(s.fill - n),
-                                 rest_in.eq(s.fill + wb - n)]
+                    m.d.comb += [turned.eq(Mux(s.ptr >= size - n, s.ptr + n - size, s.ptr + n)),
+                                 rest.eq(s.fill - n), rest_in.eq(s.fill + wb - n),
+                                 room_rest.eq(s.fill <= cap - wb + n),
+                                 room_rest_in.eq(s.fill <= cap - 2 * wb + n)]
         m.d.comb += s.consume.eq(Mux(s.eat, s.eat_bits, 0))
+        with m.Switch(s.consume):
+            for n in (0, *_SYMBOL_LENGTHS):
+                with m.Case(n):
+                    m.d.sync += s.head.eq(_msb_first(ahead[n:n + _HEAD_BITS]))
+            with m.Case(_HEADER_VARIABLE):     # the header is consumed at the ring's start
+                m.d.sync += s.head.eq(_msb_first(
+                    s.ring_next[_HEADER_VARIABLE:_HEADER_VARIABLE + _HEAD_BITS]))
         with m.If(~s.tail):
             with m.If(s.eat):
-                m.d.sync += [s.buf.eq(shifted), s.fill.eq(Mux(arrive, rest_in, rest))]
-            with m.Else():
-                m.d.sync += s.buf.eq(wide[wb:])
-                with m.If(arrive):
-                    m.d.sync += s.fill.eq(s.fill + wb)
+                m.d.sync += [s.ptr.eq(turned), s.fill.eq(Mux(arrive, rest_in, rest))]
+                m.d.sync += s.room.eq(Mux(arrive, room_rest_in, room_rest))
+            with m.Elif(arrive):
+                m.d.sync += [s.fill.eq(s.fill + wb), s.room.eq(s.fill <= cap - 2 * wb)]
+            # Once the last word is in, the string bits in the buffer (``avail``: its padding not
+            # counted) are counted down by what is consumed, so the symbols' checks compare it
+            # with constants; before the last word it is not used. The fill less the bits loaded
+            # (``unloaded``) changes only by what is consumed, so the string bits held as the
+            # last word arrives are one sum with its nbits.
+            after = Signal.like(s.avail)
+            m.d.comb += after.eq(Mux(arrive & i.payload.last,
+                                     (s.unloaded + i.payload.nbits)[:len(after)], s.avail))
+            m.d.sync += [s.avail.eq(Mux(s.eat, after - s.eat_bits, after)),
+                         s.unloaded.eq(Mux(s.eat, s.unloaded - s.eat_bits, s.unloaded))]
         with m.If(arrive):
             m.d.sync += [s.loaded.eq(s.loaded_end), s.loaded_end.eq(s.loaded_end + wb)]
             with m.If(i.payload.last):
-                over = s.loaded_end - i.payload.nbits     # padding bits of the last word
-                pad = over[:(wb - 1).bit_length()]
                 m.d.sync += s.nbits.eq(i.payload.nbits)
-                m.d.sync += [need.eq(pad + n) for n, need in s.need.items()]
                 with m.If((i.payload.nbits <= s.loaded) | (i.payload.nbits > s.loaded_end)):
                     m.d.sync += s.length_bad.eq(1)
         with m.If(i.valid & i.ready & i.payload.last):
@@ -212,7 +255,7 @@ class MapDecoder(FocusBlock):
     def _parse(self, m, s):
         """The next token's symbol from the top of the buffer, its candidate's slot read."""
         p, pos = self._params, self.pos_stream
-        top = s.buf[s.cap - 5:]                             # the next 5 bits, MSB first
+        top = s.head                                        # the next 5 bits, MSB first
         var_rank, var_len = Signal(3, name="var_rank"), Signal(3, name="var_len")
         with m.If(~top[4]):
             m.d.comb += [var_rank.eq(0), var_len.eq(1)]
@@ -224,7 +267,7 @@ class MapDecoder(FocusBlock):
         m.d.comb += [sym_len.eq(Mux(s.variable, var_len, 3)),
                      code.eq(Mux(s.variable, s.ranking[var_rank], top[2:5]))]
         # A symbol is parsed once 5 (fixed: 3) bits are in, or all of them: the last word is in.
-        ready_bits = s.words_done | (s.fill >= Mux(s.variable, 5, 3))
+        ready_bits = s.words_done | Mux(s.variable, _at_least(s.fill, 5), _at_least(s.fill, 3))
         bad_pos = s.started & (pos.payload.position <= s.prev_pos)
         enough = Signal()
         with m.Switch(sym_len):
@@ -263,10 +306,12 @@ class MapDecoder(FocusBlock):
         with m.If(s.advance):
             m.d.sync += [s.a_valid.eq(0), s.r_valid.eq(s.a_valid), s.r_tok.eq(s.a_tok),
                          s.r_tok.q.eq(q), s.r_tok.off_zero.eq(off_zero)]
-        with m.If(go & bad_pos):
-            m.d.comb += s.fault.eq(MapDecodeError.POSITION)
-        with m.Elif(go & ~ok):
-            m.d.comb += s.fault.eq(MapDecodeError.SHORT)
+        # A bad position or a short symbol is registered and raised the next cycle (by
+        # _control), so the parse's compares do not run into the job's control: the token
+        # waits (its position is not taken and no word can come), so the check repeats.
+        m.d.sync += s.parse_fault.eq(Mux(go & bad_pos, MapDecodeError.POSITION,
+                                         Mux(go & ~ok, MapDecodeError.SHORT,
+                                             MapDecodeError.NONE)))
         # The symbol is consumed also when its position is bad: the job then fails and the
         # buffer is not read again (the position compare stays off the buffer's path).
         m.d.comb += s.eat_bits.eq(sym_len)
@@ -365,13 +410,23 @@ class MapDecoder(FocusBlock):
         fs, hs = cfg.payload.frame_stride, cfg.payload.row_stride
         m.d.comb += self.busy.eq(~s.idle)
         # The header: the variable flag, and for the variable code the ranking.
-        top = s.buf[s.cap - _HEADER_VARIABLE:]
+        # The header is the string's first bits: at the ring's start (a job starts it empty).
+        top = s.ring[:_HEADER_VARIABLE][::-1]
         variable = top[-1]
         ranking = [top[21 - 3 * r:24 - 3 * r] for r in range(8)]
-        complete = Cat(Cat(ranking[r] == v for r in range(8)).any() for v in range(8)).all()
+        # Whether the ranking is a permutation, found from the ring's next contents and
+        # registered, so that the header's check reads a flag.
+        following = _msb_first(s.ring_next[:_HEADER_VARIABLE])
+        m.d.sync += s.header_ok.eq(_permutation(
+            [following[21 - 3 * r:24 - 3 * r] for r in range(8)]))
+        complete = s.header_ok
 
         with m.If(s.cand_bad):
             m.d.comb += s.fault.eq(MapDecodeError.CANDIDATE)
+        # A registered bad position or short symbol wins over a failed check of the cycle: that
+        # fault was met a cycle before it.
+        with m.If(s.parsing & (s.parse_fault != MapDecodeError.NONE)):
+            m.d.comb += s.fault.eq(s.parse_fault)
 
         def on_fault():
             with m.If(s.fault != MapDecodeError.NONE):
@@ -385,7 +440,11 @@ class MapDecoder(FocusBlock):
                 m.d.comb += [s.idle.eq(~self.o_stream.valid), cfg.ready.eq(~self.o_stream.valid)]
                 with m.If(cfg.valid & cfg.ready):
                     m.d.sync += [self.error.eq(0), self.cause.eq(MapDecodeError.NONE),
-                                 s.buf.eq(0), s.fill.eq(0), s.loaded.eq(0), s.used.eq(0),
+                                 s.ptr.eq(0), s.slot.eq(0),
+                                 s.head.eq(_msb_first(s.ring_next[:_HEAD_BITS])),
+                                 s.fill.eq(0), s.loaded.eq(0), s.unloaded.eq(0),
+                                 s.room.eq(1),
+                                 s.used.eq(0),
                                  s.loaded_end.eq(p.word_bits),
                                  s.words_done.eq(0), s.pos_done.eq(0), s.unique.eq(0),
                                  s.tile_count.eq(0), s.started.eq(0), s.tail.eq(0),
@@ -400,9 +459,9 @@ class MapDecoder(FocusBlock):
                              s.eat_bits.eq(Mux(variable, _HEADER_VARIABLE, 1))]
                 # The geometry is checked on the registered offsets (c = 7's is FS + HS + 1), in
                 # the first cycle here, which cannot parse the header: the buffer is empty.
-                with m.If(s.offsets[CANDIDATES - 1] >= p.window):
+                with m.If(_at_least(s.offsets[CANDIDATES - 1], p.window)):
                     m.d.comb += s.fault.eq(MapDecodeError.CONFIG)
-                with m.If(s.words_done | (s.fill >= _HEADER_VARIABLE)):
+                with m.If(s.words_done | _at_least(s.fill, _HEADER_VARIABLE)):
                     with m.If(~s.has(1) | (variable & (~s.has(_HEADER_VARIABLE) | ~complete))):
                         m.d.comb += s.fault.eq(MapDecodeError.HEADER)
                     with m.Else():
@@ -431,26 +490,58 @@ class MapDecoder(FocusBlock):
             m.d.comb += s.fault.eq(MapDecodeError.LENGTH)
 
 
+def _at_least(value, n):
+    """``value >= n`` for a constant n, as AND/OR logic on the bits (a subtraction would be
+    mapped to a carry chain): from the lowest bit up, a bit of n that is 1 must be matched,
+    one that is 0 is exceeded by a 1."""
+    if n <= 0:
+        return Const(1)
+    if n >= 2 ** len(value):
+        return Const(0)
+    result = Const(1)
+    for k in range(len(value)):
+        result = (value[k] & result) if (n >> k) & 1 else (value[k] | result)
+    return result
+
+
+def _permutation(ranking):
+    """Whether the eight 3-bit values ``ranking`` are 0..7 in some order."""
+    return Cat(Cat(ranking[r] == v for r in range(8)).any() for v in range(8)).all()
+
+
+def _msb_first(bits):
+    """``bits`` (the string's order, first bit at 0) as a value whose MSB is the first bit."""
+    return Cat(*reversed([bits[k] for k in range(len(bits))]))
+
+
 class _State:
     """The decoder's registers and shared wires."""
 
     def has(self, n):
         """Whether the buffer holds n valid bits: all but the last word's padding are valid."""
-        return ~self.words_done | (self.fill >= self.need[n])
+        return ~self.words_done | _at_least(self.avail, n)
 
     def __init__(self, p):
         pb = p.position_bits
         self.cap = cap = p.word_bits + _SLACK
-        self.buf = Signal(cap)
+        # The ring of word slots (at least cap bits), the string's next bit and the slot the
+        # next word goes to.
+        size = -(-cap // p.word_bits) * p.word_bits
+        self.ring = Signal(size)
+        self.ring_next = Signal(size)                   # the ring with this cycle's word
+        self.ptr = Signal(range(size))
+        self.head = Signal(_HEAD_BITS)                  # the ring's bits at ptr, MSB first
+        self.slot = Signal(range(size // p.word_bits))
         self.fill = Signal(range(cap + 1))
+        self.room = Signal(init=1)                      # fill <= cap - word_bits
         self.consume = Signal(range(_HEADER_VARIABLE + 1))  # bits consumed this cycle:
         self.eat = Signal()                             # ... if any,
         self.eat_bits = Signal(range(_HEADER_VARIABLE + 1))  # ... this many
         self.loaded = Signal(pb + 1)                    # string bits in the words so far
         self.loaded_end = Signal(pb + 1, init=p.word_bits)  # ... and with the next word
-        # After the last word: the fill that holds n valid bits, n + the last word's padding.
-        self.need = {n: Signal(range(p.word_bits + n), name=f"need{n}")
-                     for n in (*_SYMBOL_LENGTHS, _HEADER_VARIABLE)}
+        self.avail = Signal(range(cap + 1))            # after the last word: string bits held
+        self.unloaded = Signal(pb + 1)                  # fill - loaded (mod 2**(pb + 1))
+        self.header_ok = Signal()                       # the ring's first bits: a whole ranking
         self.words_open = Signal()
         self.words_done = Signal()
         self.drain = Signal()
@@ -466,6 +557,7 @@ class _State:
         self.nbits = Signal(pb)                         # the last word's nbits
         self.idle, self.advance = Signal(name="idle"), Signal(name="advance")
         self.fault = Signal(MapDecodeError)
+        self.parse_fault = Signal(MapDecodeError)      # the parse's fault, a cycle late
         self.variable = Signal()
         self.ranking = Signal(data.ArrayLayout(3, 8))
         self.offsets = Signal(data.ArrayLayout(pb + 1, CANDIDATES))
