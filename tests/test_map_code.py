@@ -292,7 +292,7 @@ def check_decoded(p, jobs, results):
 
 
 @pytest.mark.parametrize("stalls", DECODE_STALLS.values(), ids=DECODE_STALLS.keys())
-@pytest.mark.parametrize("word_bits", [8, 32])
+@pytest.mark.parametrize("word_bits", [8, 32, 64])
 def test_decoder_equals_golden(word_bits, stalls):
     p = small(word_bits=word_bits)
     jobs = decode_jobs(p, 6, seed=word_bits)
