@@ -17,7 +17,7 @@ _HEADER_VARIABLE = 25
 #: A symbol's lengths: 1, 3 or 5 bits with the variable code, 3 with the fixed one.
 _SYMBOL_LENGTHS = (1, 3, 5)
 #: The next bits the parse reads: a symbol's longest.
-_HEAD_BITS = 5
+_HEAD_BITS = max(_SYMBOL_LENGTHS)
 
 
 class MapDecodeError(enum.Enum, shape=3):
@@ -197,7 +197,7 @@ class MapDecoder(FocusBlock):
         # The bits after the pointer, each read from the ring and from the word as it would sit
         # in the ring, both by the registered pointer; whether the word arrives into that
         # bit's slot is a last 2:1 choice (the arrival waits on the input's valid).
-        ahead = Signal(_HEAD_BITS + max(_SYMBOL_LENGTHS))
+        ahead = Signal(2 * _HEAD_BITS)
         from_ring = Cat(s.ring, s.ring).bit_select(s.ptr, len(ahead))
         image = Cat(*[i.payload.word[::-1]] * (2 * slots))
         from_word = image.bit_select(s.ptr, len(ahead))
@@ -221,10 +221,10 @@ class MapDecoder(FocusBlock):
         with m.Switch(s.consume):
             for n in (0, *_SYMBOL_LENGTHS):
                 with m.Case(n):
-                    m.d.sync += s.head.eq(_msb_first(ahead[n:n + _HEAD_BITS]))
+                    m.d.sync += s.head.eq(ahead[n:n + _HEAD_BITS][::-1])
             with m.Case(_HEADER_VARIABLE):     # the header is consumed at the ring's start
-                m.d.sync += s.head.eq(_msb_first(
-                    s.ring_next[_HEADER_VARIABLE:_HEADER_VARIABLE + _HEAD_BITS]))
+                m.d.sync += s.head.eq(
+                    s.ring_next[_HEADER_VARIABLE:_HEADER_VARIABLE + _HEAD_BITS][::-1])
         with m.If(~s.tail):
             with m.If(s.eat):
                 m.d.sync += [s.ptr.eq(turned), s.fill.eq(Mux(arrive, rest_in, rest))]
@@ -413,13 +413,11 @@ class MapDecoder(FocusBlock):
         # The header is the string's first bits: at the ring's start (a job starts it empty).
         top = s.ring[:_HEADER_VARIABLE][::-1]
         variable = top[-1]
-        ranking = [top[21 - 3 * r:24 - 3 * r] for r in range(8)]
+        ranking = _ranking(top)
         # Whether the ranking is a permutation, found from the ring's next contents and
         # registered, so that the header's check reads a flag.
-        following = _msb_first(s.ring_next[:_HEADER_VARIABLE])
         m.d.sync += s.header_ok.eq(_permutation(
-            [following[21 - 3 * r:24 - 3 * r] for r in range(8)]))
-        complete = s.header_ok
+            _ranking(s.ring_next[:_HEADER_VARIABLE][::-1])))
 
         with m.If(s.cand_bad):
             m.d.comb += s.fault.eq(MapDecodeError.CANDIDATE)
@@ -441,7 +439,7 @@ class MapDecoder(FocusBlock):
                 with m.If(cfg.valid & cfg.ready):
                     m.d.sync += [self.error.eq(0), self.cause.eq(MapDecodeError.NONE),
                                  s.ptr.eq(0), s.slot.eq(0),
-                                 s.head.eq(_msb_first(s.ring_next[:_HEAD_BITS])),
+                                 s.head.eq(s.ring_next[:_HEAD_BITS][::-1]),
                                  s.fill.eq(0), s.loaded.eq(0), s.unloaded.eq(0),
                                  s.room.eq(1),
                                  s.used.eq(0),
@@ -462,7 +460,7 @@ class MapDecoder(FocusBlock):
                 with m.If(_at_least(s.offsets[CANDIDATES - 1], p.window)):
                     m.d.comb += s.fault.eq(MapDecodeError.CONFIG)
                 with m.If(s.words_done | _at_least(s.fill, _HEADER_VARIABLE)):
-                    with m.If(~s.has(1) | (variable & (~s.has(_HEADER_VARIABLE) | ~complete))):
+                    with m.If(~s.has(1) | (variable & (~s.has(_HEADER_VARIABLE) | ~s.header_ok))):
                         m.d.comb += s.fault.eq(MapDecodeError.HEADER)
                     with m.Else():
                         m.d.comb += s.eat.eq(1)
@@ -504,14 +502,15 @@ def _at_least(value, n):
     return result
 
 
+def _ranking(header):
+    """The variable header's ranking: eight 3-bit fields after its flag (``header``: its 25
+    bits, MSB first)."""
+    return [header[21 - 3 * r:24 - 3 * r] for r in range(8)]
+
+
 def _permutation(ranking):
     """Whether the eight 3-bit values ``ranking`` are 0..7 in some order."""
     return Cat(Cat(ranking[r] == v for r in range(8)).any() for v in range(8)).all()
-
-
-def _msb_first(bits):
-    """``bits`` (the string's order, first bit at 0) as a value whose MSB is the first bit."""
-    return Cat(*reversed([bits[k] for k in range(len(bits))]))
 
 
 class _State:
