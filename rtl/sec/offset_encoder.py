@@ -8,6 +8,7 @@ from amaranth.lib.wiring import In, Out
 from ..block import FocusBlock, job_status_members
 from ..layouts import mask_beat_layout, offset_word_layout
 from ..lib.bit_packer import BitPacker, packer_field_layout
+from ..lib.ready_slice import ReadySlice
 
 __all__ = ["OffsetEncoder", "EncodeError", "encoder_config_layout", "code_field_bits",
            "bit_length", "rice_limit_bits", "scheme_count", "code_header_members", "SCHEME_COUNT",
@@ -137,8 +138,10 @@ class OffsetEncoder(FocusBlock):
        total``. (A minimum over many in one cycle is a chain of compares and was once the
        encoder's critical path.)
     3. **Emit.** The header, then one field per cycle read back from the gap memory (through a
-       gap register, a code register holding the code's value and a field register adding its
-       length), go into a :class:`rtl.lib.bit_packer.BitPacker` that writes at most one word
+       gap register, a code register holding the code's value, a
+       :class:`rtl.lib.ready_slice.ReadySlice` that keeps the packer's ready out of those
+       stages' enables, and a field register adding its length), go into a
+       :class:`rtl.lib.bit_packer.BitPacker` that writes at most one word
        per cycle: one code per kept gap for the kept set; for the dropped set a walk over the
        gaps and the tail up to the last non-zero one, a gap g > 0 giving g codes in g cycles
        and a gap of 0 one cycle without a code (:func:`golden.cycles.encode_fields`). Codes
@@ -277,7 +280,9 @@ class OffsetEncoder(FocusBlock):
             m.d.sync += [
                 tokens.eq(c.tokens), hb.eq(bit_length(c.tokens)), adaptive.eq(c.adaptive),
                 fixed.eq(Cat(c.order, c.rice, c.dropped)), e.eq(c.order),
-                n.eq(0), ing.in_base.eq(0), ing.in_left.eq(c.tokens), ing.got_final.eq(0),
+                n.eq(0), ing.in_base.eq(0), ing.in_left.eq(c.tokens),
+                ing.left_le.eq(Cat(*(c.tokens <= k for k in range(p.lanes + 1)))),
+                ing.got_final.eq(0),
                 ing.tail_sent.eq(0), ing.cur_valid.eq(0), ing.prev_end.eq(0), ing.a_valid.eq(0),
                 error.eq(bad_cfg),
                 cause.eq(Mux(bad_m, EncodeError.CONFIG,
@@ -291,7 +296,12 @@ class OffsetEncoder(FocusBlock):
                         bad_beat=bad_beat, error=error, cause=cause)
 
         # ---- ingest: stage B stores the gap; B and C count its bits in all 32 schemes ----------
-        last_end, totals, bad = self._store_gaps(m, wr, ing, start=cfg_fire, run=ingest, n=n,
+        # Stage B's and C's registers are cleared in the cycle after the config beat's (the
+        # first gap reaches stage B two cycles after that, at the earliest), so that the
+        # producer's valid does not run into their enables.
+        started = Signal()
+        m.d.sync += started.eq(cfg_fire)
+        last_end, totals, bad = self._store_gaps(m, wr, ing, start=started, run=ingest, n=n,
                                                  hb=hb, counting=counting)
 
         # ---- choose: the scheme and nbits, once the last gap is counted -------------------------
@@ -314,7 +324,13 @@ class OffsetEncoder(FocusBlock):
         # ---- emit: gap memory -> fields -> packer -> output word ---------------------------------
         fields_done = self._feed_fields(m, rd, field, start=cfg_fire, run=emit, e=e, s=s, f=f,
                                         hb=hb, n=n, tokens=tokens, last_end=last_end)
-        m.d.comb += [packer.nbits.eq(nbits), packer.flush.eq(emit & fields_done)]
+        # The flush is registered: it is needed no earlier than two cycles after the last field
+        # leaves the code register (that field then passes the field register and the packer's
+        # own), so the packer flushes in the same cycle as with the combinational flag, and the
+        # flag's AND of the stages' valids is out of the packer's output enable.
+        flush = Signal()
+        m.d.sync += flush.eq(emit & fields_done)
+        m.d.comb += [packer.nbits.eq(nbits), packer.flush.eq(flush)]
         return m
 
     def _pick_gaps(self, m, ing, *, run, drain, tokens, beat_fire, bad_beat, error, cause):
@@ -334,19 +350,19 @@ class OffsetEncoder(FocusBlock):
         with m.If(run & ing.cur_valid):
             m.d.sync += [ing.a_valid.eq(ing.cur_bits != 0), ing.a_tail.eq(0)]
             with m.If(ing.cur_bits != 0):
-                m.d.sync += [ing.a_gap.eq(pos - ing.prev_end), ing.prev_end.eq(pos + 1),
-                             ing.cur_bits.eq(rest)]
+                m.d.sync += [ing.a_gap.eq(pos - ing.prev_end), ing.a_zero.eq(pos == ing.prev_end),
+                             ing.prev_end.eq(pos + 1), ing.cur_bits.eq(rest)]
             with m.If(cur_done):
                 m.d.sync += ing.cur_valid.eq(0)
         with m.Elif(run & ing.got_final & ~ing.tail_sent):
             # The tokens after the last kept one: the dropped set's last codes.
             m.d.sync += [ing.a_valid.eq(1), ing.a_tail.eq(1), ing.a_gap.eq(tokens - ing.prev_end),
-                         ing.tail_sent.eq(1)]
+                         ing.a_zero.eq(tokens == ing.prev_end), ing.tail_sent.eq(1)]
         with m.Else():
             m.d.sync += ing.a_valid.eq(0)
 
         m.d.comb += i.ready.eq((run & ~ing.got_final & (~ing.cur_valid | cur_done)) | drain)
-        beat_final, bad_last, bad_padding = self._check_beat(m, ing.in_left)
+        beat_final, bad_last, bad_padding = self._check_beat(ing.left_le)
         m.d.comb += [beat_fire.eq(run & i.valid & i.ready), bad_beat.eq(bad_last | bad_padding)]
         with m.If(beat_fire):
             with m.If(bad_last):
@@ -356,7 +372,9 @@ class OffsetEncoder(FocusBlock):
             with m.Else():
                 m.d.sync += [ing.cur_bits.eq(i.payload.keep), ing.cur_valid.eq(1),
                              ing.cur_base.eq(ing.in_base), ing.in_base.eq(ing.in_base + lanes),
-                             ing.in_left.eq(ing.in_left - lanes), ing.got_final.eq(beat_final)]
+                             ing.in_left.eq(ing.in_left - lanes), ing.got_final.eq(beat_final),
+                             ing.left_le.eq(Cat(*(ing.in_left <= k + lanes
+                                                  for k in range(lanes + 1))))]
 
     def _store_gaps(self, m, wr, ing, *, start, run, n, hb, counting):
         """The ingest's stage B: while ``run``, each kept gap from stage A (``ing``) is written
@@ -366,7 +384,7 @@ class OffsetEncoder(FocusBlock):
         the entries up to the last non-zero gap (the dropped set's walk), and :meth:`_count`'s
         totals and "cannot code" flags."""
         p = self._params
-        store = run & ing.a_valid & (~ing.a_tail | (ing.a_gap != 0))
+        store = run & ing.a_valid & (~ing.a_tail | ~ing.a_zero)
         m.d.comb += [wr.addr.eq(n), wr.data.eq(ing.a_gap), wr.en.eq(store)]
         with m.If(run & ing.a_valid & ~ing.a_tail):
             m.d.sync += n.eq(n + 1)
@@ -375,44 +393,43 @@ class OffsetEncoder(FocusBlock):
         last_end = Signal(range(p.tokens + 1))
         with m.If(start):
             m.d.sync += last_end.eq(0)
-        with m.Elif(store & (ing.a_gap != 0)):
+        with m.Elif(store & ~ing.a_zero):
             m.d.sync += last_end.eq(n + 1)
         totals, bad = self._count(m, start=start, go=run & ing.a_valid, tail=ing.a_tail,
-                                  gap=ing.a_gap, hb=hb, counting=counting)
+                                  gap=ing.a_gap, zero=ing.a_zero, hb=hb, counting=counting)
         return last_end, totals, bad
 
-    def _check_beat(self, m, left):
-        """The checks of the mask beat on ``i_stream``, with ``left`` tokens of the job (M minus
-        the index of the beat's lane 0) still to come. Returns ``(final, bad_last,
-        bad_padding)``: the beat is the job's final one by M; its ``last`` flag disagrees with
-        that (:attr:`EncodeError.LAST`); it keeps a lane at or past M
+    def _check_beat(self, left_le):
+        """The checks of the mask beat on ``i_stream``, from ``left_le`` (bit k: at most k
+        tokens of the job, M minus the index of the beat's lane 0, are still to come). Returns
+        ``(final, bad_last, bad_padding)``: the beat is the job's final one by M; its ``last``
+        flag disagrees with that (:attr:`EncodeError.LAST`); it keeps a lane at or past M
         (:attr:`EncodeError.PADDING`)."""
         lanes, beat = self._params.lanes, self.i_stream.payload
-        final = left <= lanes
-        pad = Signal(lanes)             # lanes at or past M on this beat
-        for k in range(lanes):
-            m.d.comb += pad[k].eq(left <= k)
+        final = left_le[lanes]
+        pad = left_le[:lanes]           # lanes at or past M on this beat
         return final, beat.last != final, (beat.keep & pad) != 0
 
-    def _count(self, m, *, start, go, tail, gap, hb, counting):
+    def _count(self, m, *, start, go, tail, gap, zero, hb, counting):
         """The bit counts of the 32 schemes, two stages: while ``go``, stage B turns ``gap`` (a
-        kept gap, or with ``tail`` the tokens after the last kept one) into the code lengths it
-        adds to each scheme (registered), and stage C adds them to the totals. For the dropped
-        set a kept gap g > 0 is g dropped tokens: the first one's gap is the run of kept tokens
-        before it (``ones``), the others' 0 (e + 1 bits in either family). Returns the 32 totals
-        and their "cannot code" flags (a Rice quotient >= 2 * bit_length(M)), both indexed by
-        scheme; ``counting`` is high while B or C holds a gap. Built with ``offset_schemes =
-        "kept-exp-golomb"``, only the 8 kept-set Exp-Golomb totals (indices 0..7) exist, and no
-        scheme is ever "cannot code"."""
+        kept gap, or with ``tail`` the tokens after the last kept one; ``zero``: it is 0) into
+        the code lengths it adds to each scheme (registered), and stage C adds them to the
+        totals. For the dropped set a kept gap g > 0 is g dropped tokens: the first one's gap is
+        the run of kept tokens before it (``ones``), the others' 0 (e + 1 bits in either
+        family). Returns the 32 totals and their "cannot code" flags (a Rice quotient >= 2 *
+        bit_length(M)), both indexed by scheme; ``counting`` is high while B or C holds a gap.
+        Built with ``offset_schemes = "kept-exp-golomb"``, only the 8 kept-set Exp-Golomb totals
+        (indices 0..7) exist, and no scheme is ever "cannot code"."""
         p = self._params
         count = scheme_count(p)
         totals = Array(Signal(p.nbits_bits, name=f"total{c}") for c in range(count))
         bad = Array(Signal(name=f"bad{c}") if c >= 8 else Const(0, 1) for c in range(count))
         inc = [Signal(p.nbits_bits, name=f"inc{c}") for c in range(count)]
         ones = Signal(p.count_bits)     # kept tokens since the last dropped one
-        # bit_length(ones + 2**e) per order, kept beside ``ones`` (from its next value), so that
-        # no priority chain stands between ``ones`` and the code lengths.
-        ones_len = [Signal(range(max(p.count_bits, _ORDERS) + 2), name=f"ones_len{e}", init=e + 1)
+        # Per order e, the Exp-Golomb code length of ``ones`` less e + 1 (2 * bit_length(ones +
+        # 2**e) - 2 - 2e), kept beside ``ones`` (from its next value), so that no priority chain
+        # and no adder stand between ``ones`` and the code lengths.
+        ones_eg = [Signal(range(2 * max(p.count_bits, _ORDERS) + 1), name=f"ones_eg{e}")
                     for e in range(_ORDERS)] if count > _ORDERS else []
         limit = Signal(range(2 * p.count_bits + 1))
         b_valid = Signal()
@@ -425,9 +442,9 @@ class OffsetEncoder(FocusBlock):
         m.d.sync += [n.eq(0) for n in inc]
         with m.If(start):
             m.d.sync += [ones.eq(0), b_valid.eq(0)]
-            m.d.sync += [n.eq(e + 1) for e, n in enumerate(ones_len)]
+            m.d.sync += [n.eq(0) for n in ones_eg]
             m.d.sync += [t.eq(0) for t in totals] + [b.eq(0) for b in bad[8:]]
-        run = gap != 0
+        run = ~zero
         for e in range(_ORDERS):
             # 2 * bit_length(gap + 2**e) - 1 - e; the sum is at least 2**e, so the length is
             # at least e + 1 and the code length's constants are positive.
@@ -440,15 +457,14 @@ class OffsetEncoder(FocusBlock):
             # The g dropped tokens of a gap g > 0: the first one's code (the run of kept tokens
             # before it), then g - 1 codes of 0 at e + 1 bits each; g * (e + 1) as shifts and
             # adds (no multiplier), the - (e + 1) folded into the constants.
-            times = _times(gap, e + 1)
-            deg = 2 * ones_len[e] - 2 - 2 * e
+            width = len(inc[16 + e])
             krice = (gap >> e) + 1 + e
             drice = ones >> e
             with m.If(go):
                 m.d.sync += [
                     inc[8 + e].eq(Mux(tail, 0, krice)),
-                    inc[16 + e].eq(Mux(run, deg + times, 0)),
-                    inc[24 + e].eq(Mux(run, drice + times, 0)),
+                    inc[16 + e].eq(Mux(run, _plus_times(ones_eg[e], gap, e + 1, width), 0)),
+                    inc[24 + e].eq(Mux(run, _plus_times(drice, gap, e + 1, width), 0)),
                 ]
                 with m.If(~tail & ((gap >> e) >= limit)):
                     m.d.sync += bad[8 + e].eq(1)
@@ -456,9 +472,11 @@ class OffsetEncoder(FocusBlock):
                     m.d.sync += bad[24 + e].eq(1)
         with m.If(go):
             m.d.sync += [b_valid.eq(1), ones.eq(Mux(run, 1, ones + 1))]
-            m.d.sync += [n.eq(Mux(run, (1 + (1 << e)).bit_length(),
-                                  bit_length(ones + (1 + (1 << e)))))
-                         for e, n in enumerate(ones_len)]
+            m.d.sync += [n.eq(Mux(run, 2 * (1 + (1 << e)).bit_length() - 2 - 2 * e,
+                                  leading_one_code(ones + (1 + (1 << e)),
+                                                   [max(2 * i - 2 * e, 0) for i in range(
+                                                       len(ones + (1 + (1 << e))))])))
+                         for e, n in enumerate(ones_eg)]
         with m.Elif(b_valid):
             m.d.sync += b_valid.eq(0)
         return totals, bad
@@ -489,27 +507,39 @@ class OffsetEncoder(FocusBlock):
         # registered here and added on the way to the field register. (The sum, then the
         # leading one after it, was the encoder's critical path, and then the leading one of
         # the registered v.)
-        c_valid = Signal()
-        c_value = Signal.like(field.payload.value)
-        c_length = Signal.like(field.payload.length)
-        c_eg = Signal()
         # w holds 2**e - 1 whatever the gaps' width (e is up to 7).
         w = Signal(max(len(g_data), _ORDERS - 1))
-        c_eg_bits = Signal(range(len(w) + 1))
-        c_eg_ones = Signal()
+        c_layout = data.StructLayout({
+            "value": field.payload.value.shape(),
+            "length": field.payload.length.shape(),
+            "eg": 1,
+            "eg_bits": range(len(w) + 1),
+            "eg_ones": 1,
+        })
+        c_valid = Signal()
+        c = Signal(c_layout)
+        # The code register reaches the field register through a ready slice, so that the
+        # packer's ready (its output handshake) stops there and does not run on through the
+        # code, gap and read stages' enables (sec's and the encoder's UP5K limit). It adds no
+        # cycle: the slice passes a beat straight on, and holds one only while the field
+        # register stalls.
+        m.submodules.code_cut = cut = ReadySlice(c_layout)
         with m.If(start):
             m.d.sync += [hdr_pending.eq(1), rd_ptr.eq(0), m_valid.eq(0), g_valid.eq(0),
                          c_valid.eq(0), field.valid.eq(0), ones.eq(0)]
 
         f_free = ~field.valid | field.ready
+        cc = cut.o_stream.payload
+        m.d.comb += [cut.i_stream.valid.eq(run & c_valid), cut.i_stream.payload.eq(c),
+                     cut.o_stream.ready.eq(run & f_free)]
         with m.If(run & f_free):
             m.d.sync += [
-                field.valid.eq(c_valid),
-                field.payload.value.eq(c_value),
-                field.payload.length.eq(Mux(c_eg, 2 * (c_eg_bits + c_eg_ones) - 1 - e,
-                                            c_length)),
+                field.valid.eq(cut.o_stream.valid),
+                field.payload.value.eq(cc.value),
+                field.payload.length.eq(Mux(cc.eg, 2 * (cc.eg_bits + cc.eg_ones) - 1 - e,
+                                            cc.length)),
             ]
-        c_free = ~c_valid | f_free
+        c_free = ~c_valid | cut.i_stream.ready
         x = Signal.like(g_data)         # the value to code
         m.d.comb += x.eq(Mux(s, Mux(g_first, ones, 0), g_data))
         rice_value = (1 << e) | (x & ((1 << e) - 1))
@@ -522,14 +552,14 @@ class OffsetEncoder(FocusBlock):
         count = Mux(s, tokens - n, n)
         with m.If(run & c_free):
             with m.If(hdr_pending):
-                m.d.sync += [c_valid.eq(1), c_eg.eq(0),
-                             c_value.eq((Cat(f, s, e) << hb) | count),
-                             c_length.eq(HEADER_FIXED_BITS + hb), hdr_pending.eq(0)]
+                m.d.sync += [c_valid.eq(1), c.eg.eq(0),
+                             c.value.eq((Cat(f, s, e) << hb) | count),
+                             c.length.eq(HEADER_FIXED_BITS + hb), hdr_pending.eq(0)]
             with m.Elif(g_valid & ~skip):
-                m.d.sync += [c_valid.eq(1), c_eg.eq(~f),
-                             c_value.eq(Mux(f, rice_value, x + (1 << e))),
-                             c_length.eq(rice_len),
-                             c_eg_bits.eq(bit_length(w)), c_eg_ones.eq((w & (w + 1)) == 0)]
+                m.d.sync += [c_valid.eq(1), c.eg.eq(~f),
+                             c.value.eq(Mux(f, rice_value, x + (1 << e))),
+                             c.length.eq(rice_len),
+                             c.eg_bits.eq(bit_length(w)), c.eg_ones.eq(_is_low_mask(w))]
             with m.Else():
                 m.d.sync += c_valid.eq(0)
         with m.If(run & c_free & ~hdr_pending & g_valid & s):
@@ -559,7 +589,7 @@ class OffsetEncoder(FocusBlock):
         # c_valid holds the result low.
         at_end = Signal()
         m.d.sync += at_end.eq(rd_ptr == entries)
-        return ~hdr_pending & ~m_valid & ~g_valid & ~c_valid & at_end
+        return ~hdr_pending & ~m_valid & ~g_valid & ~c_valid & ~cut.o_stream.valid & at_end
 
     def _choose(self, m, totals, bad, *, start, run, chosen):
         """The first minimum of the schemes' ``totals`` among those that can code the mask (not
@@ -600,8 +630,11 @@ class _IngestRegisters:
         cb = p.count_bits
         #: Token index of the next beat's lane 0.
         self.in_base = Signal(cb + 1, name="in_base")
-        #: M - in_base: the beat checks compare it with constants.
+        #: M - in_base.
         self.in_left = Signal(cb + 1, name="in_left")
+        #: Bit k: in_left <= k (k = 0 .. lanes), registered with in_left, so that the checks
+        #: of the beat on the input are no compare.
+        self.left_le = Signal(p.lanes + 1, name="left_le")
         #: The job's final beat (by M) has been accepted.
         self.got_final = Signal(name="got_final")
         #: The tail gap has gone to stage B.
@@ -616,49 +649,78 @@ class _IngestRegisters:
         self.a_valid = Signal(name="a_valid")
         self.a_tail = Signal(name="a_tail")
         self.a_gap = Signal(p.index_bits + 1, name="a_gap")
+        #: a_gap == 0, found beside it (stage B's code lengths and stores depend on it).
+        self.a_zero = Signal(name="a_zero")
 
 
 def _control(m, *, start, bad_cfg, bad_beat, last, ingested, chosen, refused, emitted,
              drained):
     """The encoder's states, IDLE -> INGEST -> CHOOSE -> EMIT -> IDLE, and DRAIN, which
     discards the rest of a malformed job (a bad config beat, or a bad mask beat without
-    ``last``). Returns ``(idle, ingest, choose, emit, drain)``, one flag per state."""
-    with m.FSM() as fsm:
-        with m.State("IDLE"):
-            with m.If(start & bad_cfg):
-                m.next = "DRAIN"
-            with m.Elif(start):
-                m.next = "INGEST"
-        with m.State("INGEST"):
-            with m.If(bad_beat):
-                with m.If(last):
-                    m.next = "IDLE"
-                with m.Else():
-                    m.next = "DRAIN"
-            with m.Elif(ingested):
-                m.next = "CHOOSE"
-        with m.State("CHOOSE"):
-            with m.If(chosen & refused):
-                m.next = "IDLE"
-            with m.Elif(chosen):
-                m.next = "EMIT"
-        with m.State("EMIT"):
-            with m.If(emitted):
-                m.next = "IDLE"
-        with m.State("DRAIN"):
-            with m.If(drained):
-                m.next = "IDLE"
-    return tuple(fsm.ongoing(state) for state in ("IDLE", "INGEST", "CHOOSE", "EMIT", "DRAIN"))
+    ``last``). Returns ``(idle, ingest, choose, emit, drain)``, one flag per state.
+
+    The states are one-hot, each flag a register: they gate the emission's and the ingest's
+    handshakes, whose enables then need no decode of a state code (on the UP5K that decode
+    led both encoder and SEC critical paths)."""
+    idle, ingest, choose, emit, drain = (
+        Signal(name=name, init=name == "idle")
+        for name in ("idle", "ingest", "choose", "emit", "drain"))
+
+    def go(src, dst):
+        m.d.sync += [src.eq(0), dst.eq(1)]
+
+    with m.If(idle & start):
+        with m.If(bad_cfg):
+            go(idle, drain)
+        with m.Else():
+            go(idle, ingest)
+    with m.If(ingest):
+        # ``ingested`` first: once it is high no beat is taken, and CHOOSE's enable then does
+        # not wait on the input handshake and the beat's checks.
+        with m.If(ingested):
+            go(ingest, choose)
+        with m.Elif(bad_beat):
+            with m.If(last):
+                go(ingest, idle)
+            with m.Else():
+                go(ingest, drain)
+    with m.If(choose & chosen):
+        with m.If(refused):
+            go(choose, idle)
+        with m.Else():
+            go(choose, emit)
+    with m.If(emit & emitted):
+        go(emit, idle)
+    with m.If(drain & drained):
+        go(drain, idle)
+    return idle, ingest, choose, emit, drain
 
 
-def _times(value, k):
-    """``value * k`` for a constant k in 1..8, as at most two shifted copies (k = 7: 8v - v)."""
+def _plus_times(base, value, k, width):
+    """``base + value * k`` modulo 2**width, for unsigned values and a constant k in 1..8:
+    ``value * k`` as at most two shifted copies (k = 7: 8v - v, that is 8v + ~v + 1), the three
+    terms reduced by one carry-save step to two before a single adder, so that no carry chain
+    follows another (the encoder's stage B on the UP5K)."""
+    def widen(x):
+        return Cat(x, Const(0, max(width - len(x), 0)))[:width]
+    v = widen(value)
     if k & (k - 1) == 0:
-        return value << (k.bit_length() - 1)
+        return (widen(base) + widen(v << (k.bit_length() - 1)))[:width]
     if k == 7:
-        return (value << 3) - value
-    low = k & -k
-    return (value << (low.bit_length() - 1)) + (value << ((k - low).bit_length() - 1))
+        terms, carry_in = [widen(v << 3), ~v], 1
+    else:
+        low = k & -k
+        terms = [widen(v << (low.bit_length() - 1)), widen(v << ((k - low).bit_length() - 1))]
+        carry_in = 0
+    a, b, c = widen(base), *terms
+    carry = (a & b) | (a & c) | (b & c)
+    return ((a ^ b ^ c) + Cat(Const(carry_in, 1), carry[:width - 1]))[:width]
+
+
+def _is_low_mask(value):
+    """Whether ``value`` is 2**k - 1 for some k (no 0 bit below a 1 bit): pairs of adjacent
+    bits, with no carry chain (``value & (value + 1) == 0`` needs one)."""
+    return Cat(*(~value[i + 1] | value[i] for i in range(len(value) - 1))).all()
 
 
 def _lowest_set(m, bits):
