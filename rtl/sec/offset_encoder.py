@@ -520,9 +520,12 @@ class OffsetEncoder(FocusBlock):
         c = Signal(c_layout)
         # The code register reaches the field register through a ready slice, so that the
         # packer's ready (its output handshake) stops there and does not run on through the
-        # code, gap and read stages' enables (sec's and the encoder's UP5K limit). It adds no
-        # cycle: the slice passes a beat straight on, and holds one only while the field
-        # register stalls.
+        # code, gap and read stages' enables (sec's and the encoder's UP5K limit). The slice
+        # passes a beat straight on and holds one only while the field register stalls, so it
+        # adds no latency; but in a stall the stages before it move on by one code, and a
+        # dropped-set walk goes on through its gaps of 0 (cycles without a code). Such a job
+        # may then end a few cycles earlier than without the slice, never later (still within
+        # the cycle range of the class docstring).
         m.submodules.code_cut = cut = ReadySlice(c_layout)
         with m.If(start):
             m.d.sync += [hdr_pending.eq(1), rd_ptr.eq(0), m_valid.eq(0), g_valid.eq(0),
