@@ -472,11 +472,12 @@ class OffsetEncoder(FocusBlock):
                     m.d.sync += bad[24 + e].eq(1)
         with m.If(go):
             m.d.sync += [b_valid.eq(1), ones.eq(Mux(run, 1, ones + 1))]
-            m.d.sync += [n.eq(Mux(run, 2 * (1 + (1 << e)).bit_length() - 2 - 2 * e,
-                                  leading_one_code(ones + (1 + (1 << e)),
-                                                   [max(2 * i - 2 * e, 0) for i in range(
-                                                       len(ones + (1 + (1 << e))))])))
-                         for e, n in enumerate(ones_eg)]
+            for e, n in enumerate(ones_eg):
+                # ones + 1 + 2**e with its leading one at bit i: 2 * (i + 1) - 2 - 2e.
+                v = ones + (1 + (1 << e))
+                m.d.sync += n.eq(Mux(run, 2 * (1 + (1 << e)).bit_length() - 2 - 2 * e,
+                                     leading_one_code(v, [max(2 * i - 2 * e, 0)
+                                                          for i in range(len(v))])))
         with m.Elif(b_valid):
             m.d.sync += b_valid.eq(0)
         return totals, bad
