@@ -197,7 +197,7 @@ class MapDecoder(FocusBlock):
         # The bits after the pointer, each read from the ring and from the word as it would sit
         # in the ring, both by the registered pointer; whether the word arrives into that
         # bit's slot is a last 2:1 choice (the arrival waits on the input's valid).
-        ahead = Signal(2 * _HEAD_BITS)
+        ahead = Signal(_HEAD_BITS + max(_SYMBOL_LENGTHS))   # a head after the longest symbol
         from_ring = Cat(s.ring, s.ring).bit_select(s.ptr, len(ahead))
         image = Cat(*[i.payload.word[::-1]] * (2 * slots))
         from_word = image.bit_select(s.ptr, len(ahead))
