@@ -1,5 +1,5 @@
 # amaranth: UnusedElaboratable=no
-"""rtl.sic.arith: the partial-product forms of products, squares, dot products and sums of
+"""rtl.lib.arith: the partial-product forms of products, squares, dot products and sums of
 squares equal the integer expressions, exhaustively for narrow operands and on random and
 extreme values for the widths the block matcher uses."""
 
@@ -12,8 +12,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
-from rtl.params import FocusParams
-from rtl.sic.arith import (
+from rtl.lib.arith import (
     booth_rows,
     carry_save,
     carry_save_sum,
@@ -26,6 +25,7 @@ from rtl.sic.arith import (
     sum_of_squares,
     unsigned_square,
 )
+from rtl.params import FocusParams
 from sim.bench.multipliers import count
 
 

@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock, job_status_members
 from ..layouts import mask_beat_layout, offset_word_layout
+from ..lib.arith import full_add
 from ..lib.bit_packer import BitPacker, packer_field_layout
 from ..lib.ready_slice import ReadySlice
 
@@ -716,9 +717,8 @@ def _plus_times(base, value, k, width):
         low = k & -k
         terms = [widen(v << (low.bit_length() - 1)), widen(v << ((k - low).bit_length() - 1))]
         carry_in = 0
-    a, b, c = widen(base), *terms
-    carry = (a & b) | (a & c) | (b & c)
-    return ((a ^ b ^ c) + Cat(Const(carry_in, 1), carry[:width - 1]))[:width]
+    total, carry = full_add(widen(base), *terms)
+    return (total + Cat(Const(carry_in, 1), carry[:width - 1]))[:width]
 
 
 def _is_low_mask(value):

@@ -5,8 +5,8 @@ from amaranth.lib import data, fifo
 from amaranth.lib.wiring import In
 
 from ..block import FocusBlock
+from ..lib.arith import carry_save, product, product_terms, row_sum
 from ..params import ceil_log2
-from .arith import carry_save, product, product_terms, row_sum
 from .match_layouts import (
     best_layout,
     candidate_layout,
@@ -32,7 +32,7 @@ TEST_STAGES = 3
 SELECT_STAGES = 21
 
 def _product(m, a, b):
-    """``a * b`` of unsigned values (``b`` Booth-recoded: :func:`~rtl.sic.arith.product`)."""
+    """``a * b`` of unsigned values (``b`` Booth-recoded: :func:`~rtl.lib.arith.product`)."""
     return product(m, b, a, len(a) + len(b))
 
 
@@ -67,7 +67,7 @@ class BestCandidate(FocusBlock):
 
     Every test takes three register stages (:data:`TEST_STAGES`): the Booth rows of its two
     products, one of them negated, are reduced by full adders to a few registered rows (a
-    carry-save form, :func:`~rtl.sic.arith.carry_save`), the next stage reduces those to two
+    carry-save form, :func:`~rtl.lib.arith.carry_save`), the next stage reduces those to two
     registered rows, and the third adds the two and takes the sign. So the first two stages
     hold no carry chain at all (about half of the full-adder levels each, whatever the width),
     and the sign, the one carry chain of the third stage, is followed only by the choice it
@@ -163,7 +163,7 @@ class BestCandidate(FocusBlock):
     def _difference(self, name, plus, constant, minus, width):
         """The first of a test's three stages: ``plus + constant - minus`` (row lists),
         ``width`` bits, reduced by full adders to a few registered rows (a carry-save form,
-        :func:`~rtl.sic.arith.carry_save`; no carry runs the width). The tests fold a -1 into
+        :func:`~rtl.lib.arith.carry_save`; no carry runs the width). The tests fold a -1 into
         ``constant``, so that "difference > 0" is the sign bit of their sum (no wide zero test
         after its adders)."""
         parts = carry_save(self._m, plus, constant, width, minus=minus, outputs="balanced",

@@ -4,8 +4,8 @@ from amaranth.hdl import Module, Signal, unsigned
 from amaranth.lib import data
 
 from ..block import FocusBlock
+from ..lib.arith import carry_save, carry_save_sum, dot_terms, unsigned_square_terms
 from ..lib.clock_gate import ICG_CELL, activity_members, add_gated, gated_pipeline
-from .arith import carry_save, carry_save_sum, dot_terms, unsigned_square_terms
 from .match_layouts import matcher_stage_members
 from .similarity_comparator import vector_layout
 
@@ -50,12 +50,12 @@ SimilarityComparator`) that depends on the pair. The rest, ``dot**2 * 2**(2F) > 
     first picks each token's best eligible candidate by dot**2 / ny
     (:class:`~rtl.sic.best_candidate.BestCandidate`) and tests only that one against the
     threshold, once per token. A pair costs V products (their Booth rows,
-    :func:`~rtl.sic.arith.dot_terms`, added over two stages), one squarer of the positive dot
+    :func:`~rtl.lib.arith.dot_terms`, added over two stages), one squarer of the positive dot
     (``norm_bits`` wide: dot <= nx, ny) and nothing else.
 
     Latency 5 cycles (:data:`SCORER_LATENCY`), throughput one pair per cycle. The stages: the pair's
     registers (the window's read data goes no further in its cycle); the dot product's Booth rows
-    reduced by full adders to a few rows in carry-save form (:func:`~rtl.sic.arith.carry_save`, as
+    reduced by full adders to a few rows in carry-save form (:func:`~rtl.lib.arith.carry_save`, as
     many as split the full-adder levels evenly between this stage and the next, which also has the
     carry chain), registered; those reduced to two and added, the dot; the same for dot**2's rows,
     and dot > 0; dot**2. Only the second stage of each sum has a carry chain. Under ``o_stream``

@@ -5,7 +5,7 @@ from amaranth.lib import enum, stream
 from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
-from .arith import unsigned_square
+from ..lib.arith import unsigned_square
 from .match_layouts import (
     CANDIDATES,
     match_config_layout,

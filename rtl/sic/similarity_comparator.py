@@ -5,8 +5,8 @@ from amaranth.lib import data
 from amaranth.lib.wiring import In
 
 from ..block import FocusBlock, stage_members
+from ..lib.arith import split_groups
 from ..lib.clock_gate import ICG_CELL, activity_members, add_gated, count_activity, gated_pipeline
-from .arith import split_groups
 
 __all__ = ["SimilarityComparator", "vector_layout", "comparator_input_layout",
            "comparator_output_layout", "COMPARATOR_LATENCY"]
@@ -112,7 +112,7 @@ class SimilarityComparator(FocusBlock):
     wide product is formed as the products of its operands' 12-bit pieces (:data:`PIECE_BITS`),
     registered, then summed the next cycle. Stage 1: the operands, so that every multiplier has a
     register on both sides; stage 2: the V products x[n] * y[n], the pieces of nx * ny, and
-    theta_q**2; stage 3: the products added in a few groups (:func:`~rtl.sic.arith.split_groups`),
+    theta_q**2; stage 3: the products added in a few groups (:func:`~rtl.lib.arith.split_groups`),
     and nx * ny; stage 4: dot, and the pieces of theta_q**2 * nx * ny; stage 5: the pieces of
     dot**2, and the right side; stage 6: dot**2; stage 7: the compare.
 

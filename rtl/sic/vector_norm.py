@@ -4,7 +4,7 @@ from amaranth.hdl import Array, Const, Module, Mux, Signal
 from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
-from .arith import sum_of_squares
+from ..lib.arith import sum_of_squares
 from .similarity_comparator import vector_layout
 
 __all__ = ["VectorNorm", "norm_squarers"]
@@ -20,7 +20,7 @@ class VectorNorm(FocusBlock):
     ``s = ceil(V / steps)`` squarers: sized to the rate at which tokens arrive.
 
     ``steps = 1`` (the default): combinational, no state, V squarers whose partial products are
-    added in one tree (:func:`~rtl.sic.arith.sum_of_squares`: a square needs about half the
+    added in one tree (:func:`~rtl.lib.arith.sum_of_squares`: a square needs about half the
     partial products of a product). The block matcher uses it so with 7 comparators (a token per
     cycle).
 

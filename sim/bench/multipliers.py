@@ -6,8 +6,8 @@ Run::
     .venv/bin/python -m sim.bench.multipliers --set comparators=3
 
 Prints a markdown table and writes it to ``build/bench/multipliers.md`` (``--out``). Every
-product, dot product, sum of squares and square the matcher builds (:mod:`rtl.sic.arith`, through
-:func:`rtl.sic.arith.counting`) is listed with its size in bit-products (n x m summed over its
+product, dot product, sum of squares and square the matcher builds (:mod:`rtl.lib.arith`, through
+:func:`rtl.lib.arith.counting`) is listed with its size in bit-products (n x m summed over its
 terms, n and m the operand widths: the size of the multipliers the expression stands for) and the
 partial-product bits actually built (Booth rows, folded squares). Elaborating a shape takes tens
 of seconds (V = 32); nothing is synthesized.
@@ -21,8 +21,8 @@ from pathlib import Path
 from amaranth.back import rtlil
 
 from rtl.flow.toolchain import BUILD_ROOT
+from rtl.lib.arith import counting
 from rtl.params import FocusParams
-from rtl.sic.arith import counting
 from rtl.sic.block_matcher import BlockMatcher
 
 __all__ = ["count", "SHAPES", "main"]
@@ -42,7 +42,7 @@ _NAMES = {"product": "product", "dot": "dot product", "squares": "sum of squares
 def count(p):
     """``(bit_products, pp_bits, parts)`` of the block matcher built for ``p``: the totals and a
     ``Counter`` of ``(kind, terms, bit_products, pp_bits)`` records (see
-    :func:`rtl.sic.arith.counting`)."""
+    :func:`rtl.lib.arith.counting`)."""
     with counting() as records:
         rtlil.convert(BlockMatcher(p, icg_cell=None))
     return (sum(r[2] for r in records), sum(r[3] for r in records), Counter(records))

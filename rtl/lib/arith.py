@@ -26,10 +26,9 @@ from contextlib import contextmanager
 
 from amaranth.hdl import Cat, Const, Signal, Value
 
-__all__ = ["product_rows", "booth_rows", "square_rows", "row_sum", "product", "dot_product",
-           "sum_of_squares", "unsigned_square", "counting", "product_terms", "dot_terms",
-           "unsigned_square_terms", "split_groups", "carry_save",
-           "carry_save_sum"]
+__all__ = ["full_add", "product_rows", "booth_rows", "square_rows", "row_sum", "product",
+           "dot_product", "sum_of_squares", "unsigned_square", "counting", "product_terms",
+           "dot_terms", "unsigned_square_terms", "split_groups", "carry_save", "carry_save_sum"]
 
 _records = None
 
@@ -219,6 +218,13 @@ def _balanced_outputs(terms):
                key=lambda o: (max(_csa_levels(terms, o) + 1, _csa_levels(o, 2)), o))
 
 
+def full_add(a, b, c):
+    """A row of full adders (a 3:2 compressor): ``(a ^ b ^ c, majority(a, b, c))``, so that ``a
+    + b + c == sum + 2 * carry``; the caller places the carry one bit up. Expressions, no
+    signals."""
+    return a ^ b ^ c, (a & b) | (a & c) | (b & c)
+
+
 def carry_save(m, rows, constant, width, *, minus=(), outputs=2, name="csa"):
     """``sum(rows) + constant - sum(minus)`` modulo 2**width as ``outputs`` comb signals of
     ``width`` bits (a redundant, carry-save form: their sum modulo 2**width is that value),
@@ -255,7 +261,8 @@ def carry_save(m, rows, constant, width, *, minus=(), outputs=2, name="csa"):
             a, b, c = terms[3 * t:3 * t + 3]
             s = Signal(width, name=f"{name}_l{level}_s{t}")
             k = Signal(width, name=f"{name}_l{level}_c{t}")
-            m.d.comb += [s.eq(a ^ b ^ c), k.eq(((a & b) | (a & c) | (b & c)) << 1)]
+            total, carry = full_add(a, b, c)
+            m.d.comb += [s.eq(total), k.eq(carry << 1)]
             out += [s, k]
         terms = out + terms[3 * triples:]
         level += 1
