@@ -9,7 +9,7 @@ PRESET ?= default
 BOARD  ?= icebreaker
 JOBS   ?= auto
 
-.PHONY: all venv verilog test test-slow test-all lint test-boards synth qor qor-board area-paper bench figures warm liberty clean distclean board flash
+.PHONY: all venv verilog test test-slow test-all lint test-boards synth qor qor-board qor-presets area-paper bench figures warm liberty clean distclean board flash
 
 all: verilog
 
@@ -68,6 +68,16 @@ QOR_DIR ?= build/qor
 qor-board: $(STAMP)
 	$(FOCUS) synth --qor board --readme README.md -o $(QOR_DIR) $(ARGS)
 	cp $(QOR_DIR)/qor.png $(FIGURES)/qor_board.png
+
+# The default and paper presets' QoR tables into README.md (between its qor-default and qor-paper
+# markers) and their Fmax picture into docs/figures/, for the blocks without the block matcher
+# and the GEMM tile (those take hours at these presets; the README keeps their figures by hand).
+# About 40 minutes on 2 cores; cached like make qor.
+QOR_PRESETS_DIR ?= build/qor-presets
+QOR_LIGHT := similarity_comparator,offset_encoder,offset_decoder,importance_analyzer,topk_selector,sec,map_coder,frame_stats,map_decoder
+qor-presets: $(STAMP)
+	$(FOCUS) synth --qor default,paper --block $(QOR_LIGHT) --readme README.md -o $(QOR_PRESETS_DIR) $(ARGS)
+	cp $(QOR_PRESETS_DIR)/qor.png $(FIGURES)/qor_presets.png
 
 # The paper preset's logic area by instance into README.md (between its area-paper-focus_unit
 # markers) and its bar chart into docs/figures/ (about three minutes).

@@ -9,10 +9,12 @@ import pytest
 
 from focus_rtl import cli
 from rtl.flow import dist, synth
+from rtl.flow.blocks import BLOCKS
 from rtl.flow.qor import (
     FMAX_GOALS_MHZ,
     QUICK,
     plot_qor,
+    qor_command,
     qor_markdown,
     qor_readme_markdown,
     run_qor,
@@ -89,7 +91,10 @@ def test_qor_table(work, monkeypatch):
 
     # The README's short form: one table per preset, between that preset's markers only.
     short = qor_readme_markdown(qor, "board")
-    assert "`focus-rtl synth --qor board --readme README.md`" in short
+    assert ("`focus-rtl synth --qor board --block similarity_comparator,sec --set tokens=64 "
+            "--readme README.md`") in short
+    whole = dict(qor, blocks=list(BLOCKS), overrides=[])
+    assert qor_command(whole, "board") == "focus-rtl synth --qor board --readme README.md"
     assert ("| `similarity_comparator` | 1200 / 10 / 1 / 2 | 70.0 | 5000 / 10 / 1 / 2 | 20.0 | "
             "12346 | 2.0 | 150.0 | `x_reg` -> `y_reg` (6.67 ns) |") in short
     assert ("| `sec` | 1200 / 10 / 1 / 2 | 70.0 | *5000* / *10* / *1* / *2* | does not fit |"

@@ -22,7 +22,8 @@ from .report import short
 from .targets import DEVICES, FREQ_TARGETS, LIBERTY_TARGETS, STA_TARGETS
 
 __all__ = ["QOR_TARGETS", "QOR_PRESETS", "QUICK", "FMAX_GOALS_MHZ", "run_qor", "qor_markdown",
-           "qor_row", "qor_readme_markdown", "update_readme", "source_commit", "plot_qor"]
+           "qor_row", "qor_command", "qor_readme_markdown", "update_readme", "source_commit",
+           "plot_qor"]
 
 #: The targets of the table.
 QOR_TARGETS = ("ice40", "ecp5", "osu018-sta")
@@ -261,12 +262,23 @@ def _counts(summary):
     return " / ".join(counts), cells[4]
 
 
+def qor_command(qor, preset):
+    """The command that redoes ``preset``'s rows of ``qor`` and writes them into the README:
+    with ``--block`` when the table has only some of the blocks, and the ``--set`` overrides."""
+    words = ["focus-rtl synth --qor", preset]
+    blocks = qor.get("blocks") or list(BLOCKS)
+    if list(blocks) != list(BLOCKS):
+        words.append("--block " + ",".join(blocks))
+    words += [f"--set {o}" for o in qor.get("overrides") or ()]
+    return " ".join(words + ["--readme README.md"])
+
+
 def qor_readme_markdown(qor, preset):
     """The rows of ``preset`` as a short Markdown table: ECP5 and iCE40 counts and Fmax, the logic
     um^2, the memory kbit and the OpenSTA Fmax with the end points of its critical path."""
     commit = f" on `{qor['commit']}`" if qor.get("commit") else ""
     lines = [(f"Preset `{preset}` (`{qor['tags'][preset]}`), measured{commit} with "
-             f"`focus-rtl synth --qor {preset} --readme README.md`:"), "",
+             f"`{qor_command(qor, preset)}`:"), "",
              ("| block | ECP5 LUT / FF / BRAM / DSP | ECP5 MHz | iCE40 LUT / FF / BRAM / DSP | "
              "iCE40 MHz | logic um^2 | mem kbit | STA MHz | STA critical path |"),
              "|---|---|---:|---|---:|---:|---:|---:|---|"]

@@ -345,14 +345,20 @@ class OffsetEncoder(FocusBlock):
         i, lanes = self.i_stream, self._params.lanes
         lowest = _lowest_set(m, ing.cur_bits)
         rest = ing.cur_bits & (ing.cur_bits - 1)
-        cur_done = rest == 0            # at most one kept token left: the beat ends this cycle
-        pos = ing.cur_base + lowest
+        cur_done = ~ing.cur_multi       # at most one kept token left: the beat ends this cycle
+        if lanes & (lanes - 1) == 0:
+            # cur_base is a multiple of lanes: its low bits are 0, so the sum is a Cat.
+            pos = Cat(lowest[:(lanes - 1).bit_length()], ing.cur_base[(lanes - 1).bit_length():])
+        else:
+            pos = ing.cur_base + lowest
 
         with m.If(run & ing.cur_valid):
             m.d.sync += [ing.a_valid.eq(ing.cur_bits != 0), ing.a_tail.eq(0)]
             with m.If(ing.cur_bits != 0):
                 m.d.sync += [ing.a_gap.eq(pos - ing.prev_end), ing.a_zero.eq(pos == ing.prev_end),
-                             ing.prev_end.eq(pos + 1), ing.cur_bits.eq(rest)]
+                             ing.prev_end.eq(pos + 1), ing.cur_bits.eq(rest),
+                             # rest holds two or more: cur_bits holds three or more.
+                             ing.cur_multi.eq(_count_at_least(ing.cur_bits, 3))]
             with m.If(cur_done):
                 m.d.sync += ing.cur_valid.eq(0)
         with m.Elif(run & ing.got_final & ~ing.tail_sent):
@@ -372,6 +378,7 @@ class OffsetEncoder(FocusBlock):
                 m.d.sync += [error.eq(1), cause.eq(EncodeError.PADDING)]
             with m.Else():
                 m.d.sync += [ing.cur_bits.eq(i.payload.keep), ing.cur_valid.eq(1),
+                             ing.cur_multi.eq(_count_at_least(i.payload.keep, 2)),
                              ing.cur_base.eq(ing.in_base), ing.in_base.eq(ing.in_base + lanes),
                              ing.in_left.eq(ing.in_left - lanes), ing.got_final.eq(beat_final),
                              ing.left_le.eq(Cat(*(ing.in_left <= k + lanes
@@ -646,6 +653,11 @@ class _IngestRegisters:
         self.tail_sent = Signal(name="tail_sent")
         #: The current beat's kept tokens not yet picked, its valid and its lane 0's index.
         self.cur_bits = Signal(p.lanes, name="cur_bits")
+        #: cur_bits has two or more bits set, registered with it: the beat's end, and so the
+        #: input's ready, then need no carry chain (``cur_bits & (cur_bits - 1)``) and zero test
+        #: (with 32 lanes the path from cur_bits through ready back into cur_bits was the
+        #: encoder's longest).
+        self.cur_multi = Signal(name="cur_multi")
         self.cur_valid = Signal(name="cur_valid")
         self.cur_base = Signal(cb + 1, name="cur_base")
         #: Previous kept index + 1 (0 before the first).
@@ -727,10 +739,36 @@ def _is_low_mask(value):
     return Cat(*(~value[i + 1] | value[i] for i in range(len(value) - 1))).all()
 
 
+def _count_at_least(bits, k):
+    """Whether ``k`` (1 to 3) or more bits of ``bits`` are set: a balanced tree of counts that
+    saturate at 3 (each node a function of its two children's 2-bit counts, one LUT level), no
+    carry chain."""
+    assert 1 <= k <= 3
+
+    def walk(lo, hi):
+        if hi - lo == 1:
+            return Cat(bits[lo], Const(0, 1))
+        mid = (lo + hi) // 2
+        (l0, l1), (r0, r1) = walk(lo, mid), walk(mid, hi)
+        # min(left + right, 3) as logic, not an adder: bit 1 is "2 or more"; bit 0 is "odd,
+        # or 3 or more".
+        any0 = l0 | r0
+        return Cat((l0 ^ r0) | (l1 & r1) | ((l1 | r1) & any0), l1 | r1 | (l0 & r0))
+    return walk(0, len(bits)) >= k
+
+
 def _lowest_set(m, bits):
-    """The index of the lowest set bit of ``bits`` (0 when none is set)."""
-    lowest = Signal(range(len(bits)), name="lowest")
-    for k in reversed(range(len(bits))):
-        with m.If(bits[k]):
-            m.d.comb += lowest.eq(k)
+    """The index of the lowest set bit of ``bits`` (meaningless when none is set): a balanced
+    tree of (any, index) pairs, each level a 2:1 select of the lower half's index or the upper
+    half's, so its depth is log2(len(bits)) selects, not a priority chain of len(bits) (with 32
+    lanes that chain led the encoder's ingest on both FPGAs)."""
+    def walk(lo, size):
+        if size == 1:
+            return bits[lo] if lo < len(bits) else Const(0, 1), Const(0, 0)
+        half = size // 2
+        (any_l, idx_l), (any_r, idx_r) = walk(lo, half), walk(lo + half, half)
+        return any_l | any_r, Mux(any_l, Cat(idx_l, Const(0, 1)), Cat(idx_r, Const(1, 1)))
+    size = 1 << max(len(bits) - 1, 0).bit_length()
+    lowest = Signal(range(max(size, 2)), name="lowest")
+    m.d.comb += lowest.eq(walk(0, size)[1])
     return lowest
