@@ -350,7 +350,14 @@ class OffsetEncoder(FocusBlock):
         # register cost sec at the board preset 2 % of its UP5K clock (3 seeds, 35.2 against
         # 36.0 MHz).
         registered_end = lanes > 2
-        cur_done = ~ing.cur_multi if registered_end else ~_count_at_least(ing.cur_bits, 2)
+        if registered_end:
+            cur_done = ~ing.cur_multi
+            # The next cur_multi: after a pick (rest holds two or more: cur_bits holds three or
+            # more), or from the arriving beat.
+            left3 = _count_at_least(m, ing.cur_bits, 3, "left3")
+            beat2 = _count_at_least(m, i.payload.keep, 2, "beat2")
+        else:
+            cur_done = ~_count_at_least(m, ing.cur_bits, 2, "end")
         if lanes & (lanes - 1) == 0:
             # cur_base is a multiple of lanes: its low bits are 0, so the sum is a Cat.
             pos = Cat(lowest[:(lanes - 1).bit_length()], ing.cur_base[(lanes - 1).bit_length():])
@@ -363,8 +370,7 @@ class OffsetEncoder(FocusBlock):
                 m.d.sync += [ing.a_gap.eq(pos - ing.prev_end), ing.a_zero.eq(pos == ing.prev_end),
                              ing.prev_end.eq(pos + 1), ing.cur_bits.eq(rest)]
                 if registered_end:
-                    # rest holds two or more: cur_bits holds three or more.
-                    m.d.sync += ing.cur_multi.eq(_count_at_least(ing.cur_bits, 3))
+                    m.d.sync += ing.cur_multi.eq(left3)
             with m.If(cur_done):
                 m.d.sync += ing.cur_valid.eq(0)
         with m.Elif(run & ing.got_final & ~ing.tail_sent):
@@ -384,7 +390,7 @@ class OffsetEncoder(FocusBlock):
                 m.d.sync += [error.eq(1), cause.eq(EncodeError.PADDING)]
             with m.Else():
                 if registered_end:
-                    m.d.sync += ing.cur_multi.eq(_count_at_least(i.payload.keep, 2))
+                    m.d.sync += ing.cur_multi.eq(beat2)
                 m.d.sync += [ing.cur_bits.eq(i.payload.keep), ing.cur_valid.eq(1),
                              ing.cur_base.eq(ing.in_base), ing.in_base.eq(ing.in_base + lanes),
                              ing.in_left.eq(ing.in_left - lanes), ing.got_final.eq(beat_final),
@@ -746,10 +752,11 @@ def _is_low_mask(value):
     return Cat(*(~value[i + 1] | value[i] for i in range(len(value) - 1))).all()
 
 
-def _count_at_least(bits, k):
+def _count_at_least(m, bits, k, name):
     """Whether ``k`` (1 to 3) or more bits of ``bits`` are set: a balanced tree of counts that
     saturate at 3 (each node a function of its two children's 2-bit counts, one LUT level), no
-    carry chain."""
+    carry chain. Each node is a signal of its own: a node uses its children's bits more than
+    once, so nested expressions would grow by a factor of about 12 per level."""
     assert 1 <= k <= 3
 
     def walk(lo, hi):
@@ -757,15 +764,19 @@ def _count_at_least(bits, k):
             return Cat(bits[lo], Const(0, 1))
         mid = (lo + hi) // 2
         (l0, l1), (r0, r1) = walk(lo, mid), walk(mid, hi)
+        node = Signal(2, name=f"{name}_{lo}_{hi}")
         # min(left + right, 3) as logic, not an adder: bit 1 is "2 or more"; bit 0 is "odd,
         # or 3 or more".
         any0 = l0 | r0
-        return Cat((l0 ^ r0) | (l1 & r1) | ((l1 | r1) & any0), l1 | r1 | (l0 & r0))
+        m.d.comb += node.eq(Cat((l0 ^ r0) | (l1 & r1) | ((l1 | r1) & any0),
+                                l1 | r1 | (l0 & r0)))
+        return node
     return walk(0, len(bits)) >= k
 
 
 def _lowest_set(m, bits):
-    """The index of the lowest set bit of ``bits`` (meaningless when none is set): a balanced
+    """The index of the lowest set bit of ``bits`` (when none is set, the top index: callers
+    use it only when some bit is set): a balanced
     tree of (any, index) pairs, each level a 2:1 select of the lower half's index or the upper
     half's, so its depth is log2(len(bits)) selects, not a priority chain of len(bits) (with 32
     lanes that chain led the encoder's ingest on both FPGAs)."""
