@@ -72,7 +72,7 @@ qor-board: $(STAMP)
 # The default and paper presets' QoR tables into README.md (between its qor-default and qor-paper
 # markers) and their Fmax picture into docs/figures/, for the blocks without the block matcher
 # and the GEMM tile (those take hours at these presets; the README keeps their figures by hand).
-# About 40 minutes on 2 cores; cached like make qor.
+# About 10 minutes on 2 idle cores; cached like make qor.
 QOR_PRESETS_DIR ?= build/qor-presets
 QOR_LIGHT := similarity_comparator,offset_encoder,offset_decoder,importance_analyzer,topk_selector,sec,map_coder,frame_stats,map_decoder
 qor-presets: $(STAMP)
