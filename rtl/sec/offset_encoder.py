@@ -776,10 +776,10 @@ def _count_at_least(m, bits, k, name):
 
 def _lowest_set(m, bits):
     """The index of the lowest set bit of ``bits`` (when none is set, the top index: callers
-    use it only when some bit is set): a balanced
-    tree of (any, index) pairs, each level a 2:1 select of the lower half's index or the upper
-    half's, so its depth is log2(len(bits)) selects, not a priority chain of len(bits) (with 32
-    lanes that chain led the encoder's ingest on both FPGAs)."""
+    use it only when some bit is set): a balanced tree of (any, index) pairs, each level a 2:1
+    select of the lower half's index or the upper half's, so its depth is log2(len(bits))
+    selects, not a priority chain of len(bits) (with 32 lanes that chain led the encoder's
+    ingest on both FPGAs)."""
     def walk(lo, size):
         if size == 1:
             return bits[lo] if lo < len(bits) else Const(0, 1), Const(0, 0)
