@@ -239,14 +239,14 @@ class ImportanceAnalyzer(FocusBlock):
     returns the old word), so the words written in the last two cycles are forwarded from
     registers instead (a one-hot select chosen in the cycle before; the beat's max with each
     candidate is computed at once, then selected). Temporal: the lanes of a beat
-    are reduced over three cycles, by a max tree, two of its levels in the cycle of the transfer
-    (the first compares the lanes unmasked and applies the lane mask in its select) and two in
-    the next; in the third, the rest (at most a/16 values) and the column's running max (which
-    restarts at 0 for a column's first beat a cycle ahead) in one step, all pairs compared at
-    once and the largest selected; and the column's result goes into its lane of a
-    word register that is written to the buffer when the word is full or the job ends (no
-    read-modify-write at all). In both dataflows the last beat's word is written two cycles
-    after its transfer.
+    are reduced over three cycles, by a max tree, one of its levels in the cycle of the transfer
+    (two above 16 lanes; the first compares the lanes unmasked and applies the lane mask in its
+    select) and two in the next; in the third, the rest (at most two values up to 32 lanes) and
+    the column's running max (which restarts at 0 for a column's first beat a cycle ahead) in
+    one step, all pairs compared at once and the largest selected; and the column's result goes
+    into its lane of a word register that is written to the buffer when the word is full or the
+    job ends (no read-modify-write at all). In both dataflows the last beat's word is written two
+    cycles after its transfer.
 
     Handing over to the selector (SEC): built with ``buffer="external"`` the analyzer has no
     memory of its own, only the ``buffer`` port; SEC connects it and the selector's ``buffer``
@@ -316,12 +316,16 @@ class ImportanceAnalyzer(FocusBlock):
         s1_addr = Signal(buffer_addr_bits(p))
         s1_first = Signal()        # spatial: first row; temporal: first beat of the column
         s1_beat = Signal(word)     # spatial: the masked beat
-        # Temporal: the beat's max tree, two levels in the cycle of the transfer (the lane mask
-        # in the first one's select), two in stage 2, the rest with the column's running max in
-        # stage 3, in one step (_column_max). At a = 32 a level more in stage 1 and one fewer in
-        # stage 3 took the ECP5 from 84.6 to about 100 MHz (docs/timing-closure.md).
-        s1_part = [Signal(sb, name=f"s1_part{n}") for n in range(-(-a // 4))]
-        s2_part = [Signal(sb, name=f"s2_part{n}") for n in range(-(-a // 16))]
+        # Temporal: the beat's max tree, one level in the cycle of the transfer (the lane mask in
+        # its select; two levels above 16 lanes), two in stage 2, the rest with the column's
+        # running max in stage 3, in one step (_column_max). At a = 32 the second level in stage
+        # 1 leaves stage 3 a 3-way max instead of a 5-way one (ECP5 84.6 -> about 100 MHz); at
+        # 16 lanes or fewer stage 3 has at most 3 values anyway, and a second level would only
+        # lengthen the input's path (docs/timing-closure.md).
+        s1_levels = 2 if a > 16 else 1
+        s1_part = [Signal(sb, name=f"s1_part{n}") for n in range(-(-a // 2 ** s1_levels))]
+        s2_part = [Signal(sb, name=f"s2_part{n}")
+                   for n in range(-(-a // 2 ** (s1_levels + 2)))]
         s1_col_end = Signal()      # temporal: last beat of the column
         s1_lane = Signal(range(a))
         s1_flush = Signal()        # temporal: write the word after this column
@@ -365,7 +369,7 @@ class ImportanceAnalyzer(FocusBlock):
         m.d.comb += [port.r_addr.eq(pos.w),
                      port.r_en.eq(Mux(accum, take & ~temporal, reading & advance & more))]
         part = _max_levels(m, _masked_max_pairs(m, (i.payload.scores[n] for n in range(a)), pos.ok,
-                                                sb, "max_in"), sb, 1, "max_in_l1")
+                                                sb, "max_in"), sb, s1_levels - 1, "max_in_l1")
         assert len(part) == len(s1_part)
         m.d.sync += s1_valid.eq(take)
         with m.If(take):
