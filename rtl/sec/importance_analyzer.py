@@ -92,23 +92,6 @@ def _max_pairs(m, values, width, prefix):
     return nodes + ([values[-1]] if len(values) % 2 else [])
 
 
-def _masked_max_pairs(m, values, ok, width, prefix):
-    """:func:`_max_pairs` of ``values`` with lane ``n`` taken as 0 unless ``ok[n]``, for a
-    thermometer code ``ok`` (lane n + 1 valid only if lane n is). Each pair is compared
-    unmasked and the mask is applied in the select, so no masking stands before the compare."""
-    values = list(values)
-    nodes = []
-    for i in range(0, len(values), 2):
-        node = Signal(width, name=f"{prefix}_{i // 2}")
-        if i + 1 < len(values):
-            a, b = values[i], values[i + 1]
-            m.d.comb += node.eq(Mux(ok[i + 1], _max(a, b), Mux(ok[i], a, 0)))
-        else:
-            m.d.comb += node.eq(Mux(ok[i], values[i], 0))
-        nodes.append(node)
-    return nodes
-
-
 def _max_levels(m, values, width, levels, prefix):
     """``levels`` levels of a tree of 2-input max units (fewer if one value is left)."""
     for level in range(levels):
@@ -240,13 +223,12 @@ class ImportanceAnalyzer(FocusBlock):
     registers instead (a one-hot select chosen in the cycle before; the beat's max with each
     candidate is computed at once, then selected). Temporal: the lanes of a beat
     are reduced over three cycles, by a max tree, one of its levels in the cycle of the transfer
-    (two above 16 lanes; the first compares the lanes unmasked and applies the lane mask in its
-    select) and two in the next; in the third, the rest (at most two values up to 32 lanes) and
-    the column's running max (which restarts at 0 for a column's first beat a cycle ahead) in
-    one step, all pairs compared at once and the largest selected; and the column's result goes
-    into its lane of a word register that is written to the buffer when the word is full or the
-    job ends (no read-modify-write at all). In both dataflows the last beat's word is written two
-    cycles after its transfer.
+    (after the lane mask) and two in the next; in the third, the rest and the column's running
+    max (which restarts at 0 for a column's first beat a cycle ahead) in one step, all pairs
+    compared at once and the largest selected; and the column's result goes into its lane of a
+    word register that is written to the buffer when the word is full or the job ends (no
+    read-modify-write at all). In both dataflows the last beat's word is written two cycles
+    after its transfer.
 
     Handing over to the selector (SEC): built with ``buffer="external"`` the analyzer has no
     memory of its own, only the ``buffer`` port; SEC connects it and the selector's ``buffer``
@@ -316,16 +298,11 @@ class ImportanceAnalyzer(FocusBlock):
         s1_addr = Signal(buffer_addr_bits(p))
         s1_first = Signal()        # spatial: first row; temporal: first beat of the column
         s1_beat = Signal(word)     # spatial: the masked beat
-        # Temporal: the beat's max tree, one level in the cycle of the transfer (the lane mask in
-        # its select; two levels above 16 lanes), two in stage 2, the rest with the column's
-        # running max in stage 3, in one step (_column_max). At a = 32 the second level in stage
-        # 1 leaves stage 3 a 3-way max instead of a 5-way one (ECP5 84.6 -> about 100 MHz); at
-        # 16 lanes or fewer stage 3 has at most 3 values anyway, and a second level would only
-        # lengthen the input's path (docs/timing-closure.md).
-        s1_levels = 2 if a > 16 else 1
-        s1_part = [Signal(sb, name=f"s1_part{n}") for n in range(-(-a // 2 ** s1_levels))]
-        s2_part = [Signal(sb, name=f"s2_part{n}")
-                   for n in range(-(-a // 2 ** (s1_levels + 2)))]
+        # Temporal: the beat's max tree, one level in the cycle of the transfer (after the lane
+        # mask), two in stage 2, the rest with the column's running max in stage 3, in one step
+        # (_column_max).
+        s1_part = [Signal(sb, name=f"s1_part{n}") for n in range(-(-a // 2))]
+        s2_part = [Signal(sb, name=f"s2_part{n}") for n in range(-(-a // 8))]
         s1_col_end = Signal()      # temporal: last beat of the column
         s1_lane = Signal(range(a))
         s1_flush = Signal()        # temporal: write the word after this column
@@ -368,8 +345,7 @@ class ImportanceAnalyzer(FocusBlock):
         m.d.comb += masked.eq(Cat(Mux(pos.ok[n], i.payload.scores[n], 0) for n in range(a)))
         m.d.comb += [port.r_addr.eq(pos.w),
                      port.r_en.eq(Mux(accum, take & ~temporal, reading & advance & more))]
-        part = _max_levels(m, _masked_max_pairs(m, (i.payload.scores[n] for n in range(a)), pos.ok,
-                                                sb, "max_in"), sb, s1_levels - 1, "max_in_l1")
+        part = _max_levels(m, (masked.scores[n] for n in range(a)), sb, 1, "max_in")
         assert len(part) == len(s1_part)
         m.d.sync += s1_valid.eq(take)
         with m.If(take):
