@@ -54,9 +54,10 @@ ENCODE_LATENCY = 37
 # (emission, one field per cycle), then this constant, one fewer when no code follows the header
 # (no gap passes the gap register). Measured counts are that or one more.
 ENCODE_RTL_CONSTANT = 45
-# Offset decoder: word unpacker, code parse (leading zeros and length), value and index stage,
-# mask write stages.
-DECODE_LATENCY = 6
+# Offset decoder: word window, the parser's lookahead (a cycle after the header, and a cycle
+# from a word into the window to its codes), code parse, value stage, index stage, mask write
+# stages.
+DECODE_LATENCY = 8
 # A dropped-set code: the walker's dropped-index and pending-index registers, and its last step.
 DECODE_WALK_LATENCY = 3
 # Block matcher (rtl.sic.block_matcher.matcher_latency): input register (1), window read and its

@@ -833,7 +833,7 @@ def test_decoder_failure_never_hangs():
 @pytest.mark.parametrize("p", [P7, P1], ids=["c7", "c1"])
 def test_start_latencies(p):
     """Data offered before the start waits for it: the first score transfers 2 cycles after the
-    cycle of the START_SEC write, the first token 7 cycles after START_SIC's, and its map beat
+    cycle of the START_SEC write, the first token 9 cycles after START_SIC's, and its map beat
     ``SIC_INPUT_LATENCY + matcher_latency + rounds - 1`` cycles after the token (no stalls)."""
     rng = np.random.default_rng(6)
     job = random_job(rng, p, M=24, keep=6)
@@ -864,8 +864,8 @@ def test_start_latencies(p):
 
     (t_sec, t_sic), io = run_program(p, program)
     assert io.transfers["scores"][0] == t_sec + 2
-    assert io.transfers["tokens"][0] == t_sic + 7
-    assert io.transfers["sic"][0] == (t_sic + 7 + SIC_INPUT_LATENCY + matcher_latency(p)
+    assert io.transfers["tokens"][0] == t_sic + 9
+    assert io.transfers["sic"][0] == (t_sic + 9 + SIC_INPUT_LATENCY + matcher_latency(p)
                                       + matcher_rounds(p) - 1)
 
 

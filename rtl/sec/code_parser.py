@@ -1,7 +1,7 @@
 """Stage 1 of the SEC offset decoder (spec 3.3): the code words in, one parsed header or code per
 cycle out, for :class:`rtl.sec.offset_decoder.OffsetDecoder`."""
 
-from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, enum, stream
 from amaranth.lib.wiring import In, Out
 
@@ -10,7 +10,7 @@ from ..layouts import offset_word_layout
 from .offset_encoder import HEADER_FIXED_BITS, code_header_members, rice_limit_bits
 
 __all__ = ["CodeParser", "DecodeError", "parsed_code_layout", "leading_zero_limit",
-           "decode_field_bits"]
+           "decode_field_bits", "window_words"]
 
 
 class DecodeError(enum.Enum, shape=4):
@@ -65,18 +65,24 @@ def decode_field_bits(p):
                HEADER_FIXED_BITS + p.count_bits)
 
 
+def window_words(p):
+    """Words in :class:`CodeParser`'s window: enough that, with the next code starting in the
+    first word, the whole code (up to :func:`decode_field_bits` bits) is in the window."""
+    return 1 + -(-(decode_field_bits(p) - 1) // p.word_bits)
+
+
 def parsed_code_layout(p):
     """One parsed code, from :class:`CodeParser` to the decoder's stage 2: ``top``, the bit
     buffer's top :func:`decode_field_bits` bits when the code was found (the code left-aligned);
     ``shift``, that width less the code's length (``top >> shift`` is the code's value v);
-    ``off``, what to add to v for the gap (-2**e for Exp-Golomb, (quotient << e) - 2**e for
-    Rice); ``last``, the job's n-th code; ``trail``, the n-th code does not end the string."""
+    ``quotient``, a Rice code's unary part (0 for Exp-Golomb: the gap is v + (quotient - 1) *
+    2**e); ``last``, the job's n-th code; ``trail``, the n-th code does not end the string."""
     fw = decode_field_bits(p)
     win = rice_limit_bits(p) + 1
     return data.StructLayout({
         "top": unsigned(fw),
         "shift": range(fw + 1),
-        "off": signed(win.bit_length() + 9),
+        "quotient": range(win),
         "last": 1,
         "trail": 1,
     })
@@ -84,24 +90,31 @@ def parsed_code_layout(p):
 
 class CodeParser(FocusBlock):
     """The offset decoder's stage 1: takes the job's code words and finds, each cycle, the header
-    or one code at the top of a bit buffer, without computing its value (the decoder's stage 2
-    does, a cycle later).
+    or one code, without computing its value (the decoder's stage 2 does, a cycle later).
+
+    The words go into a window of :func:`window_words` whole words (K), each loaded into a fixed
+    slot (the first free one); the next code starts at a bit pointer ``ptr`` into it, and once
+    the pointer has passed the first word, the window moves on by one word (a fixed shift). A
+    lookahead stage finds, every cycle and for every position of the window, the code that
+    would start there: its length less 1 + e, whether it is whole within the string bits then in
+    the window (for Rice, within the allowed unary parts), and whether its search window holds no
+    allowed leading one. It registers them at the positions they have in the next cycle's window,
+    so that the parse loop is only a select at ``ptr`` and one addition: ``ptr`` + 1 + e (a
+    register sum) + the code's registered length. A code is therefore parsed from the bits that
+    were in the window the cycle before (one that reaches into the word loaded last waits a
+    cycle). Whether a word can be loaded is an AND of registers and ``i_stream.valid``.
 
     A job starts with ``start`` (the decoder's config beat: ``nbits``, and from the next cycle
-    on the registered ``tokens`` = M and ``hb`` = bit_length(M)). The parser then loads one word
-    per cycle from ``i_stream`` while its buffer (:func:`decode_field_bits` + ``word_bits`` bits)
-    has room, parses the header (``order``, ``dropped``, ``rice``, ``kept`` valid from the
-    cycle after), then the n codes, one per cycle, each into its output register
-    (``o_stream``, :func:`parsed_code_layout`) once that is free: a one-hot leading-one detect
-    over 2Z bits (Z = :func:`leading_zero_limit`), the fit test against registered bit counts
-    (compares with constants), and the consumption as one select of precomputed shifts by the
-    code's whole length (the registered order decoded into the selects), so that its loop has
-    no adder, no barrel shifter and no two shifts in series. Whether a word fits (``fill <=
-    field bits``) and whether the next word is the string's last are registers, so the word's
-    load enable is an AND of registers and ``i_stream.valid``. Latency: a code leaves the
-    cycle after it is whole in the buffer and the register is free; throughput one code per
-    cycle. ``o_stream``
-    back-pressure holds the parse; ``i_stream`` sees back-pressure while the buffer is full.
+    on the registered ``tokens`` = M and ``hb`` = bit_length(M)). The header (at the window's
+    start) is parsed once ``5 + hb`` string bits are in (``order``, ``dropped``, ``rice``,
+    ``kept`` valid from the cycle after); the cycle after it the lookahead reads the header's
+    order and family, and from the next the n codes follow, one per cycle, each into the output
+    register (``o_stream``, :func:`parsed_code_layout`) once that is free. Latency: a code
+    leaves two cycles after its words are in the window (one for the lookahead) and the
+    register is free; throughput one code per cycle. ``o_stream`` back-pressure holds the parse;
+    ``i_stream`` sees back-pressure while the window is full and the pointer is in its first
+    word. The last code's ``trail`` (the n-th code does not end the string) is formed from
+    the pointer after it, and holds while that code is on offer.
 
     ``fail`` (with ``cause``) is high, combinationally, in the cycle the parser meets a
     malformed header or code (COUNT, ZEROS, UNARY, TRUNCATED, or TRAILING for bits after a
@@ -158,13 +171,12 @@ class CodeParser(FocusBlock):
     def elaborate(self, platform):
         p = self._params
         m = Module()
-        i, o = self.i_stream, self.o_stream
+        i = self.i_stream
         wb, cb = p.word_bits, p.count_bits
-        zmax = leading_zero_limit(p)
-        win = rice_limit_bits(p) + 1    # the one-hot search window (Rice: 2Z, Exp-Golomb: Z)
-        fw = decode_field_bits(p)
-        bb = fw + wb                    # bit buffer: a word fits in whenever fill <= fw
-        hb, running, error = self.hb, self.running, self.error
+        win = rice_limit_bits(p) + 1    # the search window (Rice: 2Z, Exp-Golomb: Z)
+        nwin = window_words(p)
+        wbits = nwin * wb
+        hb, running, error, start = self.hb, self.running, self.error, self.start
 
         e, s, f = Signal(3, name="e"), Signal(name="s"), Signal(name="f")
         n = Signal(range(p.tokens + 1))
@@ -177,266 +189,270 @@ class CodeParser(FocusBlock):
         phase = Signal(_Phase)
         codes_left = Signal(range(p.tokens + 1))
 
-        buf = Signal(bb)                # left-aligned: bit bb-1 is the next bit of the string
-        fill = Signal(range(bb + 1))    # bits loaded into buf (string and padding)
-        room = Signal()                 # fill <= fw (a word fits), registered with fill
-        rem = Signal(p.nbits_bits)      # string bits not yet consumed
+        wnd = Signal(wbits)             # bit q: the string's bit at window position q
+        words = Signal(range(nwin + 1))  # words loaded into the window
+        ptr = Signal(range(wbits + 1))  # the next header or code starts here
+        have = Signal(range(wbits + 1))  # string bits in the window (from position 0)
+        # ... less 1 + e, kept beside ``have``: a code of q + 1 + e bits from position 0 fits
+        # when q <= room (``fit_at``, its decoded thermometer).
+        room = Signal(signed(len(have) + 2), name="room")
         need = Signal(p.nbits_bits)     # string bits not yet loaded
         all_in = Signal()               # need == 0
         last_word = Signal()            # need <= word_bits: the next word loads the rest
-        # String bits in the buffer: all of them (rem <= fill) once the string is all loaded,
-        # else the whole fill (fill < rem); and avail - 1 - e, so that a code with k leading
-        # zeros fits when slack >= 2*k (Rice: k) (compares with constants in the parser's loop).
-        avail = Signal.like(fill)
-        slack = Signal(signed(len(fill) + 2))
         rice_ok = Signal(win)           # bit k: a Rice unary part of k zeros is allowed (k < 2hb)
         rice_lim = Signal(range(2 * cb + 1))
-
-        start = self.start
         with m.If(start):
             m.d.sync += [
                 in_done.eq(0), phase.eq(_Phase.HDR), codes_left.eq(0),
                 e.eq(0), s.eq(0), f.eq(0), n.eq(0), kept.eq(0),
-                buf.eq(0), fill.eq(0), room.eq(1), rem.eq(self.nbits), need.eq(self.nbits),
-                last_word.eq(self.nbits <= wb),
-                all_in.eq(self.nbits == 0), avail.eq(0), slack.eq(-1),
+                wnd.eq(0), words.eq(0), ptr.eq(0), have.eq(0), room.eq(-1),
+                need.eq(self.nbits),
+                last_word.eq(self.nbits <= wb), all_in.eq(self.nbits == 0),
             ]
         m.d.sync += [rice_lim.eq(2 * hb),
                      rice_ok.eq(Cat(*(k < rice_lim for k in range(win))))]
 
-        first, fits_eg, fits_rice = _code_starts(m, p, buf, slack, win)
-        hl, hdr, hdr_n = _header_fields(m, p, buf, hb)
-        lz, code_len, fits, no_one, zeros_at = _code_at_top(
-            m, p, buf, first, fits_eg, fits_rice, e=e, f=f, avail=avail, rice_ok=rice_ok,
-            rice_lim=rice_lim)
+        # The window moves on by a word once the pointer has left the first one.
+        step = Signal()
+        m.d.comb += step.eq((ptr >= wb) & (have >= wb) & (words != 0))
+        step_bits = Mux(step, wb, 0)
 
-        hdr_e = (hdr >> (hb + 2))[:3]
-        take_hdr, take_code = self._parse_step(
-            m, phase=phase, codes_left=codes_left, rem=rem, all_in=all_in, avail=avail, buf=buf,
-            hl=hl, hdr=hdr, hdr_n=hdr_n, hdr_e=hdr_e, e=e, s=s, f=f, n=n, kept=kept,
-            lz=lz, code_len=code_len, fits=fits, no_one=no_one, zeros_at=zeros_at)
-
-        # ---- the buffer: load a word below the string bits, then consume ------------------------
-        m.d.comb += i.ready.eq(running & ~in_done & (error | all_in | room))
-        word_fire = i.valid & i.ready
-        load = Signal()                 # an AND of registers and valid: it selects every bit
-        m.d.comb += load.eq(i.valid & running & ~in_done & ~error & ~all_in & room)
-        loaded = Signal(bb)             # fill <= fw when a word is taken, so it fits
-        m.d.comb += loaded.eq(Mux(load, buf | ((i.payload.word << fw) >> fill), buf))
-        skip = _code_lengths(m, f, first, zmax)
-        after_code = _consume(m, loaded, e, skip)
-        # The next avail and slack: after this cycle's word, less what this cycle consumes.
-        all_in_next = all_in | (load & last_word)
-        fill_next = Signal.like(fill)
-        m.d.comb += fill_next.eq(fill + Mux(load, wb, 0))
-        base = Signal.like(fill)
-        m.d.comb += base.eq(Mux(all_in_next, rem[:len(fill)], fill_next))
-        # A code is s + 1 + e bits long (the one-hot skip[s]). Each count's value less 1 + e is
-        # formed beside the code's search, so the search is followed by one subtraction of s
-        # (no adder on the code's length before the counts' own; ``room`` is a compare of s).
-        s_code = Signal(range(win))
-        m.d.comb += s_code.eq(Cat(*(_or_all(skip[k] for k in range(win) if k >> b & 1)
-                                    for b in range(len(s_code)))))
-        wide = signed(len(fill) + 2)
-        rem_c, fill_c, base_c, slack_c, room_c = (
-            Signal.like(rem, name="rem_c"), *(Signal(wide, name=n)
-                                              for n in ("fill_c", "base_c", "slack_c", "room_c")))
-        m.d.comb += [rem_c.eq(rem - 1 - e), fill_c.eq(fill_next - 1 - e),
-                     base_c.eq(base - 1 - e), slack_c.eq(base - 2 - 2 * e),
-                     room_c.eq(fill_next - 1 - e - fw)]
+        # ---- words into the window's first free slot --------------------------------------------
+        m.d.comb += i.ready.eq(running & ~in_done & (error | all_in | (words < nwin) | step))
+        load = Signal()                 # an AND of registers and valid
+        m.d.comb += load.eq(i.valid & running & ~in_done & ~error & ~all_in
+                            & ((words < nwin) | step))
+        word = Cat(*(i.payload.word[wb - 1 - k] for k in range(wb)))    # first bit at 0
+        slot = Signal(range(nwin + 1))
+        m.d.comb += slot.eq(words - step)
+        moved = Signal(wbits)
+        m.d.comb += moved.eq(Mux(step, wnd >> wb, wnd))
+        loaded_bits = Mux(need > wb, wb, need)     # string bits in the word
+        hdr_e = Cat(wnd[2], wnd[1], wnd[0])
+        # While the header is read, from ``have`` and the header's order (no step is taken
+        # before the header): -1 - e formed beside, so each candidate is one addition.
+        room_kept, room_more, room_next = (Signal.like(room, name=name)
+                                           for name in ("room_kept", "room_more", "room_next"))
+        less_order = Signal(signed(5), name="less_order")
+        m.d.comb += [less_order.eq(Cat(~hdr_e, Const(0b11, 2))),
+                     room_kept.eq(Mux(phase == _Phase.HDR, have + less_order, room - step_bits)),
+                     room_more.eq(room_kept + loaded_bits),
+                     room_next.eq(Mux(load, room_more, room_kept))]
+        fit_at = self._fit_thresholds(m, load, room_kept, room_more)
+        # ``have`` as the lookahead saw it, in today's positions, less the zeros' limit (a
+        # Rice code's allowed unary parts, or Z): a code's search window was all string bits
+        # when it starts at or before this.
+        seen_less = Signal(signed(len(have) + 2), name="seen_less")
+        limit = Mux(f, rice_lim, leading_zero_limit(p))
+        all_seen = Signal()             # ... and all the string's bits were in it
         with m.If(running & ~start):
-            m.d.sync += all_in.eq(all_in_next)
-            with m.If(take_code):
-                m.d.sync += [rem.eq(rem_c - s_code), fill.eq(fill_c - s_code),
-                             room.eq(s_code >= room_c), avail.eq(base_c - s_code),
-                             slack.eq(slack_c - s_code)]
-            with m.Elif(take_hdr):
-                m.d.sync += [rem.eq(rem - hl), fill.eq(fill_next - hl),
-                             room.eq(fill_next - hl <= fw), avail.eq(base - hl),
-                             slack.eq(base - 1 - hdr_e - hl)]
-            with m.Else():
-                m.d.sync += [fill.eq(fill_next), room.eq(fill_next <= fw), avail.eq(base),
-                             slack.eq(base - 1 - e)]
-            with m.If(take_hdr):
-                with m.Switch(hb):      # a select by a register, not a shifter
-                    for h in range(cb + 1):
-                        with m.Case(h):
-                            m.d.sync += buf.eq(loaded << HEADER_FIXED_BITS + h)
-            with m.Elif(take_code):
-                m.d.sync += buf.eq(after_code)
-            with m.Else():
-                m.d.sync += buf.eq(loaded)
+            m.d.sync += [
+                wnd.eq(Cat(*(Mux(load & (slot == j), word, moved[j * wb:(j + 1) * wb])
+                             for j in range(nwin)))),
+                words.eq(words - step + load),
+                have.eq(have - step_bits + Mux(load, loaded_bits, 0)),
+                room.eq(room_next),
+                seen_less.eq(have - step_bits - limit),
+                all_seen.eq(all_in),
+                all_in.eq(all_in | (load & last_word)),
+            ]
             with m.If(load):
                 m.d.sync += [need.eq(Mux(need > wb, need - wb, 0)),
                              last_word.eq(need <= 2 * wb)]
-        m.d.comb += self.short.eq(word_fire & i.payload.last & ~last_word)
-        with m.If(word_fire & i.payload.last):
+        m.d.comb += self.short.eq(i.valid & i.ready & i.payload.last & ~last_word)
+        with m.If(i.valid & i.ready & i.payload.last):
             m.d.sync += in_done.eq(1)
-        with m.If(start):
-            m.d.sync += o.valid.eq(0)
+
+        # ---- the lookahead, and the parse loop ---------------------------------------------------
+        lengths, fits, none = _lookahead(m, p, wnd, fit_at, rice_ok, f, step)
+        sbits = len(lengths) // (wbits + 1)
+        code_s = Signal(sbits)          # the code's length less 1 + e
+        m.d.comb += code_s.eq(lengths.word_select(ptr, sbits))
+        base = Signal(range(wbits + 9))     # ptr after this cycle's step, + 1 + e
+        m.d.comb += base.eq(ptr - step_bits + 1 + e)
+        end = Signal.like(base)         # the pointer after the code
+        m.d.comb += end.eq(base + code_s)
+        trailing = Signal()             # string bits follow the last code parsed
+        m.d.comb += trailing.eq(~all_in | (have != ptr))
+        zeros_at = Signal()             # the search window's bits were all string bits
+        m.d.comb += zeros_at.eq(ptr <= seen_less)
+        take_hdr, take_code = self._parse_step(
+            m, phase=phase, codes_left=codes_left, wnd=wnd, have=have, hdr_e=hdr_e,
+            e=e, s=s, f=f, n=n, kept=kept, ptr=ptr, code_s=code_s,
+            fits=fits.bit_select(ptr, 1), none=none.bit_select(ptr, 1), zeros_at=zeros_at,
+            all_seen=all_seen, trailing=trailing)
+        hl = HEADER_FIXED_BITS + hb
+        with m.If(running & ~start):
+            with m.If(take_code):
+                m.d.sync += ptr.eq(end)
+            with m.Elif(take_hdr):
+                m.d.sync += ptr.eq(hl)
+            with m.Else():
+                m.d.sync += ptr.eq(ptr - step_bits)
         return m
 
-    def _parse_step(self, m, *, phase, codes_left, rem, all_in, avail, buf, hl, hdr, hdr_n, hdr_e,
-                    e, s, f, n, kept, lz, code_len, fits, no_one, zeros_at):
-        """One step of the parse, by ``phase``: the header (``hl`` bits, :func:`_header_fields`)
-        into the header registers ``e``, ``s``, ``f``, ``n`` and ``kept`` once ``avail`` string
-        bits cover it; then one code per cycle (:func:`_code_at_top`) into the output register
-        while it is free, ``codes_left`` counting down to the FIN phase; ``fail`` and ``cause``
-        on a malformed header or code. Returns ``(take_hdr, take_code)``: the header, or a code
-        of ``code_len`` bits, is consumed from ``buf`` this cycle."""
+    def _fit_thresholds(self, m, load, room_kept, room_more):
+        """A register ``fit_at``: bit q is high when a code of q + 1 + e bits from the window's
+        start is whole within its string bits in the next cycle (those bits less 1 + e:
+        ``room_more`` with ``load``, else ``room_kept``), decoded from each value's high and
+        low halves (:func:`_thermometer`) and chosen by ``load``."""
         p = self._params
+        wbits = window_words(p) * p.word_bits
+        size = wbits + 2 * leading_zero_limit(p) + rice_limit_bits(p) + 1
+        fit_at = Signal(size, name="fit_at")
+        m.d.sync += fit_at.eq(Mux(load, _thermometer(m, room_more, size, "more"),
+                                  _thermometer(m, room_kept, size, "kept")))
+        return fit_at
+
+    def _parse_step(self, m, *, phase, codes_left, wnd, have, hdr_e, e, s, f, n, kept, ptr,
+                    code_s, fits, none, zeros_at, all_seen, trailing):
+        """One step of the parse, by ``phase``: the header (at the window's start, ``5 + hb``
+        bits) into the header registers once ``have`` covers it; then, from the cycle after
+        the next, one code per cycle (the lookahead's ``code_s``, ``fits`` and ``none`` at
+        ``ptr``) into the output register while it is free, ``codes_left`` counting down to the
+        FIN phase; ``fail`` and ``cause`` on a malformed header or code. Returns ``(take_hdr,
+        take_code)``."""
+        p = self._params
+        cb = p.count_bits
         fw = decode_field_bits(p)
-        bb = len(buf)
-        o, tokens = self.o_stream, self.tokens
+        o, tokens, hb = self.o_stream, self.tokens, self.hb
         take_hdr, take_code = Signal(name="take_hdr"), Signal(name="take_code")
         fail, cause = self.fail, self.cause
         active = self.running & ~self.error
         o_go = o.valid & o.ready        # the code in the output register leaves
-        hdr_s, hdr_f = (hdr >> (self.hb + 1))[0], (hdr >> self.hb)[0]
+        count_field = Cat(*(wnd[HEADER_FIXED_BITS + cb - 1 - k] for k in range(cb)))
+        hdr_n, unused = Signal(cb), Signal(range(cb + 1), name="count_unused")
+        m.d.comb += [unused.eq(cb - hb), hdr_n.eq(count_field >> unused)]
+        # n > M as the count field (n and the bits after it) against (M + 1) << unused, a
+        # register of the job's settings: no shift before the compare.
+        count_limit = Signal(cb + 1, name="count_limit")
+        m.d.sync += count_limit.eq((tokens + 1) << unused)
+        hdr_s, hdr_f = wnd[3], wnd[4]
+        ready = Signal()                # the lookahead has read the header's order and family
+        m.d.sync += ready.eq(~self.start & (phase == _Phase.CODES))
         with m.Switch(phase):
             with m.Case(_Phase.HDR):
-                with m.If(active & (avail >= hl)):
+                with m.If(active & (have >= HEADER_FIXED_BITS + hb)):
                     m.d.comb += take_hdr.eq(1)
                     m.d.sync += [e.eq(hdr_e), s.eq(hdr_s), f.eq(hdr_f), n.eq(hdr_n),
                                  codes_left.eq(hdr_n),
                                  kept.eq(Mux(hdr_s, tokens - hdr_n, hdr_n))]
-                    with m.If(hdr_n > tokens):
+                    with m.If(count_field >= count_limit):
                         m.d.comb += [fail.eq(1), cause.eq(DecodeError.COUNT)]
                     with m.Else():
                         m.d.sync += phase.eq(_Phase.CODES)
             with m.Case(_Phase.CODES):
                 with m.If(active & (codes_left == 0)):
                     # Only for n = 0: the header must be the whole string.
-                    with m.If(rem == 0):
+                    with m.If(~trailing):
                         m.d.sync += phase.eq(_Phase.FIN)
                     with m.Else():
                         m.d.comb += [fail.eq(1), cause.eq(DecodeError.TRAILING)]
-                with m.Elif(active & (~o.valid | o_go)):
+                with m.Elif(active & ready & (~o.valid | o_go)):
                     with m.If(fits):
                         m.d.comb += take_code.eq(1)
                         m.d.sync += codes_left.eq(codes_left - 1)
                         with m.If(codes_left == 1):
                             m.d.sync += phase.eq(_Phase.FIN)
-                    with m.Elif(zeros_at & no_one):
+                    with m.Elif(zeros_at & none):
                         m.d.comb += [fail.eq(1),
                                      cause.eq(Mux(f, DecodeError.UNARY, DecodeError.ZEROS))]
-                    with m.Elif(all_in):
-                        # Every string bit is in the buffer and the code still does not fit.
+                    with m.Elif(all_seen):
+                        # Every string bit was in the window and the code still does not fit.
                         m.d.comb += [fail.eq(1), cause.eq(DecodeError.TRUNCATED)]
+        o_top, o_shift = Signal(fw, name="o_top"), Signal(range(fw + 1), name="o_shift")
+        o_quotient = Signal.like(o.payload.quotient, name="o_quotient")
+        o_last = Signal(name="o_last")
+        top = Cat(wnd, Const(0, fw)).bit_select(ptr, fw)
         with m.If(take_code):
-            m.d.sync += [o.valid.eq(1), o.payload.top.eq(buf[bb - fw:]),
-                         o.payload.shift.eq(fw - code_len),
-                         o.payload.off.eq(Mux(f, lz << e, 0) - (1 << e)),
-                         o.payload.last.eq(codes_left == 1),
-                         o.payload.trail.eq((codes_left == 1) & (rem != code_len))]
+            m.d.sync += [o.valid.eq(1), o_top.eq(Cat(*(top[fw - 1 - k] for k in range(fw)))),
+                         o_shift.eq(fw - 1 - e - code_s),
+                         o_quotient.eq(Mux(f, code_s, 0)),
+                         o_last.eq(codes_left == 1)]
         with m.Elif(o_go):
             m.d.sync += o.valid.eq(0)
+        with m.If(self.start):
+            m.d.sync += o.valid.eq(0)
+        m.d.comb += [o.payload.top.eq(o_top), o.payload.shift.eq(o_shift),
+                     o.payload.quotient.eq(o_quotient), o.payload.last.eq(o_last),
+                     o.payload.trail.eq(o_last & trailing)]
         m.d.comb += self.fin.eq((phase == _Phase.FIN) & ~o.valid)
-
         return take_hdr, take_code
 
+
+def _thermometer(m, value, size, name):
+    """Bit q (q < ``size``) of the result: ``value`` >= q, for a signed ``value``. From the
+    value's high part h and low part l (``half`` bits): q = qh * 2**half + ql is at most the
+    value when h > qh, or h == qh and l >= ql, so each bit is one LUT after two small decodes."""
+    half = max(1, (size - 1).bit_length() // 2)
+    top = -(-size >> half)
+    low, high = value[:half], value[half:]
+    negative = value[-1]
+    h_gt = [Signal(name=f"{name}_gt{k}") for k in range(top)]
+    h_eq = [Signal(name=f"{name}_eq{k}") for k in range(top)]
+    l_ge = [Signal(name=f"{name}_ge{k}") for k in range(1 << half)]
+    # Equalities ORed, not compares: a few-bit decode is a LUT, not a carry chain.
+    high_is = [high == k for k in range(top)]
+    low_is = [low == k for k in range(1 << half)]
+    for k in range(top):
+        m.d.comb += [h_gt[k].eq(~negative & ~Cat(*high_is[:k + 1]).any()), h_eq[k].eq(high_is[k])]
+    for k in range(1 << half):
+        m.d.comb += l_ge[k].eq(Cat(*low_is[k:]).any())
+    return Cat(*(h_gt[q >> half] | (h_eq[q >> half] & l_ge[q & ((1 << half) - 1)])
+                 for q in range(size)))
+
+
 def _or_all(values):
-    """The OR of an iterable of values."""
-    values = list(values)
-    out = values[0]
-    for value in values[1:]:
-        out = out | value
-    return out
+    """The OR of an iterable of values (0 for none)."""
+    out = None
+    for value in values:
+        out = value if out is None else out | value
+    return 0 if out is None else out
 
 
-def _code_starts(m, p, buf, slack, win):
-    """Where the code at the top of the bit buffer ``buf`` ends, at order ``e``: ``first[k]`` is
-    high when it has exactly k leading zeros (k < ``win``; none is high when the top ``win`` bits
-    are all zero), ``fits_eg[k]`` when an Exp-Golomb code of that many leading zeros, ``2*k + 1 +
-    e`` bits (k < Z = :func:`leading_zero_limit`), and ``fits_rice[k]`` when a Rice code of
-    ``k + 1 + e`` bits is within the string bits in the buffer (``slack`` = those bits - 1 - e).
-    All come straight from registers, so they are the first steps of the parser's loop."""
-    zmax, bb = leading_zero_limit(p), len(buf)
-    assert zmax <= 31
-    first, fits_eg, fits_rice = [], [], []
-    for k in range(win):
-        f = Signal(name=f"first{k}")
-        zeros = ~buf[bb - k:].any() if k else 1
-        m.d.comb += f.eq(buf[bb - 1 - k] & zeros)
-        first.append(f)
-        fr = Signal(name=f"fits_rice{k}")
-        m.d.comb += fr.eq(slack >= k)
-        fits_rice.append(fr)
-        if k < zmax:
-            fe = Signal(name=f"fits{k}")
-            m.d.comb += fe.eq(slack >= 2 * k)
-            fits_eg.append(fe)
-    return first, fits_eg, fits_rice
-
-
-def _code_at_top(m, p, buf, first, fits_eg, fits_rice, *, e, f, avail, rice_ok, rice_lim):
-    """The code at the top of the bit buffer ``buf``, from :func:`_code_starts`' flags, at order
-    ``e`` in the family ``f`` (1: Rice): ``lz``, its leading zeros (valid when it fits);
-    ``code_len``, its length; ``fits``, the whole code is in the buffer (for Rice within the
-    allowed unary parts ``rice_ok``); ``no_one``, the search window holds no allowed leading one;
-    ``zeros_at``, the ``avail`` string bits reach past the zeros' limit (``rice_lim``, or Z =
-    :func:`leading_zero_limit` for Exp-Golomb). Returns ``(lz, code_len, fits, no_one,
-    zeros_at)``."""
-    zmax, win, bb = leading_zero_limit(p), len(first), len(buf)
-    # The leading zeros, from the one-hot first[] by ORs (a binary encoder, not a priority
-    # chain: at most one first[k] is high). Used only when a code fits, so some first[k] is.
-    lz = Signal(range(win + 1))
-    m.d.comb += lz.eq(Cat(*(_or_all(first[k] for k in range(win) if k >> b & 1)
-                            for b in range(len(lz)) if any(k >> b & 1 for k in range(win)))))
-    code_len = Signal(range(decode_field_bits(p) + 1))
-    m.d.comb += code_len.eq(Mux(f, lz, 2 * lz) + 1 + e)
-    # Whether the code fits, without the leading-one search: each bound on k (``fits_eg``,
-    # ``fits_rice``, ``rice_ok``) holds for every k up to some limit, so a one anywhere within
-    # the limit means the leading one is within it too (on the UP5K, 5 % fewer LUTs).
-    top = [buf[bb - 1 - k] for k in range(win)]
-    fits = Signal()                     # a whole code is in the buffer
-    m.d.comb += fits.eq(Mux(
-        f, Cat(*(top[k] & rice_ok[k] & fits_rice[k] for k in range(win))).any(),
-        Cat(*(top[k] & fits_eg[k] for k in range(zmax))).any()))
-    no_one = Mux(f, ~Cat(*(top[k] & rice_ok[k] for k in range(win))).any(),
-                 ~buf[bb - zmax:].any())
-    zeros_at = Mux(f, avail >= rice_lim, avail >= zmax)
-    return lz, code_len, fits, no_one, zeros_at
-
-def _code_lengths(m, f, first, zmax):
-    """The code's length, one-hot: ``skip[s]`` when it is s + 1 + e bits long, its leading
-    zeros k (``first[k]``) plus k (Rice, ``f``) or 2 * k (Exp-Golomb)."""
-    skip = []
-    for s in range(len(first)):
-        sel = Signal(name=f"skip{s}")
-        rice = f & first[s]
-        eg = (~f & first[s // 2]) if s % 2 == 0 and s // 2 < zmax else 0
-        m.d.comb += sel.eq(rice | eg)
-        skip.append(sel)
-    return skip
-
-
-def _consume(m, loaded, e, skip):
-    """The buffer after the code at its top: shifted by its whole length (``skip``, from
-    :func:`_code_lengths`), as one one-hot select over the total shifts. The family and the
-    order (a register) are folded into the selects, so the loop has no barrel shifter, no shift
-    by e in series and no final choice between the families."""
-    bb, win = len(loaded), len(skip)
-    order_is = [e == v for v in range(8)]
-    terms = []
-    for t in range(1, win + 8):
-        sel = Signal(name=f"shift{t}")
-        m.d.comb += sel.eq(_or_all(order_is[v] & skip[t - 1 - v]
-                                   for v in range(8) if 0 <= t - 1 - v < win))
-        terms.append(loaded.shift_left(t) & sel.replicate(bb))
-    return _or_all(terms)
-
-
-def _header_fields(m, p, buf, hb):
-    """The header at the top of ``buf`` for a count field of ``hb`` bits: its length
-    ``5 + hb``, the header's bits (order, set, family, then count) and the count n."""
-    cb, bb = p.count_bits, len(buf)
-    hl = Signal(range(cb + HEADER_FIXED_BITS + 1))  # header length (registered, set with hb)
-    m.d.sync += hl.eq(HEADER_FIXED_BITS + hb)
-    hdr_shift = Signal(range(bb + 1))
-    m.d.comb += hdr_shift.eq(bb - hl)
-    hdr = Signal(HEADER_FIXED_BITS + cb)
-    m.d.comb += hdr.eq(buf >> hdr_shift)
-    hdr_n = Signal(cb)
-    m.d.comb += hdr_n.eq(hdr & ((1 << hb) - 1))
-    return hl, hdr, hdr_n
+def _lookahead(m, p, wnd, fit_at, rice_ok, f, step):
+    """For every position q of the window ``wnd``, the code that would start there, in the
+    family ``f`` (1: Rice), registered at the position it has in the next cycle (q - word_bits
+    when the window ``step``s): its length less 1 + e (k for Rice, 2k for Exp-Golomb, k its
+    leading zeros); whether it fits (``fit_at``, from :meth:`CodeParser._fit_thresholds`: the
+    whole code within the string bits; for Rice an allowed unary part, ``rice_ok``); and
+    whether no allowed leading one is in its search window (Z bits for Exp-Golomb, Z =
+    :func:`leading_zero_limit`, else the allowed unary parts). A bit past the window reads as
+    0. Returns three registers, each a flat array over the window's positions and one more
+    (always 0), the lengths ``sbits`` wide: ``(lengths, fits, none)``."""
+    zmax = leading_zero_limit(p)
+    win = len(rice_ok)
+    wb, wbits = p.word_bits, len(wnd)
+    sbits = (win - 1).bit_length()
+    ext = Cat(wnd, Const(0, win))
+    at = []
+    for q in range(wbits):
+        bits = [ext[q + k] for k in range(win)]
+        first = []
+        for k in range(win):
+            one = Signal(name=f"first{q}_{k}")
+            m.d.comb += one.eq(bits[k] & ~Cat(*bits[:k]).any() if k else bits[0])
+            first.append(one)
+        code_s = Signal(sbits, name=f"s{q}")
+        m.d.comb += code_s.eq(Mux(
+            f, Cat(*(_or_all(first[k] for k in range(win) if k >> b & 1) for b in range(sbits))),
+            Cat(*(_or_all(first[k] for k in range(zmax) if (2 * k) >> b & 1)
+                  for b in range(sbits)))))
+        fits = Signal(name=f"fits{q}")
+        m.d.comb += fits.eq(Mux(
+            f, Cat(*(bits[k] & rice_ok[k] & fit_at[q + k] for k in range(win))).any(),
+            Cat(*(bits[k] & fit_at[q + 2 * k] for k in range(zmax))).any()))
+        none = Signal(name=f"none{q}")
+        m.d.comb += none.eq(Mux(f, ~Cat(*(bits[k] & rice_ok[k] for k in range(win))).any(),
+                                ~Cat(*bits[:zmax]).any()))
+        at.append((code_s, fits, none))
+    lengths = Signal((wbits + 1) * sbits, name="lengths")
+    fits_r = Signal(wbits + 1, name="fits_at_pos")
+    none_r = Signal(wbits + 1, name="none_at_pos")
+    for q in range(wbits):
+        here = at[q]
+        ahead = at[q + wb] if q + wb < wbits else (Const(0, sbits), Const(0), Const(0))
+        m.d.sync += [lengths.word_select(q, sbits).eq(Mux(step, ahead[0], here[0])),
+                     fits_r[q].eq(Mux(step, ahead[1], here[1])),
+                     none_r[q].eq(Mux(step, ahead[2], here[2]))]
+    return lengths, fits_r, none_r

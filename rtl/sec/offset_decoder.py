@@ -60,20 +60,20 @@ class OffsetDecoder(FocusBlock):
     The code lists the kept or the dropped tokens, in Exp-Golomb or Rice gaps (the header says
     which); both outputs always give the kept tokens.
 
-    Datapath, two stages. Stage 1 (the parse, :class:`rtl.sec.code_parser.CodeParser`, joined
-    to ``i_stream`` and to stage 2 with ``wiring.connect``): a bit buffer of ``decode_field_bits +
-    word_bits`` bits takes one word per cycle while it has room; each cycle the header, or one
-    code, is found at its top and consumed: a one-hot leading-one detect over 2Z bits (Z =
-    bit_length(tokens); Exp-Golomb codes use the first Z, Rice ones the first 2 *
-    bit_length(M)), the fit test against registered bit counts (compares with constants), and
-    the consumption as one select among precomputed shifts by the code's whole length (k + 1 + e
-    for Rice, 2k + 1 + e for Exp-Golomb, with the registered order e decoded into the selects),
-    so the loop from the buffer back to itself has no adder, no barrel shifter and no shift in
-    series. Stage 2, the next cycle: the code's value from its registered bits, its index
-    (previous index + 1 + gap) and the index checks (INDEX, TRAILING); the INDEX test compares
-    the value with a registered M - (previous index + 1) less the code's offset, so it does
-    not wait on the index's three-input sum. A kept-set index goes
-    from stage 2 to the outputs; a dropped-set one to a walker that steps over the positions 0 ..
+    Datapath, three stages. Stage 1 (the parse, :class:`rtl.sec.code_parser.CodeParser`, joined
+    to ``i_stream`` and to stage 2 with ``wiring.connect``): the words go into a window of whole
+    words, each into a fixed slot, and a lookahead finds, every cycle and for every position of
+    the window, the code that would start there (its length from a one-hot leading-one detect
+    over 2Z bits, Z = bit_length(tokens): Exp-Golomb codes use the first Z, Rice ones the first
+    2 * bit_length(M); whether it is whole within the string bits; whether its search window
+    holds no allowed leading one), registered at the positions the next cycle's window has for
+    them. The parse loop is then a select at the bit pointer and one addition, one code per
+    cycle. Stage 2a, the next cycle: the code's value ``top >> shift`` and its offset,
+    registered. Stage 2b, the cycle after: the index (previous index + 1 + gap) and the index
+    checks (INDEX, TRAILING); the INDEX test compares the value with a registered M -
+    (previous index + 1) less the code's offset, so it does not wait on the index's
+    three-input sum. A kept-set index goes
+    from stage 2b to the outputs; a dropped-set one to a walker that steps over the positions 0 ..
     M-1, one per cycle, emitting the ones that are not dropped (each held a cycle until the next
     is found, so the last one carries ``last``). A kept index goes to ``idx_stream``'s register
     and, in the same cycle, to a
@@ -81,33 +81,34 @@ class OffsetDecoder(FocusBlock):
     which writes one mask beat per cycle: the decoder composes the two with ``wiring.connect``,
     starts the builder with the config beat, holds it aborted while no job runs or after an
     error, and tells it when the codes are all decoded. Throughput: one code per cycle while
-    the buffer holds it (codes average fewer than ``word_bits`` bits), ``idx_stream`` takes it and
+    the window holds it (codes average fewer than ``word_bits`` bits; a code that reaches into
+    the word loaded in the cycle before waits a cycle), ``idx_stream`` takes it and
     the queue has room; the mask side writes one beat per cycle, so a gap that skips b whole beats
     costs about b cycles there, absorbed by the queue. Back-pressure on either output holds
-    stage 2, which holds stage 1 (no code is lost or repeated).
+    stage 2b, which holds stage 2a and stage 1 (no code is lost or repeated).
 
     Cycles with no stalls, for a valid kept-set code of w words and n kept tokens, from the
-    config beat to the last output transfer, inclusive: at least ``max(w, n, ceil(M/lanes)) + 6``
-    (+ 5 for n = 0) and at most ``w + n + ceil(M/lanes) + 6``
+    config beat to the last output transfer, inclusive: at least ``max(w, n, ceil(M/lanes)) + 8``
+    (+ 5 for n = 0) and at most ``w + n + ceil(M/lanes) + 8``
     (:func:`golden.cycles.decode_cycles`); near the lower end unless the queue overflows on gaps
     of many whole beats (clustered masks). For a dropped-set code the walk replaces n by M:
-    between ``max(w, M, ceil(M/lanes)) + 6`` and ``w + M + ceil(M/lanes) + 9``.
+    between ``max(w, M, ceil(M/lanes)) + 8`` and ``w + M + ceil(M/lanes) + 11``.
 
     Malformed input (:class:`DecodeError`): M = 0 or M > ``tokens``, ``nbits`` shorter than the
     header, words ending before ``nbits``, a count n > M, an Exp-Golomb code with Z or more
     leading zeros (so also more than 31), a Rice code with 2 * bit_length(M) or more (UNARY), a
     code running past ``nbits``, an index >= M, or codes ending before ``nbits``. Each is found
     in the cycle the decoder reaches it (the config beat, the word flagged ``last``, or the
-    offending header or code; the index checks a cycle later, in stage 2, which also wins over a
-    stage-1 error of the next code). Then ``error`` rises with its ``cause``; the rest of the
+    offending header or code; the index checks two cycles later, in stage 2b, which also wins
+    over a stage-1 error of a later code). Then ``error`` rises with its ``cause``; the rest of the
     job is dropped: no further index or mask beat is written (beats already written are valid
     positions < M, but the job is incomplete: consumers must discard it), the queue is cleared,
     and ``i_stream.ready`` stays high until the job's ``last`` word. The decoder is idle
     (``busy`` low) :data:`DECODE_DRAIN_CYCLES` cycles after the later of the error and the
     ``last`` word's transfer, once a beat already offered on an output has been taken (stream
     rules forbid withdrawing it). With always-valid words and always-ready outputs, a job of w
-    words that writes i <= M indices is idle within ``w + i + ceil(M/lanes) + 9`` cycles of its
-    config beat (``w + M + ceil(M/lanes) + 9`` for a dropped-set code), error or not (the fuzz
+    words that writes i <= M indices is idle within ``w + i + ceil(M/lanes) + 11`` cycles of its
+    config beat (``w + M + ceil(M/lanes) + 11`` for a dropped-set code), error or not (the fuzz
     tests check this bound on thousands of streams; the formal test proves at a small size that
     every job ends). ``error`` and ``cause`` hold until the next config beat. The decoder never
     writes an index >= M, more than ceil(M/lanes) mask beats, or a set padding bit, and never
@@ -121,7 +122,7 @@ class OffsetDecoder(FocusBlock):
         False leaves out the mask builder (and its queue) and ``o_stream``: the decoder proper,
         code words to indices, with the same ports otherwise. It gives the kept indices at one
         per cycle whatever the gaps (a gap no longer costs a cycle per skipped beat), and a job
-        of w words and n indices takes ``max(w, n) + 6`` cycles or fewer (``max(w, M) + 8`` for
+        of w words and n indices takes ``max(w, n) + 8`` cycles or fewer (``max(w, M) + 10`` for
         a dropped-set code, the walk over M positions).
         :class:`rtl.top.focus_unit.FocusUnit` uses this: the SIC layouter needs positions, not
         the mask. Errors and their causes are the same.
@@ -222,26 +223,26 @@ class OffsetDecoder(FocusBlock):
             wiring.connect(m, builder.o_stream, wiring.flipped(self.o_stream))
             room = room & to_mask.ready
 
-        # ---- stage 2: the index of the code parsed in the cycle before --------------------------
-        # Stage 1 only finds where each code ends, so its loop (leading zeros, shift) is short;
-        # the value, the index and their checks take the next cycle, here. A kept index goes to
+        # ---- stages 2a and 2b: the value of the code parsed before, then its index -------------
+        # Stage 1 only finds where each code ends; stage 2a registers its value and offset, and
+        # stage 2b forms the index and its checks from those registers. A kept index goes to
         # the outputs; a dropped one to the walker, which gives the kept ones.
         code = stream.Signature(parsed_code_layout(p)).flip().create(path=("code",))
         wiring.connect(m, parser.o_stream, code)
-        s2_valid, c = code.valid, code.payload
-        v = Signal(zmax + 8)
-        m.d.comb += v.eq(c.top >> c.shift)
-        # The gap is v + off, the offset formed at the parse, so stage 2 adds only three
+        s2_go = Signal(name="s2_go")    # stage 2b is done with its code
+        s2_valid, c, v, off = self._value_stage(m, code, order=parser.order, start=cfg_fire,
+                                                go=s2_go)
+        # The gap is v + off, both registered in stage 2a, so stage 2b adds only three
         # registered values.
         j = Signal(max(cb + 1, zmax + 8, win.bit_length() + 9) + 2)
-        m.d.comb += j.eq(prev_end + v + c.off)
+        m.d.comb += j.eq(prev_end + v + off)
         # j >= tokens as v >= rest - off, so the test waits only on the shift (the subtraction
         # runs beside it) and not on the three-input sum.
-        limit = Signal(signed(max(len(rest), len(c.off)) + 1))
-        m.d.comb += limit.eq(rest - c.off)
+        limit = Signal(signed(max(len(rest), len(off)) + 1))
+        m.d.comb += limit.eq(rest - off)
         walk_room = Signal()            # the walker takes a dropped index this cycle
         s2_room = Mux(s, walk_room, room)
-        m.d.comb += code.ready.eq(error | s2_room)  # the entry leaves stage 2 when valid
+        m.d.comb += s2_go.eq(s2_valid & (error | s2_room))
         ok2, fail2 = Signal(name="ok2"), Signal(name="fail2")
         fail2_cause = Signal(DecodeError)
         with m.If(running & ~error & s2_valid & s2_room):
@@ -258,7 +259,7 @@ class OffsetDecoder(FocusBlock):
             m.d.sync += [error.eq(1), cause.eq(
                 Mux(fail2, fail2_cause, Mux(parser.fail, parser.cause.as_value(),
                                             DecodeError.SHORT)))]
-        fin = parser.fin
+        fin = parser.fin & ~s2_valid     # stage 2b is done with the last code
 
         # ---- outputs: the index register (and the mask builder), and the end of a job ----------
         push, out_idx, out_last, walked = self._walk(
@@ -284,6 +285,28 @@ class OffsetDecoder(FocusBlock):
         with m.If(running & parser.in_done & (error | finished)):
             m.d.sync += running.eq(0)
         return m
+
+    def _value_stage(self, m, code, *, order, start, go):
+        """The code's value ``v`` (``top >> shift``) registered, with the code's ``off``,
+        ``last`` and ``trail``, between the parser and the index stage: a one-entry stage that
+        takes a code when empty or when its entry leaves (``go``), emptied at ``start``.
+        Returns (valid, the registered code, v, and the offset ``off``: v + off is the gap)."""
+        p = self._params
+        zmax = leading_zero_limit(p)
+        s2_valid = Signal(name="s2_valid")
+        c = Signal(parsed_code_layout(p), name="s2_code")
+        v = Signal(zmax + 8, name="s2_v")
+        off = Signal(signed(len(c.quotient) + 9), name="s2_off")
+        m.d.comb += code.ready.eq(~s2_valid | go)
+        with m.If(code.valid & code.ready):
+            m.d.sync += [s2_valid.eq(1), c.eq(code.payload),
+                         v.eq(code.payload.top >> code.payload.shift),
+                         off.eq((code.payload.quotient - 1) << order)]
+        with m.Elif(go):
+            m.d.sync += s2_valid.eq(0)
+        with m.If(start):
+            m.d.sync += s2_valid.eq(0)
+        return s2_valid, c, v, off
 
     def _walk(self, m, *, start, active, room, coded, j, coded_done, tokens, walk_room):
         """The kept indices of a dropped-set code: a walk over the positions 0 .. M-1, one per
