@@ -179,7 +179,6 @@ class CodeParser(FocusBlock):
         hb, running, error, start = self.hb, self.running, self.error, self.start
 
         e, s, f = Signal(3, name="e"), Signal(name="s"), Signal(name="f")
-        n = Signal(range(p.tokens + 1))
         kept = Signal(range(p.tokens + 1))
         m.d.comb += [self.order.eq(e), self.kept.eq(kept), self.dropped.eq(s), self.rice.eq(f)]
         in_done = Signal()              # the job's last word has been accepted
@@ -204,7 +203,7 @@ class CodeParser(FocusBlock):
         with m.If(start):
             m.d.sync += [
                 in_done.eq(0), phase.eq(_Phase.HDR), codes_left.eq(0),
-                e.eq(0), s.eq(0), f.eq(0), n.eq(0), kept.eq(0),
+                e.eq(0), s.eq(0), f.eq(0), kept.eq(0),
                 wnd.eq(0), words.eq(0), ptr.eq(0), have.eq(0), room.eq(-1),
                 need.eq(self.nbits),
                 last_word.eq(self.nbits <= wb), all_in.eq(self.nbits == 0),
@@ -276,12 +275,12 @@ class CodeParser(FocusBlock):
         m.d.comb += trailing.eq(~all_in | (have != ptr))
         zeros_at = Signal()             # the search window's bits were all string bits
         m.d.comb += zeros_at.eq(ptr <= seen_less)
+        hl = HEADER_FIXED_BITS + hb     # the header's length
         take_hdr, take_code = self._parse_step(
             m, phase=phase, codes_left=codes_left, wnd=wnd, have=have, hdr_e=hdr_e,
-            e=e, s=s, f=f, n=n, kept=kept, ptr=ptr, code_s=code_s,
+            e=e, s=s, f=f, kept=kept, hl=hl, ptr=ptr, code_s=code_s,
             fits=fits.bit_select(ptr, 1), none=none.bit_select(ptr, 1), zeros_at=zeros_at,
             all_seen=all_seen, trailing=trailing)
-        hl = HEADER_FIXED_BITS + hb
         with m.If(running & ~start):
             with m.If(take_code):
                 m.d.sync += ptr.eq(end)
@@ -304,10 +303,10 @@ class CodeParser(FocusBlock):
                                   _thermometer(m, room_kept, size, "kept")))
         return fit_at
 
-    def _parse_step(self, m, *, phase, codes_left, wnd, have, hdr_e, e, s, f, n, kept, ptr,
+    def _parse_step(self, m, *, phase, codes_left, wnd, have, hdr_e, e, s, f, kept, hl, ptr,
                     code_s, fits, none, zeros_at, all_seen, trailing):
-        """One step of the parse, by ``phase``: the header (at the window's start, ``5 + hb``
-        bits) into the header registers once ``have`` covers it; then, from the cycle after
+        """One step of the parse, by ``phase``: the header (at the window's start, ``hl`` = 5 +
+        hb bits) into the header registers once ``have`` covers it; then, from the cycle after
         the next, one code per cycle (the lookahead's ``code_s``, ``fits`` and ``none`` at
         ``ptr``) into the output register while it is free, ``codes_left`` counting down to the
         FIN phase; ``fail`` and ``cause`` on a malformed header or code. Returns ``(take_hdr,
@@ -332,9 +331,9 @@ class CodeParser(FocusBlock):
         m.d.sync += ready.eq(~self.start & (phase == _Phase.CODES))
         with m.Switch(phase):
             with m.Case(_Phase.HDR):
-                with m.If(active & (have >= HEADER_FIXED_BITS + hb)):
+                with m.If(active & (have >= hl)):
                     m.d.comb += take_hdr.eq(1)
-                    m.d.sync += [e.eq(hdr_e), s.eq(hdr_s), f.eq(hdr_f), n.eq(hdr_n),
+                    m.d.sync += [e.eq(hdr_e), s.eq(hdr_s), f.eq(hdr_f),
                                  codes_left.eq(hdr_n),
                                  kept.eq(Mux(hdr_s, tokens - hdr_n, hdr_n))]
                     with m.If(count_field >= count_limit):
