@@ -153,6 +153,10 @@ class BlockMatcher(FocusBlock):
     and ``uniques`` are those of a flush in the same cycle; ``active`` and ``gated`` may count a
     round the scorers take in that cycle.
 
+    A job's state in the stages (the window's slot flags, the tile and unique counts, so
+    ``uniques``, ``active`` and ``gated``) is cleared the cycle after its configuration beat is
+    accepted, from a register; the first token enters two cycles after that beat.
+
     Parameters
     ----------
     params : FocusParams
@@ -291,8 +295,14 @@ class BlockMatcher(FocusBlock):
         m.submodules.select = select = best_candidate(p)
         m.submodules.index = index = UniqueIndexer(p)
         m.submodules.output = output = OutputStage(p)
+        # The stages are cleared a cycle after the configuration beat, from a register: no token
+        # enters before the job's RUN state, and as the reset of the window's slot flags and
+        # the indexer's counts, ``start`` (the caller's ``valid``) was the FocusUnit's ECP5
+        # limit.
+        clear = Signal(name="stage_clear")
+        m.d.sync += clear.eq(job.start)
         for stage in (tokens, fetch, bank, index):
-            m.d.comb += stage.clear.eq(job.start)
+            m.d.comb += stage.clear.eq(clear)
         # The stages before the output drop what they hold a cycle after the bad position
         # (``stage_flush``, a register): ``flush`` follows the position compare of the token
         # offered, and as the reset of every stage's registers it was the matcher's ECP5 limit.
