@@ -9,7 +9,7 @@ percentage of it in the same flow. It is not part of the Focus unit (registry
 the reference is the plain array.
 """
 
-from amaranth.hdl import Cat, Const, Module, Signal, signed
+from amaranth.hdl import Cat, Module, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -148,20 +148,15 @@ class SystolicArray(wiring.Component):
         # One valid bit per pipeline step; the last one is o_stream.valid.
         valid = Signal(self.latency)
         advance = ~self.o_stream.valid | self.o_stream.ready
-        # ``drained`` is ~valid.any() kept as a register, formed from the next valid bits: the
-        # OR over the pipeline's valid bits was on the weight-loading path (ECP5).
-        drained = Signal(init=1, name="drained")
         m.d.comb += [
             self.o_stream.valid.eq(valid[-1]),
-            self.busy.eq(~drained),
-            self.w_stream.ready.eq(drained),
+            self.busy.eq(valid.any()),
+            self.w_stream.ready.eq(~valid.any()),
             self.i_stream.ready.eq(advance & ~self.w_stream.valid),
         ]
         take = self.i_stream.valid & self.i_stream.ready
-        held = valid[:-1].any() if self.latency > 1 else Const(0)
         with m.If(advance):
-            m.d.sync += [valid.eq(Cat(take, valid[:-1]) if self.latency > 1 else take),
-                         drained.eq(~take & ~held)]
+            m.d.sync += valid.eq(Cat(take, valid[:-1]) if self.latency > 1 else take)
 
         data_shape, acc_shape = self._shapes()
         weight = [[Signal(data_shape, name=f"w_{r}_{c}") for c in range(cols)]
