@@ -226,18 +226,22 @@ class CodeParser(FocusBlock):
         m.d.comb += slot.eq(words - step)
         moved = Signal(wbits)
         m.d.comb += moved.eq(Mux(step, wnd >> wb, wnd))
-        loaded_bits = Mux(need > wb, wb, need)     # string bits in the word
+        loaded_bits = Mux(last_word, need, wb)     # string bits in the word
         hdr_e = Cat(wnd[2], wnd[1], wnd[0])
-        # While the header is read, from ``have`` and the header's order (no step is taken
-        # before the header): -1 - e formed beside, so each candidate is one addition.
         room_kept, room_more, room_next = (Signal.like(room, name=name)
                                            for name in ("room_kept", "room_more", "room_next"))
-        less_order = Signal(signed(5), name="less_order")
-        m.d.comb += [less_order.eq(Cat(~hdr_e, Const(0b11, 2))),
-                     room_kept.eq(Mux(phase == _Phase.HDR, have + less_order, room - step_bits)),
+        m.d.comb += [room_kept.eq(room - step_bits),
                      room_more.eq(room_kept + loaded_bits),
                      room_next.eq(Mux(load, room_more, room_kept))]
         fit_at = self._fit_thresholds(m, load, room_kept, room_more)
+        have_next = Signal.like(have, name="have_next")
+        m.d.comb += have_next.eq(have - step_bits + Mux(load, loaded_bits, 0))
+        # While the header is read (no step is taken before it), ``room`` follows the order in
+        # the window's first bits (the word loaded into slot 0 if it is loaded now), so that it
+        # is right from the cycle after the header; the thresholds read only the register.
+        e_next = Mux(load & (slot == 0), Cat(word[2], word[1], word[0]), hdr_e)
+        less_order = Signal(signed(5), name="less_order")
+        m.d.comb += less_order.eq(Cat(~e_next, Const(0b11, 2)))
         # ``have`` as the lookahead saw it, in today's positions, less the zeros' limit (a
         # Rice code's allowed unary parts, or Z): a code's search window was all string bits
         # when it starts at or before this.
@@ -249,8 +253,8 @@ class CodeParser(FocusBlock):
                 wnd.eq(Cat(*(Mux(load & (slot == j), word, moved[j * wb:(j + 1) * wb])
                              for j in range(nwin)))),
                 words.eq(words - step + load),
-                have.eq(have - step_bits + Mux(load, loaded_bits, 0)),
-                room.eq(room_next),
+                have.eq(have_next),
+                room.eq(Mux(phase == _Phase.HDR, have_next + less_order, room_next)),
                 seen_less.eq(have - step_bits - limit),
                 all_seen.eq(all_in),
                 all_in.eq(all_in | (load & last_word)),
@@ -401,12 +405,26 @@ def _thermometer(m, value, size, name):
                  for q in range(size)))
 
 
-def _or_all(values):
-    """The OR of an iterable of values (0 for none)."""
-    out = None
-    for value in values:
-        out = value if out is None else out | value
-    return 0 if out is None else out
+def _leading_zeros(bits):
+    """``(any, count)`` over a list of bits, the first at index 0: whether one is set, and how
+    many are clear before the first set one (any value when none is). A radix-4 tree: each
+    level is a LUT's decode of four flags and a 4:1 priority select, not a chain over all bits."""
+    if len(bits) == 1:
+        return bits[0], Const(0, 0)
+    if len(bits) <= 4:
+        any_ = Cat(*bits).any()
+        b0, b1, b2 = (bits + [Const(1)] * 2)[:3]
+        return any_, Cat(~b0 & (b1 | ~b2), ~b0 & ~b1)
+    chunk = 4
+    while 4 * chunk < len(bits):
+        chunk *= 4
+    groups = [_leading_zeros(bits[j:j + chunk]) for j in range(0, len(bits), chunk)]
+    flags = [g[0] for g in groups]
+    low = groups[-1][1]
+    for flag, count in reversed(groups[:-1]):
+        low = Mux(flag, count, low)
+    any_, high = _leading_zeros(flags)
+    return any_, Cat(low, high)
 
 
 def _lookahead(m, p, wnd, fit_at, rice_ok, f, step):
@@ -427,16 +445,11 @@ def _lookahead(m, p, wnd, fit_at, rice_ok, f, step):
     at = []
     for q in range(wbits):
         bits = [ext[q + k] for k in range(win)]
-        first = []
-        for k in range(win):
-            one = Signal(name=f"first{q}_{k}")
-            m.d.comb += one.eq(bits[k] & ~Cat(*bits[:k]).any() if k else bits[0])
-            first.append(one)
+        # k leading zeros: the length less 1 + e is k (Rice) or 2k (Exp-Golomb); with no one
+        # within the family's limit the code is not taken and the length is not used.
+        _, zeros = _leading_zeros(bits)
         code_s = Signal(sbits, name=f"s{q}")
-        m.d.comb += code_s.eq(Mux(
-            f, Cat(*(_or_all(first[k] for k in range(win) if k >> b & 1) for b in range(sbits))),
-            Cat(*(_or_all(first[k] for k in range(zmax) if (2 * k) >> b & 1)
-                  for b in range(sbits)))))
+        m.d.comb += code_s.eq(Mux(f, zeros, Cat(Const(0, 1), zeros)))
         fits = Signal(name=f"fits{q}")
         m.d.comb += fits.eq(Mux(
             f, Cat(*(bits[k] & rice_ok[k] & fit_at[q + k] for k in range(win))).any(),
