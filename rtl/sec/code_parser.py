@@ -227,7 +227,7 @@ class CodeParser(FocusBlock):
         moved = Signal(wbits)
         m.d.comb += moved.eq(Mux(step, wnd >> wb, wnd))
         loaded_bits = Mux(last_word, need, wb)     # string bits in the word
-        hdr_e = Cat(wnd[2], wnd[1], wnd[0])
+        hdr_e = _header_order(wnd)
         room_kept, room_more, room_next = (Signal.like(room, name=name)
                                            for name in ("room_kept", "room_more", "room_next"))
         m.d.comb += [room_kept.eq(room - step_bits),
@@ -239,7 +239,7 @@ class CodeParser(FocusBlock):
         # While the header is read (no step is taken before it), ``room`` follows the order in
         # the window's first bits (the word loaded into slot 0 if it is loaded now), so that it
         # is right from the cycle after the header; the thresholds read only the register.
-        e_next = Mux(load & (slot == 0), Cat(word[2], word[1], word[0]), hdr_e)
+        e_next = Mux(load & (slot == 0), _header_order(word), hdr_e)
         less_order = Signal(signed(5), name="less_order")
         m.d.comb += less_order.eq(Cat(~e_next, Const(0b11, 2)))
         # ``have`` as the lookahead saw it, in today's positions, less the zeros' limit (a
@@ -381,6 +381,11 @@ class CodeParser(FocusBlock):
                      o.payload.trail.eq(o_last & trailing)]
         m.d.comb += self.fin.eq((phase == _Phase.FIN) & ~o.valid)
         return take_hdr, take_code
+
+
+def _header_order(bits):
+    """The header's order e from the string's first three bits (bit 0 first, most significant)."""
+    return Cat(bits[2], bits[1], bits[0])
 
 
 def _thermometer(m, value, size, name):
