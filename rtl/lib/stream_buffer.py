@@ -39,7 +39,8 @@ class StreamBuffer(wiring.Component):
         Build a skid buffer (registered ``ready``) instead of a plain output register.
     keep_last : bool
         Load the output payload register on transfers only, so it keeps the last beat (default);
-        False loads it whenever it has room (the skid register still loads on transfers only).
+        False loads it whenever it has room. The skid register loads whatever is offered while
+        it is empty, either way; only its valid flag waits for a stalled output.
 
     Members
     -------
@@ -105,5 +106,9 @@ class StreamBuffer(wiring.Component):
                 else:
                     m.d.sync += o.payload.eq(i.payload)
         with m.Elif(i.valid & i.ready):
-            m.d.sync += [skid.eq(i.payload), skid_valid.eq(1)]
+            m.d.sync += skid_valid.eq(1)
+        # The skid register loads whatever is offered while it is empty: only ``skid_valid``
+        # waits for ``o_stream.ready``, not the enable of every payload flip-flop.
+        with m.If(i.ready):
+            m.d.sync += skid.eq(i.payload)
         return m
