@@ -18,6 +18,7 @@ from golden.photo import photo_tokens
 from rtl.flow.emit import emit_block
 from rtl.params import FocusParams
 from rtl.sic.block_matcher import BlockMatcher, MatchError, matcher_latency, matcher_rounds
+from rtl.sic.job_control import JobControl
 from rtl.sic.window_buffer import window_slots
 from sim.block_match import Job, check_results, decode_beats, golden_job, regression_jobs, run_jobs
 from sim.streams import CLOCK_PERIOD, Stalls, stall_patterns, stream_put
@@ -562,6 +563,48 @@ def test_error_causes():
     sim.add_testbench(testbench)
     sim.run()
     assert seen == [(cause != MatchError.NONE, cause) for _, cause in cases]
+
+
+@pytest.mark.parametrize("window", [4, 16, 100, 4096])
+def test_geometry_check_at_its_edges(window):
+    """The job control rejects FS + HS + 1 >= window (MatchError.GEOMETRY) exactly: at the
+    edge from both sides, one stride alone, strides with bits only above the window's, and the
+    largest strides (the sum past 32 bits), for windows that are and are not powers of two."""
+    p = small(window=window, tile=max(window, 16))
+    top = (1 << p.position_bits) - 1
+    w = window
+    cases = [(0, 0), (w - 2, 0), (0, w - 2), (w - 1, 0), (0, w - 1), (w // 2, w // 2 - 2),
+             (w // 2, w // 2 - 1), (w // 2, w // 2), (w, 0), (1 << w.bit_length(), 0),
+             (0, 1 << (w.bit_length() + 3)), (1 << 31, 0), (top, 0), (0, top), (top, top),
+             (top - 1, 1), ((1 << w.bit_length()) - 1, 0)]
+    dut = JobControl(p)
+    seen = []
+
+    async def testbench(ctx):
+        for fs, hs in cases:
+            ctx.set(dut.cfg_stream.payload, {"frame_stride": fs, "row_stride": hs, "layer": 0,
+                                             "mean": 0})
+            ctx.set(dut.cfg_stream.valid, 1)
+            await ctx.tick().until(dut.cfg_stream.ready)
+            ctx.set(dut.cfg_stream.valid, 0)
+            await ctx.tick().repeat(2)          # SETUP, then RUN or DROP
+            seen.append(ctx.get(dut.cause))
+            # End the job: a last token (dropped or passed on), then its output.
+            ctx.set(dut.i_stream.payload, {"vector": [0] * p.dim, "position": 0, "last": 1})
+            ctx.set(dut.i_stream.valid, 1)
+            ctx.set(dut.o_stream.ready, 1)
+            await ctx.tick()
+            ctx.set(dut.i_stream.valid, 0)
+            ctx.set(dut.out_last, 1)
+            await ctx.tick()
+            ctx.set(dut.out_last, 0)
+
+    sim = Simulator(dut)
+    sim.add_clock(CLOCK_PERIOD)
+    sim.add_testbench(testbench)
+    sim.run()
+    assert seen == [MatchError.GEOMETRY if fs + hs + 1 >= window else MatchError.NONE
+                    for fs, hs in cases]
 
 
 def test_bad_position_is_taken_under_back_pressure():

@@ -28,7 +28,8 @@ from amaranth.hdl import Cat, Const, Signal, Value
 
 __all__ = ["full_add", "product_rows", "booth_rows", "square_rows", "row_sum", "product",
            "dot_product", "sum_of_squares", "unsigned_square", "counting", "product_terms",
-           "dot_terms", "unsigned_square_terms", "split_groups", "carry_save", "carry_save_sum"]
+           "dot_terms", "squares_terms", "unsigned_square_terms", "split_groups", "carry_save",
+           "carry_save_sum"]
 
 _records = None
 
@@ -319,16 +320,24 @@ def dot_product(m, xs, ys, width):
     return row_sum(m, rows, constant, width, signed=True)
 
 
-def sum_of_squares(m, xs, width, *, plus=()):
-    """The exact sum of squares of signed values, as ``width`` unsigned bits; with ``plus``
-    (``(row, shift)`` unsigned rows), their sum too. The rows are reduced by full adders
-    (:func:`carry_save`) to two, then added: one carry chain."""
+def squares_terms(m, xs):
+    """The rows and constant of the exact sum of squares of signed values (:func:`square_rows`
+    of each), counted as one sum of squares (:func:`counting`): for :func:`row_sum` or
+    :func:`carry_save`."""
     rows, constant = [], 0
     for a in xs:
         r, c = square_rows(m, a)
         rows += r
         constant += c
     _record("squares", len(xs), sum(len(a) ** 2 for a in xs), rows)
+    return rows, constant
+
+
+def sum_of_squares(m, xs, width, *, plus=()):
+    """The exact sum of squares of signed values, as ``width`` unsigned bits; with ``plus``
+    (``(row, shift)`` unsigned rows), their sum too. The rows are reduced by full adders
+    (:func:`carry_save`) to two, then added: one carry chain."""
+    rows, constant = squares_terms(m, xs)
     return carry_save_sum(m, [*rows, *plus], constant, width, name="squares_csa")
 
 

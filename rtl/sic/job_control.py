@@ -123,6 +123,13 @@ class JobControl(FocusBlock):
             self.mean.eq(mean),
         ]
 
+        # FS + HS + 1 >= window without a 33-bit addition and compare after the input: either
+        # stride has a bit at or above 2**k >= window, or the k-bit sum is checked.
+        k = p.window.bit_length()
+        too_far = Signal()
+        m.d.comb += too_far.eq((fs >> k).any() | (hs >> k).any()
+                               | (fs[:k] + hs[:k] + 1 >= p.window))
+
         with m.FSM(name="job"):
             with m.State("START"):
                 # One cycle out of reset before IDLE. Icarus (-g2012) never evaluates a Verilog
@@ -142,7 +149,7 @@ class JobControl(FocusBlock):
                     no_mean = 0 if p.mean_unit else cfg.payload.mean
                     m.d.sync += [
                         mean.eq(cfg.payload.mean),
-                        bad_cfg.eq(Mux(fs + hs + 1 >= p.window, MatchError.GEOMETRY,
+                        bad_cfg.eq(Mux(too_far, MatchError.GEOMETRY,
                                        Mux(layer >= p.layers, MatchError.LAYER,
                                            Mux(no_mean, MatchError.MEAN, MatchError.NONE)))),
                         started.eq(0),

@@ -26,9 +26,9 @@ class TokenRegister(FocusBlock):
 
     The norm (:class:`~rtl.sic.vector_norm.VectorNorm`) is spread over the rounds: with one
     round, V squarers in that cycle; with R > 1 rounds, ceil(V / (R - 1)) squarers, one step in
-    each of the first R - 1 rounds, and the sum register on the last, so the last round's
-    ``nx`` (written into the window and carried to the comparators in that cycle) comes
-    straight from a register (earlier rounds carry partial sums, which no stage uses).
+    each of the first R - 1 rounds, and the sum of registers on the last, so the last round's
+    ``nx`` (written into the window and carried to the comparators in that cycle) comes from
+    registers through one carry chain (earlier rounds carry partial sums, which no stage uses).
 
     Vectors: two registers, ``x_store``, written in turn (``xsel`` on the round beats says
     which holds the token), so that the next token can be taken while the candidate fetch still

@@ -4,7 +4,7 @@ from amaranth.hdl import Array, Const, Module, Mux, Signal
 from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
-from ..lib.arith import sum_of_squares
+from ..lib.arith import carry_save, carry_save_sum, squares_terms, sum_of_squares
 from .similarity_comparator import vector_layout
 
 __all__ = ["VectorNorm", "norm_squarers"]
@@ -35,12 +35,15 @@ class VectorNorm(FocusBlock):
     one step per round of a token (``rounds = ceil(7 / comparators)`` cycles per token), so
     with one comparator 5 squarers do the work of 32.
 
-    ``registered=True``: ``norm`` is the sum register itself, the norm from the clock edge that
-    ends the last step, so nothing but a register stands before it; with ``steps = 1`` too (the
-    squarers' operands then loaded with ``load`` only). The block matcher's input register
-    uses it so with several rounds: ``rounds - 1`` steps, and the norm read from the register
-    on the last round, where it is written into the window and carried to the comparators in
-    that cycle.
+    ``registered=True``: a step's squares are reduced, in carry-save form, to two rows that are
+    registered at its ``advance``; the sum register takes them in the next step. ``norm`` is the
+    sum register plus those two rows, one carry chain from registers: the norm from the clock
+    edge that ends the last step (held while ``advance`` is low); with ``steps = 1`` too (the
+    squarers' operands then loaded with ``load`` only). So the squarers' tree and a carry
+    chain are never in one cycle (on the ECP5 they were the block matcher's longest path, 17
+    levels). The block matcher's input register uses it so with several rounds: ``rounds - 1``
+    steps, and the norm read on the last round, where it is written into the window and carried
+    to the comparators in that cycle.
 
     The block matcher writes the norm into the window next to the vector, so each candidate's
     norm is read, never recomputed; it is used only by the selection and the threshold test,
@@ -110,11 +113,28 @@ class VectorNorm(FocusBlock):
                 with m.Elif(self.advance):
                     following = [element(x, r + 1, j) for r in range(steps - 1)]
                     m.d.sync += operand.eq(Array(following)[self.step])
-        # The steps before are one more row of the squares' sum: a single carry chain.
-        total, partial = Signal(p.norm_bits, name="total"), Signal(p.norm_bits, name="partial")
-        before = [(Mux(self.step == 0, 0, total), 0)] if steps > 1 else []
-        m.d.comb += partial.eq(sum_of_squares(m, operands, p.norm_bits, plus=before))
+        total = Signal(p.norm_bits, name="total")
+        if not self._registered:
+            # The steps before are one more row of the squares' sum: a single carry chain.
+            partial = Signal(p.norm_bits, name="partial")
+            m.d.comb += partial.eq(sum_of_squares(m, operands, p.norm_bits,
+                                                  plus=[(Mux(self.step == 0, 0, total), 0)]))
+            with m.If(self.advance):
+                m.d.sync += total.eq(partial)
+            m.d.comb += self.norm.eq(partial)
+            return m
+        # Registered: a step's squares are reduced to two rows in carry-save form (``part``,
+        # registered at its ``advance``) and added to the sum in the next step, so the
+        # squarers' tree and a carry chain are never in one cycle.
+        part = [Signal(p.norm_bits, name=f"part{n}") for n in range(2)]
+        rows, constant = squares_terms(m, operands)
+        squares = carry_save(m, rows, constant, p.norm_bits, name="squares_csa")
+        norm = Signal(p.norm_bits, name="norm_sum")     # total + part: the steps so far
+        m.d.comb += norm.eq(carry_save_sum(m, [(total, 0), *((row, 0) for row in part)], 0,
+                                           p.norm_bits, name="norm_csa"))
         with m.If(self.advance):
-            m.d.sync += total.eq(partial)
-        m.d.comb += self.norm.eq(total if self._registered else partial)
+            m.d.sync += [row.eq(sq) for row, sq in zip(part, squares, strict=True)]
+            # Step 0's ``part`` is the last vector's: the sum starts again.
+            m.d.sync += total.eq(Mux(self.step == 0, 0, norm))
+        m.d.comb += self.norm.eq(norm)
         return m
