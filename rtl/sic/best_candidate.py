@@ -274,15 +274,21 @@ class BestCandidate(FocusBlock):
 
     def _tag_queue(self, m):
         """A token's tag waits in a queue, pushed with its last round and popped with its
-        decision: the rounds carry only their last-round flag."""
+        decision: the rounds carry only their last-round flag. The push is registered first
+        (the queue's write enable would otherwise wait on ``advance``, the stages' enable, and
+        on the write port of its memory); its decision leaves ``SELECT_STAGES`` cycles later."""
         i, o = self.i_stream, self.o_stream
-        tags = fifo.SyncFIFOBuffered(width=round_tag_layout(self._params).size,
-                                     depth=self.tag_depth(self._params))
+        layout = round_tag_layout(self._params)
+        tags = fifo.SyncFIFOBuffered(width=layout.size, depth=self.tag_depth(self._params))
         m.submodules.tags = ResetInserter(self.flush)(tags)
+        push, push_tag = Signal(name="tag_push"), Signal(layout, name="tag_pushed")
+        m.d.sync += [push.eq(i.valid & i.ready & i.payload.tag.last), push_tag.eq(i.payload.tag)]
+        with m.If(self.flush):
+            m.d.sync += push.eq(0)
         m.d.comb += [
             o.payload.tag.eq(tags.r_data),
-            tags.w_data.eq(i.payload.tag),
-            tags.w_en.eq(i.valid & i.ready & i.payload.tag.last),
+            tags.w_data.eq(push_tag),
+            tags.w_en.eq(push),
             tags.r_en.eq(o.valid & o.ready),
         ]
 
