@@ -886,8 +886,9 @@ class HeldStalls(Stalls):
         return self.hold or stall
 
 
+@pytest.mark.parametrize("restart", ["later", "next_cycle"])
 @pytest.mark.parametrize("p", [P7, P1], ids=["c7", "c1"])
-def test_abort_with_tokens_in_the_skid_buffer(p, monkeypatch):
+def test_abort_with_tokens_in_the_skid_buffer(p, restart, monkeypatch):
     """CTRL.ABORT mid-column while back-pressure holds tokens in flight (spec 5, Abort). The
     column's first tokens flow; then ``sic`` is held not ready and tokens are fed one at a time
     until the skid buffer before the matcher (the sequencer's ``matcher_input``) holds two beats:
@@ -896,7 +897,10 @@ def test_abort_with_tokens_in_the_skid_buffer(p, monkeypatch):
     not ready, the beat on offer on ``sic`` is withdrawn (the one exception to the stream rules,
     allowed to the monitor in that cycle only) and the skid buffer is empty; ABORTED is set and
     the code stays valid; with ``sic`` ready again nothing more leaves. A fresh, complete job on
-    the same column (same code, same tokens) then gives golden's map and unique vectors."""
+    the same column (same code, same tokens) then gives golden's map and unique vectors:
+    ``later``, after a quiet spell and CLEAR; ``next_cycle``, started by the write right after
+    the ABORT's (the decoder and the matcher are reset a cycle after the job state, so this
+    start meets them with the aborted job's state still in them)."""
     column = 1
     rng = np.random.default_rng(40 + p.comparators)
     job = random_job(rng, p, M=48, keep=40)
@@ -971,21 +975,24 @@ def test_abort_with_tokens_in_the_skid_buffer(p, monkeypatch):
         assert not io.get(dut.tokens.ready)
         assert not io.get(dut.sic.valid)
         assert not io.get(skid.o_stream.valid) and not io.get(skid.probes["skid_valid"])
-        status = await io.read(Reg.STATUS)
-        assert errors_of(status) == ErrorFlag.ABORTED
-        assert status & (Status.SIC_BUSY | Status.CODE_VALID) == Status.CODE_VALID
         sic_stalls.hold = False
-        for _ in range(3 * matcher_latency(p)):
-            assert not io.get(dut.sic.valid) and not io.get(dut.tokens.ready)
-            await io.tick()
-        assert len(io.beats("sic")) == sic_before
-        await io.write(Reg.CTRL, Ctrl.CLEAR)
+        if restart == "later":
+            status = await io.read(Reg.STATUS)
+            assert errors_of(status) == ErrorFlag.ABORTED
+            assert status & (Status.SIC_BUSY | Status.CODE_VALID) == Status.CODE_VALID
+            for _ in range(3 * matcher_latency(p)):
+                assert not io.get(dut.sic.valid) and not io.get(dut.tokens.ready)
+                await io.tick()
+            assert len(io.beats("sic")) == sic_before
+            await io.write(Reg.CTRL, Ctrl.CLEAR)
         # A fresh, complete job on the same column.
         first = len(io.beats("sic"))
         io.send("tokens", beats)
         await io.write(Reg.CTRL, Ctrl.START_SIC)
         await io.wait_sent("tokens")
-        assert await wait_idle(io) == Status.CODE_VALID
+        status = await wait_idle(io)
+        aborted = ErrorFlag.ABORTED if restart == "next_cycle" else 0
+        assert errors_of(status) == aborted and status & Status.CODE_VALID
         return (rec, sent, in_flight, io.beats("sic")[first:], await read_counters(io),
                 io.withdrawn("sic"), abort_cycle)
 
@@ -1004,3 +1011,65 @@ def test_abort_with_tokens_in_the_skid_buffer(p, monkeypatch):
     assert again[-1]["last"] and not any(b["last"] for b in again[:-1])
     assert counters["SIC_TOKENS"] == n and counters["UNIQUES"] == len(want_uniques[column])
     assert counters["CAUSE"] == 0
+
+
+def test_sec_start_in_the_cycle_after_abort():
+    """CTRL.ABORT of an SEC job whose first mask beat is on offer (``mask`` and ``code`` held),
+    then START_SEC written in the very next cycle: in that cycle the unit is idle and the
+    offers are withdrawn (allowed to the monitor there only); the new job, with
+    other scores and settings, gives golden's mask and code (SEC is reset a cycle after the job
+    state, so the start meets it with the aborted job still in it)."""
+    p = P7
+    rng = np.random.default_rng(77)
+    job = random_job(rng, p, M=37, keep=20)
+    first, second = record_of(p, random_job(rng, p, M=44, keep=10)), record_of(p, job)
+    held = {port: HeldStalls(0.2, seed=f"{port}:held") for port in ("mask", "code")}
+    stalls = {"scores": 0.2, "tokens": 0.2, "sic": 0.2, **held}
+
+    async def settings(io, job):
+        for reg, value in [(Reg.SEC_M, job["M"]), (Reg.SEC_R, job["R"]),
+                           (Reg.SEC_KEEP, job["keep"]), (Reg.SEC_MODE, sec_mode_word(job["mode"])),
+                           (Reg.SEC_ORDER, sec_order_word(job["order"]))]:
+            await io.write(reg, value)
+
+    async def program(io):
+        dut = io.dut
+        await settings(io, first)
+        for stall in held.values():
+            stall.hold = True
+        await io.write(Reg.CTRL, Ctrl.START_SEC)
+        io.send("scores", first["scores"])
+        await io.wait_sent("scores")
+        for _ in range(2000):
+            if io.get(dut.mask.valid):
+                break
+            await io.tick()
+        assert io.get(dut.mask.valid) and io.get(dut.busy)
+        before = len(io.beats("mask")), len(io.beats("code"))
+        # The new job's settings go first: the START must follow the ABORT's write at once.
+        await settings(io, second)
+        abort_cycle = io.cycle + 1
+        for port in held:
+            io.allow_withdrawal(port, abort_cycle)
+        await io.write(Reg.CTRL, Ctrl.ABORT)
+        assert not io.get(dut.busy) and not io.get(dut.scores.ready)
+        assert not io.get(dut.mask.valid) and not io.get(dut.code.valid)
+        await io.write(Reg.CTRL, Ctrl.START_SEC)
+        for stall in held.values():
+            stall.hold = False
+        io.send("scores", second["scores"])
+        await io.wait_sent("scores")
+        status = await wait_idle(io)
+        return before, status, {port: io.withdrawn(port) for port in held}, abort_cycle
+
+    (before, status, withdrawn, abort_cycle), io = run_program(p, program, stalls=stalls, seed=5)
+    assert before == (0, 0)
+    # The encoder's words follow the mask's beats (a fork feeds both): none may be on offer.
+    assert withdrawn["mask"] == [abort_cycle] and withdrawn["code"] in ([], [abort_cycle])
+    assert errors_of(status) == ErrorFlag.ABORTED and status & Status.CODE_VALID
+    mask, words, nbits = golden.sec(np.asarray(job["scores"]), job["keep"], mode=job["mode"],
+                                    order=job["order"], word_bits=p.word_bits)
+    assert np.array_equal(mask_of(io, second["M"]), mask)
+    code = io.beats("code")
+    assert [b["word"] for b in code] == [int(w) for w in words]
+    assert code[-1]["last"] and code[-1]["nbits"] == nbits

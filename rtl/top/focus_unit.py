@@ -98,12 +98,13 @@ class FocusUnit(FocusBlock):
 
     Abort: a job whose inputs never come (a host that died mid-job, tokens that were never sent)
     waits for them, as a stream block must. ``CTRL.ABORT`` ends it: in the cycle after the write
-    the unit is idle, SEC, the decoder and the matcher are reset, ``scores`` and ``tokens`` are
-    not ready, and a beat on offer on ``mask``, ``code`` or ``sic`` is withdrawn (the one
-    exception to the stream rules: the aborted job's outputs are incomplete and must be
-    discarded). ``ABORTED`` is set when a job was running. The threshold table, the settings and
-    a valid code survive (an aborted SEC job leaves no valid code, as any SEC start does), so the
-    next job runs as usual; the producer must not offer the aborted job's remaining beats.
+    the unit is idle, ``scores`` and ``tokens`` are not ready, and a beat on offer on ``mask``,
+    ``code`` or ``sic`` is withdrawn (the one exception to the stream rules: the aborted job's
+    outputs are incomplete and must be discarded); SEC, the decoder and the matcher are reset at
+    the end of that cycle, from a register, so a start written then runs as usual. ``ABORTED``
+    is set when a job was running. The threshold table, the settings and a valid code survive
+    (an aborted SEC job leaves no valid code, as any SEC start does), so the next job runs as
+    usual; the producer must not offer the aborted job's remaining beats.
 
     Structure (each a Component, joined with ``wiring.connect``):
     :class:`rtl.top.register_file.RegisterFile` (the register map, commands, error flags),

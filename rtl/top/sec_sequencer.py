@@ -33,9 +33,10 @@ class SecSequencer(FocusBlock):
     Settings out of range become ones SEC rejects, never truncated ones: M > tokens becomes 0,
     R >= 2**ROWS_BITS becomes 0; k > tokens becomes tokens.
 
-    ``ctrl.abort`` resets the job control (SEC, the configuration beat, the job state): idle in
-    the next cycle, beats on offer withdrawn. The counters are not reset by it; ``ctrl.start``
-    zeroes the SEC counters, ``ctrl.clear`` all of them.
+    ``ctrl.abort`` resets the job state and the configuration beat at once, SEC a cycle later
+    from a register (its ports closed in that cycle): idle in the next cycle, beats on offer
+    withdrawn, and a start in the next cycle runs on a reset SEC. The counters are not reset by
+    it; ``ctrl.start`` zeroes the SEC counters, ``ctrl.clear`` all of them.
 
     Members
     -------
@@ -69,9 +70,15 @@ class SecSequencer(FocusBlock):
         ctrl, store, s = self.ctrl, self.store, self.ctrl.settings
 
         # ---- job control, reset by ABORT -------------------------------------------------------
+        # The job's state is reset in the cycle of the ABORT write; the core a cycle later, from
+        # a register, with its ports closed in between (the core's reset reaches thousands of
+        # flip-flops, too many for the bus decoder to drive within the cycle).
         ctl = Module()
         m.submodules.control = ResetInserter(ctrl.abort)(ctl)
-        ctl.submodules.core = core = SemanticConcentrator(p)
+        abort_q = Signal()
+        m.d.sync += abort_q.eq(ctrl.abort)
+        core = SemanticConcentrator(p)
+        m.submodules.core = ResetInserter(abort_q)(core)
         ctl.submodules.config = config = StreamBuffer(sec_config_layout(p))
         wiring.connect(m, config.o_stream, core.cfg_stream)
         cfg = config.i_stream
@@ -101,9 +108,12 @@ class SecSequencer(FocusBlock):
         m.submodules.score_gate = gate = StreamGate(score_beat_layout(p))
         wiring.connect(m, wiring.flipped(self.scores), gate.i_stream)
         wiring.connect(m, gate.o_stream, core.i_stream)
-        m.d.comb += gate.open.eq(~(ctrl.request | config.o_stream.valid))
-        wiring.connect(m, core.mask_stream, wiring.flipped(self.mask))
-        wiring.connect(m, core.code_stream, wiring.flipped(self.code))
+        m.d.comb += gate.open.eq(~(ctrl.request | config.o_stream.valid | abort_q))
+        # The outputs' valid is closed while the core's reset is pending; their ready is not
+        # (whatever the core thinks it sent then is reset away), so no ready path gets longer.
+        for core_out, port in ((core.mask_stream, self.mask), (core.code_stream, self.code)):
+            m.d.comb += [port.valid.eq(core_out.valid & ~abort_q),
+                         port.payload.eq(core_out.payload), core_out.ready.eq(port.ready)]
         code_fire = self.code.valid & self.code.ready
         m.d.comb += [
             store.rewind.eq(ctrl.start),

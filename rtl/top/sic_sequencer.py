@@ -62,9 +62,11 @@ class SicSequencer(FocusBlock):
     configuration beats are idle (a register says so); ``DECODER``, ``MATCHER`` and ``TOKENS``
     are raised then.
 
-    ``ctrl.abort`` resets the job control (decoder, matcher, configuration beats, replay, zip
-    state; the threshold table keeps its contents). The counters are not reset by it;
-    ``ctrl.start`` zeroes them, ``ctrl.clear`` too.
+    ``ctrl.abort`` resets the job control (configuration beats, replay, zip state) at once, the
+    decoder and the matcher a cycle later from a register (their outputs closed in that cycle;
+    the threshold table keeps its contents): idle in the next cycle, and a start in the next
+    cycle runs on a reset decoder and matcher. The counters are not reset by it; ``ctrl.start``
+    zeroes them, ``ctrl.clear`` too.
 
     Parameters
     ----------
@@ -108,10 +110,17 @@ class SicSequencer(FocusBlock):
         ctrl, code, s = self.ctrl, self.code, self.ctrl.settings
 
         # ---- job control, reset by ABORT -------------------------------------------------------
+        # The job's state is reset in the cycle of the ABORT write; the decoder and the matcher
+        # a cycle later, from a register, with their outputs closed in between (their reset
+        # reaches thousands of flip-flops, too many for the bus decoder to drive in the cycle).
         ctl = Module()
         m.submodules.control = ResetInserter(ctrl.abort)(ctl)
-        ctl.submodules.decoder = dec = OffsetDecoder(p, mask=False)
-        ctl.submodules.matcher = mat = BlockMatcher(p, icg_cell=self._icg_cell)
+        abort_q = Signal()
+        m.d.sync += abort_q.eq(ctrl.abort)
+        dec = OffsetDecoder(p, mask=False)
+        mat = BlockMatcher(p, icg_cell=self._icg_cell)
+        m.submodules.decoder = ResetInserter(abort_q)(dec)
+        m.submodules.matcher = ResetInserter(abort_q)(mat)
         ctl.submodules.decoder_config = dec_cfg = StreamBuffer(decoder_config_layout(p))
         ctl.submodules.matcher_config = mat_cfg = StreamBuffer(match_config_layout(p))
         # The matcher's tokens through a skid buffer: the matcher checks each token's position
@@ -152,11 +161,14 @@ class SicSequencer(FocusBlock):
         # would otherwise run through the zip into the decoder's bit buffer in one cycle.
         ctl.submodules.index_cut = idx_cut = ReadySlice(index_layout(p))
         wiring.connect(m, wiring.flipped(self.tokens), tok_gate.i_stream)
-        wiring.connect(m, dec.idx_stream, idx_cut.i_stream)
         wiring.connect(m, idx_cut.o_stream, idx_gate.i_stream)
         wiring.connect(m, tok_gate.o_stream, zipper.a_stream)
         wiring.connect(m, idx_gate.o_stream, zipper.b_stream)
-        wiring.connect(m, mat.o_stream, wiring.flipped(self.o_stream))
+        # Their outputs' valid is closed while their reset is pending; their ready is not
+        # (whatever they think they sent then is reset away), so no ready path gets longer.
+        for source, sink in ((dec.idx_stream, idx_cut.i_stream), (mat.o_stream, self.o_stream)):
+            m.d.comb += [sink.valid.eq(source.valid & ~abort_q), sink.payload.eq(source.payload),
+                         source.ready.eq(sink.ready)]
         wiring.connect(m, mat_in.o_stream, mat.i_stream)
         tok, idx, pair, mi = self.tokens, idx_cut.o_stream, zipper.o_stream, mat_in.i_stream
         dec_gone = ~dec_cfg.o_stream.valid & ~dec.busy & ~idx.valid   # no more indices will come
