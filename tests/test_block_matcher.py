@@ -608,9 +608,10 @@ def test_geometry_check_at_its_edges(window):
 
 
 def test_bad_position_is_taken_under_back_pressure():
-    """A bad position is taken, and ``error`` rises, while the output is stalled and the
-    pipeline full (``flush`` does not wait for the back-pressure chain); the block then delivers
-    the beat it offered and goes idle once the output moves."""
+    """A bad position raises ``error`` while the output is stalled and the pipeline full
+    (``flush`` does not wait for the back-pressure chain), and is taken in the next cycle
+    (``ready`` does not wait on the position compare, so not in its own cycle); the block then
+    delivers the beat it offered and goes idle once the output moves."""
     p = small(representatives="first")
     dut = BlockMatcher(p, icg_cell=None)
     cfg = {"frame_stride": 4, "row_stride": 2, "layer": 0, "mean": 0}
@@ -629,10 +630,12 @@ def test_bad_position_is_taken_under_back_pressure():
         assert position > 3
         ctx.set(dut.i_stream.payload.position, 0)
         ctx.set(dut.i_stream.payload.last, 1)
+        assert not ctx.get(dut.i_stream.ready)
+        await ctx.tick()
+        assert (ctx.get(dut.error), ctx.get(dut.cause)) == (1, MatchError.POSITION)
         assert ctx.get(dut.i_stream.ready), "the bad position waits for the output"
         await ctx.tick()
         ctx.set(dut.i_stream.valid, 0)
-        assert (ctx.get(dut.error), ctx.get(dut.cause)) == (1, MatchError.POSITION)
         assert ctx.get(dut.busy)
         ctx.set(dut.o_stream.ready, 1)
         for _ in range(10):

@@ -44,15 +44,15 @@ class JobControl(FocusBlock):
 
     Tokens: combinational, latency 0. In ``RUN``, ``i_stream`` is ``o_stream`` (``ready`` is
     ``o_stream.ready``, throughput one token per cycle) except for a token whose position is not
-    greater than the previous token's: it is taken at once, whether or not ``o_stream`` is ready,
-    and not passed on, ``flush`` is high in that cycle (everything in flight after this block is
-    to be dropped), ``error`` rises, and the rest of the job is taken and dropped up to its
-    ``last`` token. So ``flush`` depends on the token and this block's state only, not on the
-    back-pressure chain behind it (whose end it would otherwise extend into every stage's
-    reset). After a job's last token, the next
-    configuration beat waits for the job's last output beat (``out_last``), or after an error for
-    the output beat being offered to leave (``out_valid`` low): a beat offered before the error is
-    still delivered.
+    greater than the previous token's: it is not passed on, ``flush`` is high in the first cycle
+    it is offered (everything in flight after this block is to be dropped), ``error`` rises, and
+    it and the rest of the job are taken and dropped up to its ``last`` token (the bad token
+    with ``o_stream``'s ready, or in the next cycle). So ``flush`` depends on the token and this
+    block's state only, not on the back-pressure chain behind it (whose end it would otherwise
+    extend into every stage's reset), and ``ready`` does not depend on the position compare.
+    After a job's last token, the next configuration beat waits for the job's last output beat
+    (``out_last``), or after an error for the output beat being offered to leave (``out_valid``
+    low): a beat offered before the error is still delivered.
 
     Parameters
     ----------
@@ -176,12 +176,13 @@ class JobControl(FocusBlock):
                 m.d.comb += [
                     self.busy.eq(1),
                     o.valid.eq(i.valid & ~bad_pos),
-                    i.ready.eq(o.ready | bad_pos),
+                    i.ready.eq(o.ready),
                 ]
                 with m.If(i.valid & bad_pos):
                     m.d.comb += self.flush.eq(1)
                     m.d.sync += [self.error.eq(1), self.cause.eq(MatchError.POSITION)]
-                    with m.If(i.payload.last):
+                    # Taken now if the stages are ready, else by DROP in the next cycle.
+                    with m.If(i.payload.last & o.ready):
                         m.next = "WAIT"
                     with m.Else():
                         m.next = "DROP"
