@@ -634,6 +634,15 @@ def test_abort():
     check_job(p, second, rec2, io)
 
 
+async def write_sec_settings(io, rec):
+    """Writes the SEC settings registers of a job record (:func:`record_of`)."""
+    settings = [(Reg.SEC_M, rec["M"]), (Reg.SEC_R, rec["R"]), (Reg.SEC_KEEP, rec["keep"]),
+                (Reg.SEC_MODE, sec_mode_word(rec["mode"])),
+                (Reg.SEC_ORDER, sec_order_word(rec["order"]))]
+    for reg, value in settings:
+        await io.write(reg, value)
+
+
 def test_unit_without_sic():
     """``sic=False`` (the iCEBreaker's SEC-only unit): SEC jobs equal golden.sec under stalls,
     with the same counters; START_SIC is refused (COMMAND) even with a valid code; ``tokens``
@@ -648,11 +657,7 @@ def test_unit_without_sic():
         results = []
         for job in jobs:
             rec = record_of(p, job)
-            settings = [(Reg.SEC_M, rec["M"]), (Reg.SEC_R, rec["R"]), (Reg.SEC_KEEP, rec["keep"]),
-                        (Reg.SEC_MODE, sec_mode_word(rec["mode"])),
-                        (Reg.SEC_ORDER, sec_order_word(rec["order"]))]
-            for reg, value in settings:
-                await io.write(reg, value)
+            await write_sec_settings(io, rec)
             starts = len(io.beats("mask")), len(io.beats("code"))
             await io.write(Reg.CTRL, Ctrl.START_SEC)
             io.send("scores", rec["scores"])
@@ -1026,15 +1031,9 @@ def test_sec_start_in_the_cycle_after_abort():
     held = {port: HeldStalls(0.2, seed=f"{port}:held") for port in ("mask", "code")}
     stalls = {"scores": 0.2, "tokens": 0.2, "sic": 0.2, **held}
 
-    async def settings(io, job):
-        for reg, value in [(Reg.SEC_M, job["M"]), (Reg.SEC_R, job["R"]),
-                           (Reg.SEC_KEEP, job["keep"]), (Reg.SEC_MODE, sec_mode_word(job["mode"])),
-                           (Reg.SEC_ORDER, sec_order_word(job["order"]))]:
-            await io.write(reg, value)
-
     async def program(io):
         dut = io.dut
-        await settings(io, first)
+        await write_sec_settings(io, first)
         for stall in held.values():
             stall.hold = True
         await io.write(Reg.CTRL, Ctrl.START_SEC)
@@ -1047,7 +1046,7 @@ def test_sec_start_in_the_cycle_after_abort():
         assert io.get(dut.mask.valid) and io.get(dut.busy)
         before = len(io.beats("mask")), len(io.beats("code"))
         # The new job's settings go first: the START must follow the ABORT's write at once.
-        await settings(io, second)
+        await write_sec_settings(io, second)
         abort_cycle = io.cycle + 1
         for port in held:
             io.allow_withdrawal(port, abort_cycle)

@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In
 
 from ..block import stage_members
 
-__all__ = ["StreamGate"]
+__all__ = ["StreamGate", "connect_valid_gated"]
 
 
 class StreamGate(wiring.Component):
@@ -52,3 +52,11 @@ class StreamGate(wiring.Component):
             i.ready.eq(Mux(self.open, o.ready, self.drain)),
         ]
         return m
+
+
+def connect_valid_gated(m, source, sink, open):
+    """Connects stream ``source`` to ``sink`` in ``m`` with ``valid`` passed only while
+    ``open``; ``ready`` and the payload pass unchanged, so no ready path gets longer. For a
+    source that is reset whenever it is closed: a beat it thinks it sent then is never seen."""
+    m.d.comb += [sink.valid.eq(source.valid & open), sink.payload.eq(source.payload),
+                 source.ready.eq(sink.ready)]

@@ -8,7 +8,7 @@ from amaranth.lib.wiring import In, Out
 from ..block import FocusBlock
 from ..layouts import mask_beat_layout, offset_word_layout, score_beat_layout
 from ..lib.stream_buffer import StreamBuffer
-from ..lib.stream_gate import StreamGate
+from ..lib.stream_gate import StreamGate, connect_valid_gated
 from ..sec.importance_analyzer import ROWS_BITS
 from ..sec.semantic_concentrator import SecError, SemanticConcentrator, sec_config_layout
 from .code_memory import CodeWriteSignature
@@ -112,8 +112,7 @@ class SecSequencer(FocusBlock):
         # The outputs' valid is closed while the core's reset is pending; their ready is not
         # (whatever the core thinks it sent then is reset away), so no ready path gets longer.
         for core_out, port in ((core.mask_stream, self.mask), (core.code_stream, self.code)):
-            m.d.comb += [port.valid.eq(core_out.valid & ~abort_q),
-                         port.payload.eq(core_out.payload), core_out.ready.eq(port.ready)]
+            connect_valid_gated(m, core_out, port, ~abort_q)
         code_fire = self.code.valid & self.code.ready
         m.d.comb += [
             store.rewind.eq(ctrl.start),

@@ -11,7 +11,7 @@ from ..layouts import offset_word_layout
 from ..lib.clock_gate import ICG_CELL
 from ..lib.ready_slice import ReadySlice
 from ..lib.stream_buffer import StreamBuffer
-from ..lib.stream_gate import StreamGate
+from ..lib.stream_gate import StreamGate, connect_valid_gated
 from ..lib.stream_zip import StreamZip
 from ..sec.offset_decoder import DecodeError, OffsetDecoder, decoder_config_layout, index_layout
 from ..sic.block_matcher import (
@@ -167,8 +167,7 @@ class SicSequencer(FocusBlock):
         # Their outputs' valid is closed while their reset is pending; their ready is not
         # (whatever they think they sent then is reset away), so no ready path gets longer.
         for source, sink in ((dec.idx_stream, idx_cut.i_stream), (mat.o_stream, self.o_stream)):
-            m.d.comb += [sink.valid.eq(source.valid & ~abort_q), sink.payload.eq(source.payload),
-                         source.ready.eq(sink.ready)]
+            connect_valid_gated(m, source, sink, ~abort_q)
         wiring.connect(m, mat_in.o_stream, mat.i_stream)
         tok, idx, pair, mi = self.tokens, idx_cut.o_stream, zipper.o_stream, mat_in.i_stream
         dec_gone = ~dec_cfg.o_stream.valid & ~dec.busy & ~idx.valid   # no more indices will come
