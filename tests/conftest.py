@@ -7,7 +7,8 @@ e.g. ``icarus,verilator``) names it: then the test fails, so CI cannot pass by s
 Two tiers (README, "Tests"): ``make test`` runs what is not marked ``slow`` (and no bitstream);
 ``make test-slow`` runs the ``slow`` tier, which CI runs as well. Every cocotb case on Verilator is
 ``slow`` (:func:`pytest_collection_modifyitems`): Icarus checks each block's emitted Verilog in the
-fast tier, and Verilator's C++ build is most of a case's time. The large regression crosses, the
+fast tier, and Verilator's C++ build (at -O0, :data:`sim.runner.BUILD_ARGS`) adds seconds to
+a minute to each case. The large regression crosses, the
 photograph runs and the formal proofs carry the marker in their files.
 """
 
@@ -91,10 +92,29 @@ SLOW_TESTS = {
 }
 
 
+#: The tests that take two minutes or more on CI's 2 cores (its ``--durations`` on `71f1c4f`),
+#: moved to the front of the run: pytest-xdist hands tests out in collection order, so the long
+#: ones start first and short ones fill in around them instead of one long test ending the run.
+LONG_TESTS = (
+    "test_board.py::test_focus_bitstream_ulx3s",
+    "test_board.py::test_focus_bitstream_icebreaker",
+    "test_map_code.py::test_photo_still_and_panned_frames",
+    "test_offset_decoder.py::test_index_only_decoder_matches_golden",
+    "test_power.py::test_block_matcher_power_orderings",
+    "test_offset_decoder.py::test_fuzz",
+    "test_cocotb_block_matcher.py::test_regression",
+    "test_emit.py::test_board_preset_compiles_together",
+    "test_formal_offset_decoder.py::test_decoder_always_returns_to_idle",
+)
+
+
 def pytest_collection_modifyitems(config, items):
     """Mark ``slow`` every cocotb case on Verilator (a parameter id with a ``verilator`` part,
     ``[verilator-...]``, ``[...-verilator]``), and the cases of :data:`SLOW_CASES` and
-    :data:`SLOW_TESTS`."""
+    :data:`SLOW_TESTS`; move :data:`LONG_TESTS` to the front."""
+    first = {name: rank for rank, name in enumerate(LONG_TESTS)}
+    items.sort(key=lambda item: first.get(f"{item.path.name}::{item.originalname}",
+                                          len(first)))
     for item in items:
         callspec = getattr(item, "callspec", None)
         name = f"{item.path.name}::{item.originalname}"

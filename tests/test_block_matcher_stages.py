@@ -582,10 +582,12 @@ def test_token_register_rounds_tiles_and_distances(comparators, stalls):
 
 # ---- ThresholdTable ---------------------------------------------------------------------------
 
-def test_threshold_table_loads_and_holds():
+@pytest.mark.parametrize("layers", [5, 1])
+def test_threshold_table_loads_and_holds(layers):
     """A load shows its entry the next cycle and holds it through writes (also to that entry)
-    until the next load; a load in the cycle its entry is written gives the old value."""
-    p = small(layers=5, theta_bits=6)
+    until the next load; a load in the cycle its entry is written gives the old value. One
+    layer is two registers, not a memory."""
+    p = small(layers=layers, theta_bits=6)
     dut = ThresholdTable(p)
 
     async def testbench(ctx):
@@ -608,17 +610,18 @@ def test_threshold_table_loads_and_holds():
             ctx.set(dut.w_en, 0)
             return ctx.get(dut.read.theta_q)
 
+        top = p.layers - 1
         for layer in range(p.layers):
             await write(layer, 10 + layer)
-        assert await load(3) == 13
-        await write(3, 50)
+        assert await load(top) == 10 + top
+        await write(top, 50)
         for _ in range(3):
             await ctx.tick()
-            assert ctx.get(dut.read.theta_q) == 13
-        assert await load(3) == 50
-        assert await load(4, also_write=63) == 14
-        assert await load(4) == 63
-        assert await load(0) == 10
+            assert ctx.get(dut.read.theta_q) == 10 + top
+        assert await load(top) == 50
+        assert await load(top, also_write=63) == 50
+        assert await load(top) == 63
+        assert await load(0) == (63 if top == 0 else 10)
 
     sim = Simulator(dut)
     sim.add_clock(CLOCK_PERIOD)

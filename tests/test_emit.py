@@ -268,6 +268,17 @@ def test_verilator_lint(emitted, block, gating):
     assert "%Warning" not in proc.stderr, proc.stderr[-4000:]
 
 
+@pytest.mark.parametrize("block", ["block_matcher", "focus_unit"])
+def test_verilator_lint_one_layer(outdir, block):
+    """``layers = 1``, the smallest threshold table (one entry, no address bits), lints clean."""
+    _verilator()
+    path = outdir / f"{block}.v"
+    path.write_text(emit_block(block, SMALL.replace(layers=1)))
+    proc = _run(["verilator", "--lint-only", "--top-module", block, path.name], outdir)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "%Warning" not in proc.stderr, proc.stderr[-4000:]
+
+
 @pytest.mark.parametrize("block,gating", LINT_CASES, ids=LINT_IDS)
 def test_iverilog_compiles(emitted, block, gating):
     _icarus()
