@@ -62,21 +62,23 @@ qor: $(STAMP)
 	$(FOCUS) synth --qor $(ARGS)
 
 # The board preset's QoR table into README.md (between its qor-board markers) and its Fmax
-# picture into docs/figures/ (about an hour and a half on one core; cached like make qor). Its tables go to
-# QOR_DIR (set that, not -o in ARGS, so that the picture copied is this run's).
+# picture into docs/figures/ (two hours on 2 cores from nothing; cached like make qor). Its tables
+# go to QOR_DIR (set that, not -o in ARGS, so that the picture copied is this run's). The flows'
+# results are also kept in docs/qor/board-flows.json, checked in: a clone reruns only the flows
+# whose design changed, and an interrupted run keeps the flows it finished.
 QOR_DIR ?= build/qor
 qor-board: $(STAMP)
-	$(FOCUS) synth --qor board --readme README.md -o $(QOR_DIR) $(ARGS)
+	$(FOCUS) synth --qor board --readme README.md -o $(QOR_DIR) --record docs/qor/board-flows.json $(ARGS)
 	cp $(QOR_DIR)/qor.png $(FIGURES)/qor_board.png
 
 # The default and paper presets' QoR tables into README.md (between its qor-default and qor-paper
 # markers) and their Fmax picture into docs/figures/, for the blocks without the block matcher
 # and the GEMM tile (those take hours at these presets; the README keeps their figures by hand).
-# About 10 minutes on 2 idle cores; cached like make qor.
+# About 10 minutes on 2 idle cores; cached like make qor and kept in docs/qor/presets-flows.json.
 QOR_PRESETS_DIR ?= build/qor-presets
 QOR_LIGHT := similarity_comparator,offset_encoder,offset_decoder,importance_analyzer,topk_selector,sec,map_coder,frame_stats,map_decoder
 qor-presets: $(STAMP)
-	$(FOCUS) synth --qor default,paper --block $(QOR_LIGHT) --readme README.md -o $(QOR_PRESETS_DIR) $(ARGS)
+	$(FOCUS) synth --qor default,paper --block $(QOR_LIGHT) --readme README.md -o $(QOR_PRESETS_DIR) --record docs/qor/presets-flows.json $(ARGS)
 	cp $(QOR_PRESETS_DIR)/qor.png $(FIGURES)/qor_presets.png
 
 # The paper preset's logic area by instance into README.md (between its area-paper-focus_unit

@@ -14,7 +14,7 @@ from pathlib import Path
 from rtl.flow import synth, toolchain
 from rtl.flow.blocks import BLOCKS, REFERENCE_BLOCKS, WRAPPERS
 from rtl.flow.cli_args import BadArgs, add_param_arguments, fail, params_from, split_list
-from rtl.flow.dist import resolve_executor
+from rtl.flow.dist import ResultCache, resolve_executor
 from rtl.flow.emit import check_icg_cell, emit_files
 from rtl.flow.pareto import plot_pareto
 from rtl.flow.synth import TARGETS, ToolError
@@ -138,7 +138,8 @@ OpenSTA installed; each flow runs in the worker's own build/). --executor thread
 in threads. Their results are cached in build/synth-cache (--cache-dir) under a hash of the
 block, target, parameters, flow options, the generator's and flows' sources, the tool versions
 and the liberty, so a rerun only does what changed (--no-cache to redo all; --cache for a
-single report).
+single report). --record FILE also keeps them in one JSON file to check in (make qor-board keeps
+docs/qor/board-flows.json), so that another machine reruns only what changed too.
 
 examples:
   focus-rtl synth --preset board
@@ -244,6 +245,10 @@ def _parser():
                             "(default: on for --qor and --sweep, off otherwise)")
     synth.add_argument("--cache-dir", metavar="DIR",
                        help="the result cache (default: build/synth-cache)")
+    synth.add_argument("--record", metavar="FILE",
+                       help="also keep the results in this JSON file, to check in beside a "
+                            "table: unchanged flows are taken from it, each new result is "
+                            "added at once, and a finished run leaves only its own flows")
     synth.add_argument("--check-timing", action="store_true",
                        help="exit 1 when a timed flow misses its clock target (FPGA: Fmax "
                             "below --freq; osu018-sta: negative worst slack)")
@@ -428,7 +433,10 @@ def _synth(args):
     except ValueError as exc:
         raise BadArgs(str(exc)) from None
     use_cache = many if args.cache is None else args.cache
-    cache = (args.cache_dir or True) if use_cache else None
+    if args.record and not use_cache:
+        raise BadArgs("--record needs the cache (it is off with --no-cache, and by default "
+                      "without --qor or --sweep: add --cache)")
+    cache = ResultCache(args.cache_dir, record=args.record) if use_cache else None
     axes = _sweep(args, params) if args.sweep else None
     meta = {"preset": preset, "overrides": list(args.set or [])}
     progress = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
@@ -479,6 +487,9 @@ def _synth(args):
         names = ("report.json", "report.md")
     out.mkdir(parents=True, exist_ok=True)
     written = [synth.write_json(report, out / names[0]), out / names[1]]
+    if cache is not None and cache.record is not None:
+        cache.save_record(prune=True)
+        written.append(cache.record)
     (out / names[1]).write_text(markdown)
     if qor and readme is not None:
         readme.write_text(readme_text)

@@ -123,6 +123,37 @@ def test_design_digest_follows_the_verilog(monkeypatch):
         dist._design_digest.cache_clear()
 
 
+def test_record_file_moves_the_cache_to_another_machine(work, monkeypatch):
+    """A record file written beside one cache serves a run with an empty cache: nothing reruns.
+    Each new result is in the file as soon as its flow ends, and pruning leaves only the flows
+    of the last run."""
+    calls = []
+    _fake_flows(monkeypatch, calls)
+    record = work / "flows.json"
+    kwargs = dict(progress=None, work_root=work, executor="threads", cycles=False)
+    first = dist.ResultCache(work / "cache-a", record=record)
+    run_grid(TINY, [("dim", ["2", "3"])], [BLOCK], ["osu018"], cache=first, **kwargs)
+    assert len(calls) == 2 and len(json.loads(record.read_text())) == 2   # before any pruning
+    first.save_record(prune=True)
+
+    elsewhere = dist.ResultCache(work / "cache-b", record=record)
+    again = run_grid(TINY, [("dim", ["3", "4"])], [BLOCK], ["osu018"], cache=elsewhere,
+                     **kwargs)
+    assert calls[2:] == [(BLOCK, "osu018", 4, 4)]           # dim=3 came from the file
+    assert again["cache"]["hits"] == 1 and again["cache"]["record"].endswith("flows.json")
+    assert len(json.loads(record.read_text())) == 3
+    elsewhere.save_record(prune=True)
+    kept = json.loads(record.read_text())
+    assert sorted(entry["fingerprint"]["params"]["dim"] for entry in kept.values()) == [3, 4]
+    assert all(key == dist.ResultCache.key(entry["fingerprint"]) for key, entry in kept.items())
+    assert record.read_text().count("\n") == 4              # braces, one flow per line
+
+
+def test_record_needs_the_cache(capsys):
+    assert cli.main(["synth", "--no-cache", "--record", "build/x.json"]) == 2
+    assert "--record needs the cache" in capsys.readouterr().err
+
+
 def test_uncacheable_results_are_not_kept(work, monkeypatch):
     calls = []
     _fake_flows(monkeypatch, calls, status="timeout")

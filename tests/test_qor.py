@@ -141,15 +141,18 @@ def test_quick_set():
 
 @pytest.mark.synth
 def test_cli_qor_and_rerun(work, capsys):
-    """A real one-row table (ECP5 only, tiny comparator), then the same command from the cache."""
+    """A real one-row table (ECP5 only, tiny comparator), then the same command from the cache,
+    then from its record file alone (another machine's empty cache)."""
     args = ["synth", "--qor", "board", "--block", BLOCK, "--set", "dim=2", "--set",
             "elem_bits=4", "--target", "ecp5", "--executor", "threads", "-o", str(work / "out"),
-            "--work-dir", str(work / "w"), "--cache-dir", str(work / "cache"), "-j", "1"]
+            "--work-dir", str(work / "w"), "-j", "1", "--record", str(work / "flows.json")]
     page = work / "page.md"
     page.write_text("a\n<!-- qor-board:begin -->\n<!-- qor-board:end -->\nb\n")
-    assert cli.main(args + ["--readme", str(page)]) == 0
+    cache = ["--cache-dir", str(work / "cache")]
+    assert cli.main(args + cache + ["--readme", str(page)]) == 0
     first = capsys.readouterr()
     assert "[1/1] similarity_comparator ecp5 (board) ..." in first.err
+    assert "wrote " in first.out and "flows.json" in first.out
     qor = json.loads((work / "out" / "qor.json").read_text())
     [row] = qor["rows"]
     assert row["preset"] == "board" and row["ecp5"]["status"] == "ok"
@@ -159,10 +162,11 @@ def test_cli_qor_and_rerun(work, capsys):
     assert text.startswith("# QoR") and "| board | similarity_comparator |" in text
     assert "| `similarity_comparator` | " in page.read_text()
     assert page.read_text().startswith("a\n<!-- qor-board:begin -->\n\nPreset `board`")
-    assert cli.main(args) == 0
-    again = capsys.readouterr()
-    assert "[1/1] similarity_comparator ecp5 (board): cached, ok" in again.err
-    assert json.loads((work / "out" / "qor.json").read_text())["rows"] == qor["rows"]
+    for where in (cache, ["--cache-dir", str(work / "empty-cache")]):
+        assert cli.main(args + where) == 0
+        again = capsys.readouterr()
+        assert "[1/1] similarity_comparator ecp5 (board): cached, ok" in again.err
+        assert json.loads((work / "out" / "qor.json").read_text())["rows"] == qor["rows"]
     assert (work / "out" / "qor.png").read_bytes().startswith(b"\x89PNG")
 
 

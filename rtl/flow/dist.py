@@ -163,11 +163,25 @@ def task_fingerprint(block, target, params, options):
 
 class ResultCache:
     """Flow results on disk, one ``<dir>/<key[:2]>/<key>.json`` per flow (``key`` = SHA-256 of
-    :func:`task_fingerprint`)."""
+    :func:`task_fingerprint`).
 
-    def __init__(self, directory=None):
+    ``record``, a JSON file (``{key: {"fingerprint": ..., "result": ...}}``, one flow per line),
+    is a second, portable store meant to be checked in beside a table: :meth:`get` falls back to
+    it, :meth:`put` adds each new result to it at once (an interrupted run keeps what it
+    finished), and :meth:`save_record` with ``prune`` leaves only the flows this run used. A
+    fingerprint holds no path or machine name, so another machine with the same tool versions and
+    liberty reruns only the flows whose design or flow files changed.
+    """
+
+    def __init__(self, directory=None, record=None):
         self.directory = Path(directory or toolchain.BUILD_ROOT / "synth-cache")
         self.hits = self.misses = 0
+        self.record = None if record is None else Path(record)
+        self._recorded = {}
+        if self.record is not None and self.record.is_file():
+            self._recorded = json.loads(self.record.read_text())
+        self._used = {}
+        self._lock = threading.Lock()
 
     @staticmethod
     def key(fingerprint):
@@ -182,20 +196,44 @@ class ResultCache:
         try:
             entry = json.loads(path.read_text())
         except (OSError, ValueError):
+            entry = self._recorded.get(key)
+        if entry is None:
             self.misses += 1
             return None
         self.hits += 1
+        with self._lock:
+            self._used[key] = entry
         return entry["result"]
 
     def put(self, key, fingerprint, result):
         if result.get("status") not in CACHEABLE:
             return False
+        entry = {"fingerprint": fingerprint, "result": result}
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".tmp{threading.get_ident()}")
-        tmp.write_text(json.dumps({"fingerprint": fingerprint, "result": result}) + "\n")
+        tmp.write_text(json.dumps(entry) + "\n")
         tmp.replace(path)
+        with self._lock:
+            self._used[key] = self._recorded[key] = entry
+        if self.record is not None:
+            self.save_record()
         return True
+
+    def save_record(self, prune=False):
+        """Write the record file (when there is one): every flow it held and every new one, or
+        with ``prune`` only the flows this run took or stored."""
+        if self.record is None:
+            return
+        with self._lock:
+            if prune:
+                self._recorded = dict(self._used)
+            lines = [f"{json.dumps(key)}: {json.dumps(entry, sort_keys=True)}"
+                     for key, entry in sorted(self._recorded.items())]
+            self.record.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.record.with_name(self.record.name + ".tmp")
+            tmp.write_text("{\n" + ",\n".join(lines) + ("\n}\n" if lines else "}\n"))
+            tmp.replace(self.record)
 
 
 # ---- running the tasks --------------------------------------------------------------------------

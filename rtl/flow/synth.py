@@ -271,8 +271,10 @@ def _cache(cache):
 def _cache_meta(cache):
     if cache is None:
         return {}
-    return {"cache": {"dir": relative_path(cache.directory), "hits": cache.hits,
-                      "misses": cache.misses}}
+    meta = {"dir": relative_path(cache.directory), "hits": cache.hits, "misses": cache.misses}
+    if cache.record is not None:
+        meta["record"] = relative_path(cache.record)
+    return {"cache": meta}
 
 
 #: The reference arrays that become references by themselves when the block list holds them.
