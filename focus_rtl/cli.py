@@ -248,7 +248,7 @@ def _parser():
     synth.add_argument("--record", metavar="FILE",
                        help="also keep the results in this JSON file, to check in beside a "
                             "table: unchanged flows are taken from it, each new result is "
-                            "added at once, and a finished run leaves only its own flows")
+                            "added at once, and a finished run drops the results it replaced")
     synth.add_argument("--check-timing", action="store_true",
                        help="exit 1 when a timed flow misses its clock target (FPGA: Fmax "
                             "below --freq; osu018-sta: negative worst slack)")

@@ -125,8 +125,8 @@ def test_design_digest_follows_the_verilog(monkeypatch):
 
 def test_record_file_moves_the_cache_to_another_machine(work, monkeypatch):
     """A record file written beside one cache serves a run with an empty cache: nothing reruns.
-    Each new result is in the file as soon as its flow ends, and pruning leaves only the flows
-    of the last run."""
+    Each new result is in the file as soon as its flow ends, and pruning drops the results that
+    a flow of the run replaced (another design), not those of flows the run left out."""
     calls = []
     _fake_flows(monkeypatch, calls)
     record = work / "flows.json"
@@ -143,10 +143,21 @@ def test_record_file_moves_the_cache_to_another_machine(work, monkeypatch):
     assert again["cache"]["hits"] == 1 and again["cache"]["record"].endswith("flows.json")
     assert len(json.loads(record.read_text())) == 3
     elsewhere.save_record(prune=True)
+    assert len(json.loads(record.read_text())) == 3          # dim=2 was not run, not replaced
+
+    monkeypatch.setattr(dist, "design_digest", lambda block, params: "an edited design")
+    edited = dist.ResultCache(work / "cache-b", record=record)
+    run_grid(TINY, [("dim", ["3"])], [BLOCK], ["osu018"], cache=edited, **kwargs)
+    assert calls[3:] == [(BLOCK, "osu018", 3, 4)]
+    assert len(json.loads(record.read_text())) == 4          # before pruning: old and new dim=3
+    edited.save_record(prune=True)
     kept = json.loads(record.read_text())
-    assert sorted(entry["fingerprint"]["params"]["dim"] for entry in kept.values()) == [3, 4]
+    designs = sorted((entry["fingerprint"]["params"]["dim"], entry["fingerprint"]["design"])
+                     for entry in kept.values())
+    assert [dim for dim, _ in designs] == [2, 3, 4] and designs[1][1] == "an edited design"
+    assert designs[0][1] != "an edited design"
     assert all(key == dist.ResultCache.key(entry["fingerprint"]) for key, entry in kept.items())
-    assert record.read_text().count("\n") == 4              # braces, one flow per line
+    assert record.read_text().count("\n") == 3 + 2          # one flow per line, and the braces
 
 
 def test_record_needs_the_cache(capsys):

@@ -161,6 +161,13 @@ def task_fingerprint(block, target, params, options):
     return data
 
 
+def _flow_identity(entry):
+    """What a record entry is a result of, whatever the design: block, target, parameters."""
+    fingerprint = entry["fingerprint"]
+    return json.dumps([fingerprint["block"], fingerprint["target"], fingerprint["params"]],
+                      sort_keys=True)
+
+
 class ResultCache:
     """Flow results on disk, one ``<dir>/<key[:2]>/<key>.json`` per flow (``key`` = SHA-256 of
     :func:`task_fingerprint`).
@@ -168,9 +175,10 @@ class ResultCache:
     ``record``, a JSON file (``{key: {"fingerprint": ..., "result": ...}}``, one flow per line),
     is a second, portable store meant to be checked in beside a table: :meth:`get` falls back to
     it, :meth:`put` adds each new result to it at once (an interrupted run keeps what it
-    finished), and :meth:`save_record` with ``prune`` leaves only the flows this run used. A
-    fingerprint holds no path or machine name, so another machine with the same tool versions and
-    liberty reruns only the flows whose design or flow files changed.
+    finished), and :meth:`save_record` with ``prune`` drops the results this run replaced (same
+    block, target and parameters, another fingerprint: the design, flow files or tools changed).
+    A fingerprint holds no path or machine name, so another machine with the same tool versions
+    and liberty reruns only the flows whose design or flow files changed.
     """
 
     def __init__(self, directory=None, record=None):
@@ -221,13 +229,16 @@ class ResultCache:
         return True
 
     def save_record(self, prune=False):
-        """Write the record file (when there is one): every flow it held and every new one, or
-        with ``prune`` only the flows this run took or stored."""
+        """Write the record file (when there is one): every flow it held and every new one, less
+        with ``prune`` those that a flow of this run replaced (a run of a few blocks keeps the
+        others' results)."""
         if self.record is None:
             return
         with self._lock:
             if prune:
-                self._recorded = dict(self._used)
+                replaced = {_flow_identity(entry) for entry in self._used.values()}
+                self._recorded = {key: entry for key, entry in self._recorded.items()
+                                  if key in self._used or _flow_identity(entry) not in replaced}
             lines = [f"{json.dumps(key)}: {json.dumps(entry, sort_keys=True)}"
                      for key, entry in sorted(self._recorded.items())]
             self.record.parent.mkdir(parents=True, exist_ok=True)
