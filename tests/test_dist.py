@@ -145,6 +145,15 @@ def test_record_file_moves_the_cache_to_another_machine(work, monkeypatch):
     elsewhere.save_record(prune=True)
     assert len(json.loads(record.read_text())) == 3          # dim=2 was not run, not replaced
 
+    # A flow taken from the cache directory joins a new record too.
+    other = work / "other.json"
+    from_dir = dist.ResultCache(work / "cache-a", record=other)
+    run_grid(TINY, [("dim", ["2"])], [BLOCK], ["osu018"], cache=from_dir, **kwargs)
+    from_dir.save_record(prune=True)
+    assert len(calls) == 3 and list(json.loads(other.read_text())) == [
+        key for key, entry in json.loads(record.read_text()).items()
+        if entry["fingerprint"]["params"]["dim"] == 2]
+
     monkeypatch.setattr(dist, "design_digest", lambda block, params: "an edited design")
     edited = dist.ResultCache(work / "cache-b", record=record)
     run_grid(TINY, [("dim", ["3"])], [BLOCK], ["osu018"], cache=edited, **kwargs)
@@ -158,6 +167,7 @@ def test_record_file_moves_the_cache_to_another_machine(work, monkeypatch):
     assert designs[0][1] != "an edited design"
     assert all(key == dist.ResultCache.key(entry["fingerprint"]) for key, entry in kept.items())
     assert record.read_text().count("\n") == 3 + 2          # one flow per line, and the braces
+
 
 
 def test_record_needs_the_cache(capsys):

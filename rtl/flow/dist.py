@@ -210,7 +210,7 @@ class ResultCache:
             return None
         self.hits += 1
         with self._lock:
-            self._used[key] = entry
+            self._used[key] = self._recorded[key] = entry
         return entry["result"]
 
     def put(self, key, fingerprint, result):
