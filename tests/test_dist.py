@@ -169,7 +169,6 @@ def test_record_file_moves_the_cache_to_another_machine(work, monkeypatch):
     assert record.read_text().count("\n") == 3 + 2          # one flow per line, and the braces
 
 
-
 def test_record_needs_the_cache(capsys):
     assert cli.main(["synth", "--no-cache", "--record", "build/x.json"]) == 2
     assert "--record needs the cache" in capsys.readouterr().err
