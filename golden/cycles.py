@@ -241,7 +241,7 @@ def block_match_cycles(S, comparators=7):
     return S * _cdiv(7, c) + BLOCK_MATCH_LATENCY if S else 0
 
 
-# The FocusUnit's SIC path (rtl.top.sic_sequencer): the skid buffer before the block matcher.
+# The FocusUnit's SIC path (rtl.top.sic_sequencer): the two-beat FIFO before the block matcher.
 SIC_INPUT_LATENCY = 1
 
 

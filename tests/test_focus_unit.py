@@ -4,8 +4,11 @@ D = 2V, under stalls, a stream-rule monitor on every stream port), every counter
 job should give, the register map's access rules, and the error paths (bad settings, token count
 mismatches, bad commands), each followed by a good job."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
+from amaranth.lib import fifo
 
 import golden
 import sim
@@ -893,14 +896,14 @@ class HeldStalls(Stalls):
 
 @pytest.mark.parametrize("restart", ["later", "next_cycle"])
 @pytest.mark.parametrize("p", [P7, P1], ids=["c7", "c1"])
-def test_abort_with_tokens_in_the_skid_buffer(p, restart, monkeypatch):
+def test_abort_with_tokens_in_the_matcher_input(p, restart, monkeypatch):
     """CTRL.ABORT mid-column while back-pressure holds tokens in flight (spec 5, Abort). The
     column's first tokens flow; then ``sic`` is held not ready and tokens are fed one at a time
-    until the skid buffer before the matcher (the sequencer's ``matcher_input``) holds two beats:
+    until the two-beat FIFO before the matcher (the sequencer's ``matcher_input``) holds two:
     the matcher's pipeline is then full, a map beat waits on ``sic`` and more tokens were taken
     than map beats left. ABORT then: in the cycle after the write the unit is idle, ``tokens`` is
     not ready, the beat on offer on ``sic`` is withdrawn (the one exception to the stream rules,
-    allowed to the monitor in that cycle only) and the skid buffer is empty; ABORTED is set and
+    allowed to the monitor in that cycle only) and the FIFO is empty; ABORTED is set and
     the code stays valid; with ``sic`` ready again nothing more leaves. A fresh, complete job on
     the same column (same code, same tokens) then gives golden's map and unique vectors:
     ``later``, after a quiet spell and CLEAR; ``next_cycle``, started by the write right after
@@ -910,23 +913,22 @@ def test_abort_with_tokens_in_the_skid_buffer(p, restart, monkeypatch):
     rng = np.random.default_rng(40 + p.comparators)
     job = random_job(rng, p, M=48, keep=40)
 
-    # The sequencer's skid buffer, recorded when the unit is elaborated.
+    # The sequencer's FIFO before the matcher, recorded when the unit is elaborated.
     made = []
 
-    class RecordedBuffer(sic_sequencer.StreamBuffer):
+    class RecordedFIFO(fifo.SyncFIFO):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             made.append(self)
 
-    monkeypatch.setattr(sic_sequencer, "StreamBuffer", RecordedBuffer)
+    monkeypatch.setattr(sic_sequencer, "fifo", SimpleNamespace(SyncFIFO=RecordedFIFO))
     sic_stalls = HeldStalls(0.2, seed=f"{p.comparators}:sic")
     stalls = {"scores": 0.2, "tokens": 0.2, "mask": 0.2, "code": 0.2, "sic": sic_stalls}
 
     async def program(io):
         dut = io.dut
-        skids = [b for b in made if b.skid]
-        assert len(skids) == 1, "the sequencer has one skid buffer, matcher_input"
-        skid = skids[0]
+        assert len(made) == 1, "the sequencer has one FIFO, matcher_input"
+        held = made[0].level
         rec = await traced_program(io, p, record_of(p, job))
         kept = np.asarray(job["tokens"]).reshape(48, -1)[rec["kept_mask"]]
         beats = token_beats(kept, column, p.dim)
@@ -949,13 +951,13 @@ def test_abort_with_tokens_in_the_skid_buffer(p, restart, monkeypatch):
             await io.tick()
         assert mapped() >= 2
         # ``sic`` held: one token at a time (none is on offer when the loop ends), each followed
-        # by more cycles than the matcher needs to take a beat (``rounds``), until the skid
-        # register stays full: the back-pressure, not a token's rounds, holds it.
+        # by more cycles than the matcher needs to take a beat (``rounds``), until the FIFO
+        # stays full: the back-pressure, not a token's rounds, holds it.
         sic_stalls.hold = True
         settle = 3 * matcher_rounds(p) + 4
         sent = 4
-        while not io.get(skid.probes["skid_valid"]):
-            assert sent < n - 1, f"{sent} tokens taken and the skid buffer is still not full"
+        while io.get(held) < 2:
+            assert sent < n - 1, f"{sent} tokens taken and the FIFO is still not full"
             io.send("tokens", [beats[sent]])
             sent += 1
             for _ in range(200):
@@ -966,7 +968,7 @@ def test_abort_with_tokens_in_the_skid_buffer(p, restart, monkeypatch):
             await io.tick(settle)
         await io.tick(settle)
         in_flight = taken() - mapped()
-        assert io.get(skid.probes["skid_valid"]) and io.get(skid.o_stream.valid)
+        assert io.get(held) == 2
         assert io.get(dut.sic.valid) and not io.get(dut.sic.ready)
         assert io.get(dut.busy) and not io.get(dut.tokens.valid)
         assert (await io.read(Reg.STATUS)) & Status.SIC_BUSY
@@ -979,7 +981,7 @@ def test_abort_with_tokens_in_the_skid_buffer(p, restart, monkeypatch):
         assert not io.get(dut.busy)
         assert not io.get(dut.tokens.ready)
         assert not io.get(dut.sic.valid)
-        assert not io.get(skid.o_stream.valid) and not io.get(skid.probes["skid_valid"])
+        assert io.get(held) == 0
         sic_stalls.hold = False
         if restart == "later":
             status = await io.read(Reg.STATUS)
@@ -1005,7 +1007,7 @@ def test_abort_with_tokens_in_the_skid_buffer(p, restart, monkeypatch):
     rec, sent, in_flight, again, counters, withdrawn, abort_cycle = result
     check_job(p, job, rec, io)
     n = sum(rec["kept_mask"])
-    # Mid-column, with the skid buffer's two beats, the beat on offer and the matcher's
+    # Mid-column, with the FIFO's two beats, the beat on offer and the matcher's
     # pipeline in flight.
     assert sent < n and in_flight > 3, (sent, n, in_flight)
     assert withdrawn == [abort_cycle]

@@ -341,11 +341,13 @@ class BestCandidate(FocusBlock):
         before round r - 2 (test 1), and against round r - 2's candidate (test 2), which is
         the accumulator when round r - 2 won. The tests' outcomes are registered; the choice,
         a stage later, needs only round r - 2's registered outcome, and the update being made
-        there is forwarded to the operands. After the token's last round both accumulators
-        are final and test 1, which no round before r = 4 uses, merges them (on equal cosines
-        the lower c wins: the odd rounds' best may have the lower c). The merge's operands and
-        the token's threshold wait in a held register (:meth:`_merge_holds`) rather than
-        riding through the test's stages."""
+        there is forwarded to test 1's operands: they are registered as the accumulators were
+        before it, beside the update's candidate and whether each takes it, and chosen after
+        the registers, so the choice's sign reaches two 1-bit registers. After the token's last
+        round both accumulators are final and test 1, which no round before r = 4 uses, merges
+        them (on equal cosines the lower c wins: the odd rounds' best may have the lower c).
+        The merge's operands and the token's threshold wait in a held register
+        (:meth:`_merge_holds`) rather than riding through the test's stages."""
         p, m = self._params, self._m
         layout = candidate_layout(p)
         rounds = matcher_rounds(p)
@@ -361,7 +363,6 @@ class BestCandidate(FocusBlock):
         d_new = Signal(layout, name="rb_choice_new")
         d_thr = Signal(p.token_threshold_bits, name="rb_choice_thr")
         merge_req = Signal(name="merge_req")
-        final = [Mux(u, d_new, a) for u, a in zip(updates, acc, strict=True)]
         odd, load = order[0], order[1]
 
         # Stage 1: the operands. The round's candidate is test 2's b, and test 1's unless the
@@ -371,16 +372,25 @@ class BestCandidate(FocusBlock):
             for parity in (0, 1):
                 with m.If(odd == parity):
                     m.d.sync += prev[parity].eq(new)
-        t1_a = self._register("t1_a", layout,
-                              Mux(merge_req, final[0], Mux(odd, final[1], final[0])))
-        t1_b = self._register("t1_b", layout, Mux(merge_req, final[1], new))
+        # Test 1's operands are the accumulators as updated by the choice stage in this cycle,
+        # whose update waits on a test's sign: registered as they were before it, with the
+        # choice's candidate and whether each takes it, and chosen after the registers. So the
+        # sign drives two 1-bit registers, not the operands' every bit.
+        t1_new = self._register("t1_new", layout, d_new)
+        t1_a = layout(Mux(
+            self._register("t1_a_take", 1,
+                           Mux(merge_req, updates[0], Mux(odd, updates[1], updates[0]))),
+            t1_new,
+            self._register("t1_a_kept", layout, Mux(merge_req, acc[0], Mux(odd, acc[1], acc[0])))))
+        t1_b = layout(Mux(self._register("t1_b_take", 1, merge_req & updates[1]), t1_new,
+                          self._register("t1_b_kept", layout, Mux(merge_req, acc[1], new))))
         t2_a = self._register("t2_a", layout, Mux(odd, prev[1], prev[0])) if rounds > 2 else None
-        held, hold = self._merge_holds(merge_req, final, d_thr)
         valid, last, thr = self._carry("rb_in", valid, last, thr)
         new = self._register("rb_in_new", layout, new)
         odd = self._register("rb_in_odd", 1, odd)
         load = self._register("rb_in_load", 1, load)
         merging = self._valid_register("merge_in_valid", merge_req)
+        held, hold = self._merge_holds(merge_req, merging, t1_a, t1_b, d_thr)
 
         # Stages 2 to 4: the tests, their outcomes registered; the round's candidate and place
         # ride beside them.
@@ -434,26 +444,30 @@ class BestCandidate(FocusBlock):
         best_thr = self._register("best_thr", p.token_threshold_bits, merged.thr)
         return best_valid, ("thr", best_thr), best
 
-    def _merge_holds(self, merge_req, final, thr):
-        """The merges' operands (the two final accumulators) and the token's threshold, held
-        from the merge's request until its choice, ``TEST_STAGES + 1`` stages later (the
-        operands, then the test). Requests come at least ``rounds`` stages apart, so one hold
-        serves four rounds or more and two serve two or three rounds, used in turn. Returns
-        the holds and the register of the hold being loaded (0 with one hold), which rides
-        beside the merge to its choice."""
+    def _merge_holds(self, merge_req, merging, a, b, thr):
+        """The merges' operands and the token's threshold, held until the merge's choice
+        ``TEST_STAGES + 1`` stages after its request ``merge_req``: the threshold from the
+        request, the operands ``a`` and ``b`` (the two final accumulators, test 1's operands)
+        from the next stage (``merging``), where they are chosen. Requests come at least
+        ``rounds`` stages apart, so one hold serves four rounds or more and two serve two or
+        three rounds, used in turn. Returns the holds and the register of the hold being loaded
+        (0 with one hold), which rides beside the merge to its choice."""
         p, m = self._params, self._m
         layout = data.StructLayout({"a": candidate_layout(p), "b": candidate_layout(p),
                                     "thr": p.token_threshold_bits})
         count = -(-(TEST_STAGES + 1) // matcher_rounds(p))
         held = [Signal(layout, name=f"merge_hold{n}") for n in range(count)]
         loading = Signal(range(count), name="merge_loading")
+        hold = self._register("merge_in_hold", len(loading), loading)
         for n, h in enumerate(held):
             with m.If(self._advance & merge_req & (loading == n)):
-                m.d.sync += [h.a.eq(final[0]), h.b.eq(final[1]), h.thr.eq(thr)]
+                m.d.sync += h.thr.eq(thr)
+            with m.If(self._advance & merging & (hold == n)):
+                m.d.sync += [h.a.eq(a), h.b.eq(b)]
         if count > 1:
             with m.If(self._advance & merge_req):
                 m.d.sync += loading.eq(~loading)
-        return held, self._register("merge_in_hold", len(loading), loading)
+        return held, hold
 
     def _threshold_test(self, valid, thr, best):
         """The threshold test of the best candidate, three stages: (valid, decision)."""

@@ -3,7 +3,7 @@ the block matcher, with the stored code replayed into the decoder and its kept i
 with the unit's ``tokens``."""
 
 from amaranth.hdl import Module, Mux, ResetInserter, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
@@ -48,10 +48,10 @@ class SicSequencer(FocusBlock):
     then one token per ``rounds = ceil(7/comparators)`` cycles, the matcher's rate (the decoder
     gives one index per cycle; the zip adds no cycle, nor does the ready slice that keeps the
     matcher's ``ready`` out of the decoder). A token reaches the matcher one cycle after its
-    transfer, through a skid buffer (``golden.cycles.SIC_INPUT_LATENCY``), so a column's first
+    transfer, through a two-beat FIFO (``golden.cycles.SIC_INPUT_LATENCY``), so a column's first
     token to its last map beat takes ``golden.cycles.sic_cycles``. ``tokens`` is ready only
-    during a job, when the decoder has the token's index and the skid buffer before the matcher
-    has room; ``o_stream`` may stall at any time.
+    during a job, when the decoder has the token's index and the FIFO before the matcher has
+    room; ``o_stream`` may stall at any time.
 
     Mismatches: when ``last`` of ``tokens`` and of the indices do not come together, the pair
     with the first ``last`` still goes to the matcher with ``last`` set, the other side is
@@ -123,11 +123,18 @@ class SicSequencer(FocusBlock):
         m.submodules.matcher = ResetInserter(abort_q)(mat)
         ctl.submodules.decoder_config = dec_cfg = StreamBuffer(decoder_config_layout(p))
         ctl.submodules.matcher_config = mat_cfg = StreamBuffer(match_config_layout(p))
-        # The matcher's tokens through a skid buffer: the matcher checks each token's position
+        # The matcher's tokens through a two-beat FIFO: the matcher checks each token's position
         # and drops everything in flight on a bad one, so the zip, the index slice's select and
         # the job's state would otherwise run into every stage's flush in one cycle; and the
-        # ready the zip sees is the buffer's, a register, not the matcher's.
-        ctl.submodules.matcher_input = mat_in = StreamBuffer(match_input_layout(p), skid=True)
+        # ready the zip sees is the FIFO's, from its level register, not the matcher's. Cycle
+        # for cycle a skid buffer (a beat is offered the cycle after it is taken, and the input
+        # is ready while fewer than two are held), but the matcher's ready moves only the read
+        # pointer and the level, not the enables of registers as wide as a token.
+        ctl.submodules.matcher_input = mat_fifo = fifo.SyncFIFO(
+            width=match_input_layout(p).size, depth=2)
+        mat_in, mat_out = mat_fifo.w_stream, mat_fifo.r_stream
+        mat_in.payload = match_input_layout(p)(mat_fifo.w_data)
+        mat_out.payload = match_input_layout(p)(mat_fifo.r_data)
         # The replay stage: its valid and last; the read port's data register is its word. The
         # word then goes through a register of its own: the block RAM's read data would
         # otherwise reach the decoder's bit buffer in the same cycle.
@@ -168,13 +175,14 @@ class SicSequencer(FocusBlock):
         # (whatever they think they sent then is reset away), so no ready path gets longer.
         for source, sink in ((dec.idx_stream, idx_cut.i_stream), (mat.o_stream, self.o_stream)):
             connect_valid_gated(m, source, sink, ~abort_q)
-        wiring.connect(m, mat_in.o_stream, mat.i_stream)
-        tok, idx, pair, mi = self.tokens, idx_cut.o_stream, zipper.o_stream, mat_in.i_stream
+        m.d.comb += [mat.i_stream.valid.eq(mat_out.valid), mat.i_stream.payload.eq(mat_out.payload),
+                     mat_out.ready.eq(mat.i_stream.ready)]
+        tok, idx, pair, mi = self.tokens, idx_cut.o_stream, zipper.o_stream, mat_in
         dec_gone = ~dec_cfg.o_stream.valid & ~dec.busy & ~idx.valid   # no more indices will come
         idle, join, term, drain_tokens, drain_indices, mismatch, end = self._job_fsm(
             ctl, go=go, pair=pair, dec_gone=dec_gone, tok=tok, idx=idx, mi=mi,
             all_idle=(~dec_cfg.o_stream.valid & ~mat_cfg.o_stream.valid & ~dec.busy & ~mat.busy
-                      & ~mat_in.o_stream.valid & ~replay.o_stream.valid
+                      & ~mat_out.valid & ~replay.o_stream.valid
                       & ~code_word.o_stream.valid))
         running = ~idle
         m.d.comb += [
@@ -201,7 +209,7 @@ class SicSequencer(FocusBlock):
         zip's ``pair`` goes to the matcher ``mi``); on a ``last`` of one side only, DRAIN_TOKENS
         or DRAIN_INDICES (``tok``, ``idx``) up to the other's; TERMINATE (the terminator) when
         the decoder is gone (``dec_gone``) without a last index; DONE until ``all_idle`` (the
-        decoder, the matcher and the skid buffer before it, the configuration beats and the
+        decoder, the matcher and the FIFO before it, the configuration beats and the
         replay) has been registered.
         Returns ``(idle, join, term, drain_tokens, drain_indices, mismatch, end)``: the state
         flags, the mismatch register (``last`` of one side only), and ``end``, the job's last
