@@ -7,7 +7,9 @@ Testbenches pack and unpack with these same layouts (``layout.const({...}).as_bi
 from amaranth.hdl import unsigned
 from amaranth.lib import data
 
-__all__ = ["score_beat_layout", "mask_beat_layout", "offset_word_layout"]
+from .lib.bounds import above
+
+__all__ = ["score_beat_layout", "mask_beat_layout", "offset_word_layout", "token_count_bad"]
 
 
 def score_beat_layout(p):
@@ -34,3 +36,9 @@ def offset_word_layout(p):
         "nbits": unsigned(p.nbits_bits),
         "last": 1,
     })
+
+
+def token_count_bad(p, count):
+    """Whether a job's token count ``count`` (an M field, ``count_bits`` wide) is outside 1 ..
+    ``tokens``, the range every SEC block accepts."""
+    return (count == 0) | above(count, p.tokens)

@@ -268,12 +268,25 @@ def test_verilator_lint(emitted, block, gating):
     assert "%Warning" not in proc.stderr, proc.stderr[-4000:]
 
 
-@pytest.mark.parametrize("block", ["block_matcher", "focus_unit"])
-def test_verilator_lint_one_layer(outdir, block):
-    """``layers = 1``, the smallest threshold table (one entry, no address bits), lints clean."""
+# The parameters at their smallest (one token, lane, element, layer, tile row, comparator...),
+# where memories have one word and counters one bit, and at 2**k - 1 (a count field that cannot
+# exceed tokens), where range checks would otherwise be constant compares (CMPCONST).
+EDGE_PARAMS = {
+    "smallest": FocusParams(tokens=1, lanes=1, dim=1, layers=1, window=4, tile=1, comparators=1,
+                            word_bits=8, scatter_rows=1, score_bits=1, elem_bits=2, theta_bits=1),
+    "pow2-1": FocusParams(tokens=15, lanes=3, dim=3, layers=7, window=7, tile=15, comparators=7,
+                          word_bits=31, scatter_rows=3, score_bits=7, elem_bits=7, theta_bits=7),
+}
+EDGE_CASES = [(b, e) for b in BLOCKS for e in EDGE_PARAMS]
+
+
+@pytest.mark.parametrize("block,edge", EDGE_CASES, ids=[f"{b}-{e}" for b, e in EDGE_CASES])
+def test_verilator_lint_at_the_edges(outdir, block, edge):
+    """Every block lints clean at the smallest parameters and at 2**k - 1 sizes: a one-word
+    memory's 0-bit address, a 1-bit counter, an M field that cannot exceed ``tokens``."""
     _verilator()
     path = outdir / f"{block}.v"
-    path.write_text(emit_block(block, SMALL.replace(layers=1)))
+    path.write_text(emit_block(block, EDGE_PARAMS[edge]))
     proc = _run(["verilator", "--lint-only", "--top-module", block, path.name], outdir)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "%Warning" not in proc.stderr, proc.stderr[-4000:]
@@ -355,6 +368,19 @@ def test_zero_width_declaration_kept_when_named():
 
     text = "module m(a);\n  wire [-1:0] a;\n  wire [-1:0] b;\n  wire [-1:0] \\m.c ;\nendmodule\n"
     assert _drop_zero_width(text) == "module m(a);\n  wire [-1:0] a;\nendmodule\n"
+
+
+def test_zero_width_declaration_counted_in_its_own_module():
+    """A port's name is declared in its module and in the parent: each declaration is dead or
+    not by the uses in its own module (Amaranth's one-word memories' address ports)."""
+    from rtl.flow.emit import _drop_zero_width
+
+    child = "module c(a);\n  input [-1:0] a;\n  wire [-1:0] r_addr;\nendmodule\n"
+    parent = ("module p();\n  wire [-1:0] r_addr;\n  wire [-1:0] s;\n  c u (.a(s));\n"
+              "endmodule\n")
+    assert _drop_zero_width(child + parent) == (
+        "module c(a);\n  input [-1:0] a;\nendmodule\n"
+        "module p();\n  wire [-1:0] s;\n  c u (.a(s));\nendmodule\n")
 
 
 # ---- compile together ---------------------------------------------------------------------------

@@ -38,7 +38,9 @@ Post-processing of Amaranth's Verilog (:func:`postprocess`):
 - Zero-width signals: Amaranth declares a zero-width signal (``Signal(range(1))``, legal and
   useful at some parameters) as ``wire [-1:0] x;``, which Verilator flags (``ASCRANGE``) and
   which Verilog reads as two bits. Yosys folds every use of such a signal to a constant, so the
-  declaration is dead; it is removed when nothing else in the file names the signal.
+  declaration is dead; it is removed when nothing else in its module names the signal (a
+  one-word memory's 0-bit address, for example, is declared in the memory's module and again in
+  its parent's, and used in neither).
 - Time zero: Yosys gives every ``always @*`` block a dummy read of a register initialised to 0
   (``$auto$verilog_backend...``) so that the block runs at time zero. Under Icarus with
   ``-g2012`` (what cocotb uses) that initialisation makes no event when the design is the
@@ -106,18 +108,21 @@ def _trigger_fix(match):
 # never used: Yosys folds every use to a constant.
 _ZERO_WIDTH = re.compile(r"^[ \t]*(?:wire|reg) \[-1:0\] (?P<name>\\\S+ |[A-Za-z_][\w$]*);\n",
                          re.MULTILINE)
+_MODULE = re.compile(r"^module .*?^endmodule\n", re.MULTILINE | re.DOTALL)
 
 
 def _drop_zero_width(text):
-    """Remove the declarations of zero-width signals that nothing else in ``text`` mentions."""
-    def unused(match):
-        name = match["name"]
-        if name.startswith("\\"):
-            uses = text.count(name)
-        else:
-            uses = len(re.findall(rf"(?<![\w$\\.]){re.escape(name)}(?![\w$])", text))
-        return "" if uses == 1 else match[0]
-    return _ZERO_WIDTH.sub(unused, text)
+    """Remove the declarations of zero-width signals that nothing else in their module mentions
+    (names repeat between modules: a port's name is declared in the module and its parent)."""
+    return _MODULE.sub(lambda module: _ZERO_WIDTH.sub(
+        lambda match: "" if _uses(match["name"], module[0]) == 1 else match[0], module[0]), text)
+
+
+def _uses(name, text):
+    """How many times the Verilog identifier ``name`` occurs in ``text``."""
+    if name.startswith("\\"):
+        return text.count(name)
+    return len(re.findall(rf"(?<![\w$\\.]){re.escape(name)}(?![\w$])", text))
 
 
 def postprocess(text, name, params):

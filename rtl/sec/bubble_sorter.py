@@ -3,6 +3,7 @@
 from amaranth.hdl import Cat, Module, Mux, Signal, signed
 
 from ..block import FocusBlock
+from ..lib.bounds import above
 from ..params import ceil_log2
 from .importance_buffer import buffer_word_layout
 from .topk_engine import TopKEngineSignature, add_sweeper, or_tree
@@ -54,7 +55,7 @@ class BubbleSorter(FocusBlock):
         irest = Signal(p.count_bits)
         m.d.comb += sw.final.eq(irest == 0)
         with m.If(sw.wrap & ~sw.final):
-            m.d.sync += irest.eq(Mux(irest > a, irest - a, 0))
+            m.d.sync += irest.eq(Mux(above(irest, a), irest - a, 0))
 
         # The serializer: the current word, one lane per cycle.
         word = buffer_word_layout(p)
@@ -153,7 +154,7 @@ class BubbleSorter(FocusBlock):
                         m.next = "SORT"
             with m.State("SORT"):
                 with m.If(x_last):
-                    with m.If(crest > a):
+                    with m.If(above(crest, a)):
                         m.d.sync += crest.eq(crest - a)
                     with m.Else():
                         m.next = "THRESHOLD"

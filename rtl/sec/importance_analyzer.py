@@ -5,7 +5,8 @@ from amaranth.lib import data, enum, stream
 from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
-from ..layouts import score_beat_layout
+from ..layouts import score_beat_layout, token_count_bad
+from ..lib.bounds import above, at_most
 from .importance_buffer import (
     ImportanceBuffer,
     buffer_addr_bits,
@@ -135,7 +136,7 @@ class _InputPosition:
             self.w.eq(0), self.left.eq(c.M), self.rows.eq(c.R), self.rleft.eq(c.R),
             self.lane.eq(0), self.tleft.eq(c.M),
             self.ok.eq(self._therm(first)), self.ok_full.eq(self._therm(first)),
-            self.row_end.eq(c.M <= self._lanes), self.col_end.eq(c.R <= self._lanes),
+            self.row_end.eq(at_most(c.M, self._lanes)), self.col_end.eq(at_most(c.R, self._lanes)),
             self.last_row.eq(c.R == 1), self.last_col.eq(c.M == 1),
         ]
 
@@ -147,25 +148,26 @@ class _InputPosition:
             self.w, self.left, self.rows, self.rleft, self.lane, self.tleft)
         ok, ok_full = self.ok, self.ok_full
         # The next beat's lanes and flags from this beat's counters (left - a > n is left > n + a).
-        ahead = Cat(left > n + a for n in range(a))
-        rahead = Cat(rleft > n + a for n in range(a))
+        ahead = Cat(above(left, n + a) for n in range(a))
+        rahead = Cat(above(rleft, n + a) for n in range(a))
         with m.If(~temporal):
             with m.If(self.row_end):
                 m.d.sync += [w.eq(0), left.eq(M), rows.eq(rows - 1), ok.eq(ok_full),
-                             self.row_end.eq(M <= a), self.last_row.eq(rows == 2)]
+                             self.row_end.eq(at_most(M, a)), self.last_row.eq(rows == 2)]
             with m.Else():
                 m.d.sync += [w.eq(w + 1), left.eq(left - a), ok.eq(ahead),
-                             self.row_end.eq(left <= 2 * a)]
+                             self.row_end.eq(at_most(left, 2 * a))]
         with m.Else():
             with m.If(self.col_end):
                 m.d.sync += [rleft.eq(R), tleft.eq(tleft - 1), ok.eq(ok_full),
-                             self.col_end.eq(R <= a), self.last_col.eq(tleft == 2)]
+                             self.col_end.eq(at_most(R, a)), self.last_col.eq(tleft == 2)]
                 with m.If(lane == a - 1):
                     m.d.sync += [lane.eq(0), w.eq(w + 1)]
                 with m.Else():
                     m.d.sync += lane.eq(lane + 1)
             with m.Else():
-                m.d.sync += [rleft.eq(rleft - a), ok.eq(rahead), self.col_end.eq(rleft <= 2 * a)]
+                m.d.sync += [rleft.eq(rleft - a), ok.eq(rahead),
+                             self.col_end.eq(at_most(rleft, 2 * a))]
         return Mux(temporal, self.col_end & self.last_col, self.row_end & self.last_row)
 
 
@@ -419,7 +421,7 @@ class ImportanceAnalyzer(FocusBlock):
             with m.State("IDLE"):
                 with m.If(cfg.valid):
                     c = cfg.payload
-                    bad = (c.M == 0) | (c.M > p.tokens) | (c.R == 0)
+                    bad = token_count_bad(p, c.M) | (c.R == 0)
                     # The job's registers load whatever ``bad`` is (unused after a rejected
                     # beat): the compares stay off their enables.
                     m.d.sync += [
@@ -446,7 +448,7 @@ class ImportanceAnalyzer(FocusBlock):
                     m.d.sync += rd_valid.eq(more)
                     with m.If(more):
                         m.d.sync += [pos.w.eq(pos.w + 1),
-                                     pos.left.eq(Mux(pos.left > a, pos.left - a, 0))]
+                                     pos.left.eq(Mux(above(pos.left, a), pos.left - a, 0))]
                     with m.Else():
                         m.next = "IDLE"
         return fsm, more, advance

@@ -6,7 +6,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock, job_status_members
-from ..layouts import mask_beat_layout, offset_word_layout
+from ..layouts import mask_beat_layout, offset_word_layout, token_count_bad
 from .code_parser import (
     CodeParser,
     DecodeError,
@@ -202,7 +202,7 @@ class OffsetDecoder(FocusBlock):
                      parser.error.eq(error)]
         with m.If(cfg_fire):
             cfg_m, cfg_hb = cfg.payload.tokens, bit_length(cfg.payload.tokens)
-            bad_m = (cfg_m == 0) | (cfg_m > p.tokens)
+            bad_m = token_count_bad(p, cfg_m)
             short = cfg.payload.nbits < HEADER_FIXED_BITS + cfg_hb
             m.d.sync += [
                 running.eq(1), prev_end.eq(0), rest.eq(cfg_m), tokens.eq(cfg_m), hb.eq(cfg_hb),

@@ -6,9 +6,10 @@ from amaranth.lib import data, enum, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock, job_status_members
-from ..layouts import mask_beat_layout, offset_word_layout
+from ..layouts import mask_beat_layout, offset_word_layout, token_count_bad
 from ..lib.arith import full_add
 from ..lib.bit_packer import BitPacker, packer_field_layout
+from ..lib.bounds import at_most
 from ..lib.ready_slice import ReadySlice
 
 __all__ = ["OffsetEncoder", "EncodeError", "encoder_config_layout", "code_field_bits",
@@ -251,7 +252,7 @@ class OffsetEncoder(FocusBlock):
         # ---- control ----------------------------------------------------------------------------
         # IDLE -> INGEST -> CHOOSE -> EMIT -> IDLE; DRAIN discards the rest of a malformed job.
         cfg_fire = cfg.valid & cfg.ready
-        bad_m = (cfg.payload.tokens == 0) | (cfg.payload.tokens > p.tokens)
+        bad_m = token_count_bad(p, cfg.payload.tokens)
         # A fixed scheme this encoder was not built with.
         bad_scheme = (~cfg.payload.adaptive & (cfg.payload.dropped | cfg.payload.rice)
                       if narrow else Const(0))
@@ -282,7 +283,7 @@ class OffsetEncoder(FocusBlock):
                 tokens.eq(c.tokens), hb.eq(bit_length(c.tokens)), adaptive.eq(c.adaptive),
                 fixed.eq(Cat(c.order, c.rice, c.dropped)), e.eq(c.order),
                 n.eq(0), ing.in_base.eq(0), ing.in_left.eq(c.tokens),
-                ing.left_le.eq(Cat(*(c.tokens <= k for k in range(p.lanes + 1)))),
+                ing.left_le.eq(Cat(*(at_most(c.tokens, k) for k in range(p.lanes + 1)))),
                 ing.got_final.eq(0),
                 ing.tail_sent.eq(0), ing.cur_valid.eq(0), ing.prev_end.eq(0), ing.a_valid.eq(0),
                 error.eq(bad_cfg),
@@ -394,7 +395,7 @@ class OffsetEncoder(FocusBlock):
                 m.d.sync += [ing.cur_bits.eq(i.payload.keep), ing.cur_valid.eq(1),
                              ing.cur_base.eq(ing.in_base), ing.in_base.eq(ing.in_base + lanes),
                              ing.in_left.eq(ing.in_left - lanes), ing.got_final.eq(beat_final),
-                             ing.left_le.eq(Cat(*(ing.in_left <= k + lanes
+                             ing.left_le.eq(Cat(*(at_most(ing.in_left, k + lanes)
                                                   for k in range(lanes + 1))))]
 
     def _store_gaps(self, m, wr, ing, *, start, run, n, hb, counting):

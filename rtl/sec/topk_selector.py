@@ -5,7 +5,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
-from ..layouts import mask_beat_layout, score_beat_layout
+from ..layouts import mask_beat_layout, score_beat_layout, token_count_bad
+from ..lib.bounds import at_most
 from .bubble_sorter import BubbleSorter
 from .importance_buffer import (
     ImportanceBuffer,
@@ -115,7 +116,7 @@ class TopKSelector(FocusBlock):
         wiring.connect(m, wiring.flipped(self.o_stream), engine.o_stream)
 
         c = cfg.payload
-        bad = (c.M == 0) | (c.M > p.tokens)
+        bad = token_count_bad(p, c.M)
         # Combinational outputs are assigned unconditionally, from the state (see the note in
         # rtl/sec/importance_analyzer.py about Icarus).
         with m.FSM() as fsm:
@@ -130,7 +131,7 @@ class TopKSelector(FocusBlock):
             with m.State("RUN"):
                 with m.If(i.valid & ~load_done):
                     m.d.sync += [loaded.eq(loaded + 1), load_left.eq(load_left - a)]
-                    with m.If(load_left <= a):
+                    with m.If(at_most(load_left, a)):
                         m.d.sync += load_done.eq(1)
                 with m.If(load_done & ~engine.busy):
                     m.next = "IDLE"

@@ -1,6 +1,6 @@
 """The block matcher's per-layer threshold table: theta_q of each layer (spec 4.1, 4.2)."""
 
-from amaranth.hdl import Module, Signal, unsigned
+from amaranth.hdl import Module, unsigned
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -51,17 +51,6 @@ class ThresholdTable(FocusBlock):
     def elaborate(self, platform):
         p = self._params
         m = Module()
-        if p.layers == 1:
-            # One entry: two registers. A one-word memory has a 0-bit address, which Amaranth
-            # emits as `wire [-1:0]` and Verilator's lint rejects (ASCRANGE).
-            entry = Signal(p.theta_bits, reset_less=True)
-            loaded = Signal(p.theta_bits, reset_less=True)
-            with m.If(self.w_en):
-                m.d.sync += entry.eq(self.w_data)
-            with m.If(self.read.en):
-                m.d.sync += loaded.eq(entry)
-            m.d.comb += self.read.theta_q.eq(loaded)
-            return m
         m.submodules.mem = mem = memory.Memory(shape=unsigned(p.theta_bits), depth=p.layers,
                                                init=[])
         wp = mem.write_port()
