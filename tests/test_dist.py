@@ -4,11 +4,12 @@ the Pareto front, the reference-job cycles, and a small sweep on a two-worker Da
 that must give the serial result."""
 
 import json
+import shutil
 
 import pytest
 
 from focus_rtl import cli
-from rtl.flow import dist
+from rtl.flow import dist, toolchain
 from rtl.flow.blocks import BLOCKS
 from rtl.flow.cycles import job_cycles
 from rtl.flow.pareto import pareto_markdown, plot_pareto
@@ -83,6 +84,21 @@ def test_cache_reruns_only_what_changed(work, monkeypatch):
     # The FPGA flows do not depend on the OpenSTA code, the STA flow does.
     assert dist.flow_digest("ice40") == dist.flow_digest("ecp5") != dist.flow_digest(
         "osu018-sta")
+
+
+def test_flow_digest_follows_the_flow_files_not_the_emitter(tmp_path, monkeypatch):
+    """An edit to a flow file changes its targets' digest; an edit to the emitter does not (its
+    part in a result is the emitted Verilog, in the design digest)."""
+    shutil.copytree(toolchain.SOURCE_ROOT / "rtl" / "flow", tmp_path / "rtl" / "flow")
+    monkeypatch.setattr(toolchain, "SOURCE_ROOT", tmp_path)
+    digest = dist.flow_digest.__wrapped__
+    before = {target: digest(target) for target in ("ecp5", "osu018-sta")}
+    with open(tmp_path / "rtl" / "flow" / "emit.py", "a") as f:
+        f.write("# an edit\n")
+    assert {target: digest(target) for target in before} == before
+    with open(tmp_path / "rtl" / "flow" / "harness.py", "a") as f:
+        f.write("# an edit\n")
+    assert digest("ecp5") != before["ecp5"] and digest("osu018-sta") == before["osu018-sta"]
 
 
 def test_design_digest_follows_the_verilog(monkeypatch):
