@@ -7,9 +7,7 @@ Testbenches pack and unpack with these same layouts (``layout.const({...}).as_bi
 from amaranth.hdl import unsigned
 from amaranth.lib import data
 
-from .lib.bounds import above
-
-__all__ = ["score_beat_layout", "mask_beat_layout", "offset_word_layout", "token_count_bad"]
+__all__ = ["score_beat_layout", "mask_beat_layout", "offset_word_layout"]
 
 
 def score_beat_layout(p):
@@ -37,8 +35,3 @@ def offset_word_layout(p):
         "last": 1,
     })
 
-
-def token_count_bad(p, count):
-    """Whether a job's token count ``count`` (an M field, ``count_bits`` wide) is outside 1 ..
-    ``tokens``, the range every SEC block accepts."""
-    return (count == 0) | above(count, p.tokens)

@@ -5,18 +5,19 @@ import pytest
 from amaranth.hdl import Const, Module, Signal, signed
 from amaranth.sim import Simulator
 
-from rtl.lib.bounds import above, at_most
+from rtl.lib.bounds import above, at_most, outside_1_to
 
 
 @pytest.mark.parametrize("width", [1, 2, 3])
 def test_compares_equal_python_for_every_value(width):
     value = Signal(width)
     bounds = range(-2, 2 ** width + 2)
-    outs = {(f.__name__, b): Signal(name=f"{f.__name__}_{b + 2}") for f in (above, at_most)
-            for b in bounds}
+    funcs = {f.__name__: f for f in (above, at_most, outside_1_to)}
+    want = {"above": lambda v, b: v > b, "at_most": lambda v, b: v <= b,
+            "outside_1_to": lambda v, b: not 1 <= v <= b}
+    outs = {(name, b): Signal(name=f"{name}_{b + 2}") for name in funcs for b in bounds}
     m = Module()
-    m.d.comb += [out.eq({"above": above, "at_most": at_most}[name](value, b))
-                 for (name, b), out in outs.items()]
+    m.d.comb += [out.eq(funcs[name](value, b)) for (name, b), out in outs.items()]
     sim = Simulator(m)
     seen = []
 
@@ -24,8 +25,7 @@ def test_compares_equal_python_for_every_value(width):
         for v in range(2 ** width):
             ctx.set(value, v)
             for (name, b), out in outs.items():
-                want = v > b if name == "above" else v <= b
-                assert ctx.get(out) == want, (name, v, b)
+                assert ctx.get(out) == want[name](v, b), (name, v, b)
                 seen.append(name)
 
     sim.add_testbench(check)

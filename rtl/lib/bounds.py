@@ -10,7 +10,7 @@ the constant otherwise; the logic is the same after Yosys's constant folding.
 
 from amaranth.hdl import Const, Value
 
-__all__ = ["above", "at_most"]
+__all__ = ["above", "at_most", "outside_1_to"]
 
 
 def above(value, bound):
@@ -30,3 +30,9 @@ def at_most(value, bound):
     """``value <= bound``, the complement of :func:`above`, folded the same way."""
     result = above(value, bound)
     return Const(1 - result.value) if isinstance(result, Const) else value <= bound
+
+
+def outside_1_to(value, high):
+    """Whether ``value`` is outside 1 .. ``high``: 0, or :func:`above` ``high`` (a job's token
+    count against the unit's ``tokens``)."""
+    return (value == 0) | above(value, high)

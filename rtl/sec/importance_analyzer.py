@@ -5,8 +5,8 @@ from amaranth.lib import data, enum, stream
 from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
-from ..layouts import score_beat_layout, token_count_bad
-from ..lib.bounds import above, at_most
+from ..layouts import score_beat_layout
+from ..lib.bounds import above, at_most, outside_1_to
 from .importance_buffer import (
     ImportanceBuffer,
     buffer_addr_bits,
@@ -421,7 +421,7 @@ class ImportanceAnalyzer(FocusBlock):
             with m.State("IDLE"):
                 with m.If(cfg.valid):
                     c = cfg.payload
-                    bad = token_count_bad(p, c.M) | (c.R == 0)
+                    bad = outside_1_to(c.M, p.tokens) | (c.R == 0)
                     # The job's registers load whatever ``bad`` is (unused after a rejected
                     # beat): the compares stay off their enables.
                     m.d.sync += [

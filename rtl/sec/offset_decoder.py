@@ -6,7 +6,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock, job_status_members
-from ..layouts import mask_beat_layout, offset_word_layout, token_count_bad
+from ..layouts import mask_beat_layout, offset_word_layout
+from ..lib.bounds import outside_1_to
 from .code_parser import (
     CodeParser,
     DecodeError,
@@ -202,7 +203,7 @@ class OffsetDecoder(FocusBlock):
                      parser.error.eq(error)]
         with m.If(cfg_fire):
             cfg_m, cfg_hb = cfg.payload.tokens, bit_length(cfg.payload.tokens)
-            bad_m = token_count_bad(p, cfg_m)
+            bad_m = outside_1_to(cfg_m, p.tokens)
             short = cfg.payload.nbits < HEADER_FIXED_BITS + cfg_hb
             m.d.sync += [
                 running.eq(1), prev_end.eq(0), rest.eq(cfg_m), tokens.eq(cfg_m), hb.eq(cfg_hb),

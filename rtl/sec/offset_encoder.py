@@ -6,10 +6,10 @@ from amaranth.lib import data, enum, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock, job_status_members
-from ..layouts import mask_beat_layout, offset_word_layout, token_count_bad
+from ..layouts import mask_beat_layout, offset_word_layout
 from ..lib.arith import full_add
 from ..lib.bit_packer import BitPacker, packer_field_layout
-from ..lib.bounds import at_most
+from ..lib.bounds import at_most, outside_1_to
 from ..lib.ready_slice import ReadySlice
 
 __all__ = ["OffsetEncoder", "EncodeError", "encoder_config_layout", "code_field_bits",
@@ -252,7 +252,7 @@ class OffsetEncoder(FocusBlock):
         # ---- control ----------------------------------------------------------------------------
         # IDLE -> INGEST -> CHOOSE -> EMIT -> IDLE; DRAIN discards the rest of a malformed job.
         cfg_fire = cfg.valid & cfg.ready
-        bad_m = token_count_bad(p, cfg.payload.tokens)
+        bad_m = outside_1_to(cfg.payload.tokens, p.tokens)
         # A fixed scheme this encoder was not built with.
         bad_scheme = (~cfg.payload.adaptive & (cfg.payload.dropped | cfg.payload.rice)
                       if narrow else Const(0))

@@ -5,7 +5,8 @@ from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock, job_status_members
-from ..layouts import mask_beat_layout, offset_word_layout, score_beat_layout, token_count_bad
+from ..layouts import mask_beat_layout, offset_word_layout, score_beat_layout
+from ..lib.bounds import outside_1_to
 from ..lib.ready_slice import ReadySlice
 from ..lib.stream_fork import StreamFork
 from .importance_analyzer import ROWS_BITS, Dataflow, ImportanceAnalyzer
@@ -194,7 +195,7 @@ class SemanticConcentrator(FocusBlock):
         cause = Signal(SecError)
 
         accept = cfg.valid & cfg.ready
-        bad = token_count_bad(p, c.M) | (c.R == 0)
+        bad = outside_1_to(c.M, p.tokens) | (c.R == 0)
         launch = Signal()                   # the vector is complete: selector and encoder start
         finish = Signal()                   # the job's last output has left
         # IDLE -> ANALYZE (the analyzer builds the vector) -> RUN (selector and encoder) -> IDLE.

@@ -5,8 +5,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..block import FocusBlock
-from ..layouts import mask_beat_layout, score_beat_layout, token_count_bad
-from ..lib.bounds import at_most
+from ..layouts import mask_beat_layout, score_beat_layout
+from ..lib.bounds import at_most, outside_1_to
 from .bubble_sorter import BubbleSorter
 from .importance_buffer import (
     ImportanceBuffer,
@@ -116,7 +116,7 @@ class TopKSelector(FocusBlock):
         wiring.connect(m, wiring.flipped(self.o_stream), engine.o_stream)
 
         c = cfg.payload
-        bad = token_count_bad(p, c.M)
+        bad = outside_1_to(c.M, p.tokens)
         # Combinational outputs are assigned unconditionally, from the state (see the note in
         # rtl/sec/importance_analyzer.py about Icarus).
         with m.FSM() as fsm:
