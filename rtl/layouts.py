@@ -34,4 +34,3 @@ def offset_word_layout(p):
         "nbits": unsigned(p.nbits_bits),
         "last": 1,
     })
-
